@@ -1,0 +1,1 @@
+//! Discord adapter (built in the Discord issue).

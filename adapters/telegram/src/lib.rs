@@ -1,0 +1,1 @@
+//! Telegram adapter (built in the Telegram issue).

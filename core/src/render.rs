@@ -1,0 +1,477 @@
+//! How questions and outcomes read as text, and which buttons a question gets.
+//!
+//! Every surface shows the same words, so a person who has seen a question on Telegram recognises
+//! it on Discord or in the console; only the frame (keyboard, components, terminal) differs. The
+//! buttons are listed here, not in the adapters, so that one property test can check every payload
+//! any adapter will send against the platforms' limits.
+
+use crate::answer::{APPROVE_ALWAYS, APPROVE_ONCE, REJECT};
+use crate::command::{AnswerCommand, DeclineCommand, PickCommand};
+use crate::id::IdRef;
+use crate::question::{Kind, Question, Resolution, Status};
+use crate::time::Millis;
+
+/// What a button does, so that adapters can colour it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ButtonRole {
+    /// Chooses an option or toggles it (`selected` for a chosen toggle).
+    Choice {
+        /// The toggle is on.
+        selected: bool,
+    },
+    /// Yes, Submit, Allow.
+    Accept,
+    /// No, Decline, Reject.
+    Refuse,
+}
+
+/// One button: a label and the command it sends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Button {
+    /// What the button says (full length; adapters shorten it to their platform's limit).
+    pub label: String,
+    /// The plain-text command tapping it sends.
+    pub payload: String,
+    /// What it does.
+    pub role: ButtonRole,
+}
+
+impl Button {
+    fn new(label: impl Into<String>, payload: impl ToString, role: ButtonRole) -> Self {
+        Button {
+            label: label.into(),
+            payload: payload.to_string(),
+            role,
+        }
+    }
+}
+
+/// The buttons for `question`. For multi-choice questions they are toggles: each carries the
+/// selection tapping it leads to (so the message itself holds the state), and Submit appears
+/// once something is selected. `selection` is the current one (1-based option numbers).
+pub fn buttons(question: &Question, selection: &[usize]) -> Vec<Button> {
+    let id = &question.id;
+    let mut buttons = Vec::new();
+    match question.kind {
+        Kind::Confirm => {
+            buttons.push(Button::new(
+                "Yes",
+                AnswerCommand::word(id, "yes"),
+                ButtonRole::Accept,
+            ));
+            buttons.push(Button::new(
+                "No",
+                AnswerCommand::word(id, "no"),
+                ButtonRole::Refuse,
+            ));
+            return buttons;
+        }
+        Kind::Approval => {
+            buttons.push(Button::new(
+                "Allow once",
+                AnswerCommand::word(id, APPROVE_ONCE),
+                ButtonRole::Accept,
+            ));
+            buttons.push(Button::new(
+                "Always allow",
+                AnswerCommand::word(id, APPROVE_ALWAYS),
+                ButtonRole::Accept,
+            ));
+            buttons.push(Button::new(
+                "Reject",
+                AnswerCommand::word(id, REJECT),
+                ButtonRole::Refuse,
+            ));
+            return buttons;
+        }
+        Kind::Ask if question.multi => {
+            for (index, label) in question.options.iter().enumerate() {
+                let number = index + 1;
+                let selected = selection.contains(&number);
+                let mut next: Vec<usize> =
+                    selection.iter().copied().filter(|n| *n != number).collect();
+                if !selected {
+                    next.push(number);
+                }
+                next.sort_unstable();
+                let mark = if selected { "☑" } else { "☐" };
+                let pick = PickCommand {
+                    id: IdRef::Full(id.clone()),
+                    numbers: next,
+                };
+                buttons.push(Button::new(
+                    format!("{mark} {label}"),
+                    pick,
+                    ButtonRole::Choice { selected },
+                ));
+            }
+            if !selection.is_empty() {
+                let submit = AnswerCommand::numbers(id, selection);
+                buttons.push(Button::new(
+                    format!("Submit ({})", selection.len()),
+                    submit,
+                    ButtonRole::Accept,
+                ));
+            }
+        }
+        Kind::Ask => {
+            for (index, label) in question.options.iter().enumerate() {
+                let answer = AnswerCommand::numbers(id, &[index + 1]);
+                buttons.push(Button::new(
+                    label.clone(),
+                    answer,
+                    ButtonRole::Choice { selected: false },
+                ));
+            }
+        }
+    }
+    buttons.push(Button::new(
+        "Decline",
+        DeclineCommand::button(id),
+        ButtonRole::Refuse,
+    ));
+    buttons
+}
+
+/// `text` cut to at most `max_chars` characters, ending in `…` when cut.
+pub fn shorten(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// The question as a chat message of at most `max_chars` characters: prompt, detail, numbered
+/// options, and the exact commands to type. When it does not fit, the detail and then the option
+/// labels are shortened and the text points to `/show <id>`.
+pub fn question_text(question: &Question, max_chars: usize) -> String {
+    let full = compose(question, question.detail.as_deref(), None);
+    if full.chars().count() <= max_chars {
+        return full;
+    }
+    let without_detail = compose(question, Some(""), None).chars().count();
+    if let Some(detail) = &question.detail {
+        let room = max_chars.saturating_sub(without_detail + 60);
+        if room >= 80 {
+            let text = compose(question, Some(&shorten(detail, room)), None);
+            if text.chars().count() <= max_chars {
+                return with_show_hint(text, question);
+            }
+        }
+    }
+    for label_chars in [60, 40, 24, 12] {
+        let text = compose(question, None, Some(label_chars));
+        if text.chars().count() + 60 <= max_chars {
+            return with_show_hint(text, question);
+        }
+    }
+    shorten(
+        &with_show_hint(compose(question, None, Some(12)), question),
+        max_chars,
+    )
+}
+
+fn with_show_hint(mut text: String, question: &Question) -> String {
+    text.push_str(&format!(
+        "\n(Shortened: /show {} shows all of it.)",
+        question.id
+    ));
+    text
+}
+
+fn compose(question: &Question, detail: Option<&str>, label_chars: Option<usize>) -> String {
+    let mut text = format!("❓ {}", question.prompt);
+    if let Some(detail) = detail.filter(|d| !d.is_empty()) {
+        text.push_str("\n\n");
+        text.push_str(detail);
+    }
+    if !question.options.is_empty() {
+        text.push('\n');
+        for (index, label) in question.options.iter().enumerate() {
+            let label = label_chars.map_or_else(|| label.clone(), |max| shorten(label, max));
+            text.push_str(&format!("\n{}. {label}", index + 1));
+        }
+    }
+    text.push_str("\n\n");
+    text.push_str(&commands_hint(question));
+    text
+}
+
+/// The lines telling a person exactly what to type.
+pub fn commands_hint(question: &Question) -> String {
+    let id = &question.id;
+    let answer = match question.kind {
+        Kind::Confirm => format!("Answer: /answer {id} yes  or  /answer {id} no"),
+        Kind::Approval => format!(
+            "Allow: /answer {id} once  or  /answer {id} always\nReject: /answer {id} reject [reason]"
+        ),
+        Kind::Ask if question.options.is_empty() => format!("Answer: /answer {id} <your answer>"),
+        Kind::Ask => {
+            let n = question.options.len();
+            let what = if question.multi {
+                format!("<numbers, e.g. 1,3 (any of 1-{n})>")
+            } else if n == 1 {
+                "1".to_owned()
+            } else {
+                format!("<1-{n} or name>")
+            };
+            let mut line = format!("Answer: /answer {id} {what}");
+            if question.allow_custom {
+                line.push_str("\nOr answer in your own words: /answer ");
+                line.push_str(id.as_str());
+                line.push_str(" <text>");
+            }
+            line
+        }
+    };
+    if question.kind == Kind::Approval {
+        answer
+    } else {
+        format!("{answer}\nDecline: /decline {id} [reason]")
+    }
+}
+
+/// Who resolved it, for people: the display name when known.
+pub fn who(resolution: &Resolution) -> &str {
+    resolution.by_name.as_deref().unwrap_or(&resolution.by)
+}
+
+/// One line saying how a resolved question ended, e.g. "Answered: dayjs, by @alice via discord".
+pub fn outcome_line(question: &Question) -> String {
+    let Some(resolution) = &question.resolution else {
+        return "Pending".to_owned();
+    };
+    let by = who(resolution);
+    let via = &resolution.via;
+    match question.status {
+        Status::Pending => "Pending".to_owned(),
+        Status::Answered => {
+            let value = resolution
+                .value
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            let value = match (question.kind, value.as_str()) {
+                (Kind::Approval, APPROVE_ONCE) => "allowed once".to_owned(),
+                (Kind::Approval, APPROVE_ALWAYS) => "always allowed".to_owned(),
+                _ => value,
+            };
+            format!("Answered: {value}, by {by} via {via}")
+        }
+        Status::Declined => {
+            let verb = if question.kind == Kind::Approval {
+                "Rejected"
+            } else {
+                "Declined"
+            };
+            match &resolution.message {
+                Some(message) => format!("{verb}: {message} (by {by} via {via})"),
+                None => format!("{verb} by {by} via {via}"),
+            }
+        }
+        Status::Expired => match &resolution.value {
+            Some(value) => format!("Expired: default used ({value})"),
+            None => "Expired: no answer".to_owned(),
+        },
+        Status::Cancelled => match &resolution.message {
+            Some(reason) => format!("Cancelled: {reason}"),
+            None => "Cancelled: the run that asked it was stopped".to_owned(),
+        },
+    }
+}
+
+/// The reply to someone who tries to resolve a question that is no longer pending.
+pub fn already_resolved_line(question: &Question) -> String {
+    match question.status {
+        Status::Expired => format!("This question has expired. {}", outcome_line(question)),
+        Status::Cancelled => format!("This question was withdrawn. {}", outcome_line(question)),
+        _ => format!("Already {}", lowercase_first(&outcome_line(question))),
+    }
+}
+
+/// "in 29 min", "in 40 s": how long until `expires_at`.
+pub fn time_left(question: &Question, now: Millis) -> String {
+    let secs = question.remaining(now).as_secs();
+    match secs {
+        0 => "now".to_owned(),
+        1..=99 => format!("in {secs} s"),
+        100..=5999 => format!("in {} min", secs.div_ceil(60)),
+        _ => format!("in {} h", secs.div_ceil(3600)),
+    }
+}
+
+fn lowercase_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::{Command, CommandLine, DISCORD_PAYLOAD_CHARS, TELEGRAM_PAYLOAD_BYTES};
+    use crate::id::QuestionId;
+    use crate::question::{Answer, DEFAULT_TIMEOUT, MAX_LABEL_CHARS, MAX_OPTIONS, NewQuestion};
+
+    /// A small deterministic generator: the property test must be reproducible without a crate.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    fn random_label(rng: &mut Rng, index: usize) -> String {
+        const PIECES: [&str; 6] = ["a", "Zürich", "日本語", "🚀", "date-fns", "x y"];
+        let len = 1 + rng.below(MAX_LABEL_CHARS);
+        let mut label = format!("{index}");
+        while label.chars().count() < len {
+            label.push_str(PIECES[rng.below(PIECES.len())]);
+        }
+        label
+            .chars()
+            .take(MAX_LABEL_CHARS)
+            .collect::<String>()
+            .trim()
+            .to_owned()
+    }
+
+    fn random_question(rng: &mut Rng) -> Question {
+        let kind = [Kind::Ask, Kind::Ask, Kind::Confirm, Kind::Approval][rng.below(4)];
+        let count = if kind == Kind::Ask {
+            1 + rng.below(MAX_OPTIONS)
+        } else {
+            0
+        };
+        NewQuestion {
+            kind,
+            options: (0..count).map(|i| random_label(rng, i)).collect(),
+            multi: kind == Kind::Ask && rng.below(2) == 0,
+            ..NewQuestion::new("s", "q")
+        }
+        .into_question(QuestionId::random(), Millis(0), DEFAULT_TIMEOUT)
+        .unwrap()
+    }
+
+    #[test]
+    fn every_payload_fits_both_platforms_and_parses_back() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..3000 {
+            let question = random_question(&mut rng);
+            let selection: Vec<usize> = (1..=question.options.len())
+                .filter(|_| rng.below(2) == 0)
+                .collect();
+            for button in buttons(&question, &selection) {
+                let payload = &button.payload;
+                assert!(
+                    payload.len() <= TELEGRAM_PAYLOAD_BYTES,
+                    "{payload} is {} bytes",
+                    payload.len()
+                );
+                assert!(payload.chars().count() <= DISCORD_PAYLOAD_CHARS);
+                let line = CommandLine::parse(payload).unwrap().unwrap();
+                assert_eq!(line.command.to_string(), *payload, "round trip");
+                if let Command::Answer(answer) = line.command {
+                    question
+                        .read_typed(&answer.choice)
+                        .expect("every answer button fits its question");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn worst_case_multi_selection_still_fits() {
+        let question = NewQuestion {
+            options: (1..=MAX_OPTIONS).map(|n| format!("option {n}")).collect(),
+            multi: true,
+            ..NewQuestion::new("s", "q")
+        }
+        .into_question(QuestionId::random(), Millis(0), DEFAULT_TIMEOUT)
+        .unwrap();
+        // Pairs separated by gaps defeat range compression best: 1,2,4,5,7,8,...
+        let selection: Vec<usize> = (1..=MAX_OPTIONS).filter(|n| n % 3 != 0).collect();
+        for button in buttons(&question, &selection) {
+            assert!(
+                button.payload.len() <= TELEGRAM_PAYLOAD_BYTES,
+                "{}",
+                button.payload
+            );
+        }
+    }
+
+    fn asked(kind: Kind, options: &[&str]) -> Question {
+        NewQuestion {
+            kind,
+            options: options.iter().map(|o| o.to_string()).collect(),
+            ..NewQuestion::new("s", "Which library?")
+        }
+        .into_question(
+            QuestionId::parse("k3f9x2m8qa").unwrap(),
+            Millis(0),
+            DEFAULT_TIMEOUT,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn question_text_lists_options_and_exact_commands() {
+        let text = question_text(&asked(Kind::Ask, &["dayjs", "date-fns", "luxon"]), 4096);
+        assert!(text.contains("1. dayjs\n2. date-fns\n3. luxon"), "{text}");
+        assert!(text.contains("/answer k3f9x2m8qa <1-3 or name>"), "{text}");
+        assert!(text.contains("/decline k3f9x2m8qa"), "{text}");
+    }
+
+    #[test]
+    fn long_questions_are_shortened_to_the_budget() {
+        let mut question = asked(Kind::Ask, &[]);
+        question.options = (0..MAX_OPTIONS)
+            .map(|n| format!("{n}{}", "x".repeat(99)))
+            .collect();
+        question.detail = Some("d".repeat(8000));
+        let text = question_text(&question, 2000);
+        assert!(text.chars().count() <= 2000);
+        assert!(text.contains("/show k3f9x2m8qa"));
+    }
+
+    #[test]
+    fn outcome_lines() {
+        let mut question = asked(Kind::Ask, &["dayjs"]);
+        question.status = Status::Answered;
+        question.resolution = Some(Resolution {
+            value: Some(Answer::Text("dayjs".into())),
+            by: "discord:1".into(),
+            by_name: Some("@alice".into()),
+            via: "discord".into(),
+            at: Millis(0),
+            message: None,
+        });
+        assert_eq!(
+            outcome_line(&question),
+            "Answered: dayjs, by @alice via discord"
+        );
+        assert_eq!(
+            already_resolved_line(&question),
+            "Already answered: dayjs, by @alice via discord"
+        );
+        question.status = Status::Expired;
+        question.resolution.as_mut().unwrap().message = None;
+        assert_eq!(outcome_line(&question), "Expired: default used (dayjs)");
+        question.status = Status::Declined;
+        question.resolution.as_mut().unwrap().message = Some("not now".into());
+        assert_eq!(
+            outcome_line(&question),
+            "Declined: not now (by @alice via discord)"
+        );
+    }
+}

@@ -1,0 +1,314 @@
+//! What a message from a person does: the meaning of the command grammar.
+//!
+//! Every text surface (console, Telegram, Discord, anything plain-text) and every button ends
+//! here, so a tap, a typed `/answer` and a plain reply take the same path. Bad input of any kind
+//! gets one polite line back and changes nothing.
+
+use super::Bridge;
+use crate::Error;
+use crate::store::ListFilter;
+use askbridge_core::command::{
+    AnswerCommand, Command, CommandLine, DeclineCommand, PickCommand, ShowCommand,
+};
+use askbridge_core::{
+    Actor, IdRef, Inbound, Inbox, Question, QuestionId, Reply, Tone, Transition, render,
+};
+use async_trait::async_trait;
+use std::time::Duration;
+
+/// How long a delivery id is remembered to drop re-deliveries.
+const DUPLICATE_WINDOW: Duration = Duration::from_secs(24 * 3600);
+
+/// The help text of every chat surface.
+pub(super) const HELP: &str = "askbridge lets a running program ask you questions here.\n\
+\n\
+/answer <id> <choice>  answer a question: an option's number or name, several numbers for \
+multi-choice (1,3 or 1-3), yes/no, or your own words where allowed\n\
+/decline <id> [reason]  decline to answer\n\
+/pending  list the questions waiting for you here\n\
+/show <id>  show a whole question\n\
+/help  this text\n\
+\n\
+An id can be shortened to its first 4 or more characters. When exactly one question is waiting \
+for you, you can simply reply with your answer.";
+
+fn actor_of(message: &Inbound) -> Actor {
+    Actor {
+        by: message.sender.clone(),
+        by_name: message.sender_name.clone(),
+        via: message.via.clone(),
+    }
+}
+
+/// The one line a person gets for an error.
+fn refusal(error: Error) -> Reply {
+    match error {
+        Error::AlreadyResolved(question) => {
+            Reply::refused(render::already_resolved_line(&question)).about(*question)
+        }
+        Error::NotFound(id) => Reply::refused(format!(
+            "There is no question {id}. It may have been resolved long ago; send /pending to see what is waiting."
+        )),
+        Error::Model(error) => Reply::refused(error.to_string()),
+        Error::Forbidden => Reply::refused("You can't answer this question."),
+        other => {
+            tracing::error!(error = %other, "could not handle a chat message");
+            Reply::refused(
+                "Something went wrong on askbridge's side and nothing was recorded. Please try again in a moment.",
+            )
+        }
+    }
+}
+
+#[async_trait]
+impl Inbox for Bridge {
+    async fn handle(&self, message: Inbound) -> Option<Reply> {
+        if let Some(delivery) = &message.delivery_id {
+            let key = format!("{}:{delivery}", message.via);
+            match self.store().first_sighting(&key, DUPLICATE_WINDOW).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::debug!(delivery = %key, "duplicate delivery dropped");
+                    return None;
+                }
+                // Better to risk handling a duplicate (claims are once-only anyway) than to drop
+                // a person's message.
+                Err(error) => tracing::warn!(%error, "cannot check for duplicate deliveries"),
+            }
+        }
+        let line = match CommandLine::parse(&message.text) {
+            Err(error) => return Some(Reply::refused(error.to_string())),
+            Ok(None) => return self.plain_message(&message).await,
+            Ok(Some(line)) => line,
+        };
+        let result = match line.command {
+            Command::Answer(command) => self.answer_command(&message, command).await,
+            Command::Decline(command) => self.decline_command(&message, command).await,
+            Command::Pick(command) => self.pick_command(&message, command).await,
+            Command::Show(command) => self.show_command(&message, command).await,
+            Command::Pending => self.pending_command(&message).await,
+            Command::Help => Ok(Reply::new(Tone::Info, HELP)),
+            Command::Other(other) => Ok(Reply::refused(format!(
+                "Unknown command /{}. Send /help for the commands.",
+                other.name
+            ))),
+        };
+        Some(result.unwrap_or_else(refusal))
+    }
+
+    async fn question(&self, id: &QuestionId) -> Option<Question> {
+        self.store().get(id).await.ok().flatten()
+    }
+
+    async fn pending_for(&self, sender: &str, chat: &str) -> Vec<Question> {
+        match self.answerable(sender, chat).await {
+            Ok(questions) => questions,
+            Err(error) => {
+                tracing::warn!(%error, "cannot list pending questions");
+                Vec::new()
+            }
+        }
+    }
+}
+
+impl Bridge {
+    /// Pending questions shown in `chat` that `sender` may answer.
+    async fn answerable(&self, sender: &str, chat: &str) -> Result<Vec<Question>, Error> {
+        let filter = ListFilter {
+            target: Some(chat.to_owned()),
+            ..ListFilter::pending()
+        };
+        let mut questions = self.list(&filter).await?;
+        questions.retain(|q| q.may_answer(sender, chat));
+        Ok(questions)
+    }
+
+    /// The question a typed id or prefix names. Prefixes are looked up among the questions the
+    /// sender may answer in this chat.
+    async fn find(&self, message: &Inbound, id: &IdRef) -> Result<Question, Error> {
+        let id = match id {
+            IdRef::Full(id) => id.clone(),
+            IdRef::Prefix(_) => {
+                let candidates = self.answerable(&message.sender, &message.chat).await?;
+                id.resolve(candidates.iter().map(|q| &q.id))?
+            }
+        };
+        self.get(&id).await
+    }
+
+    /// Finds the question and checks the sender may act on it while it is pending.
+    async fn find_pending(&self, message: &Inbound, id: &IdRef) -> Result<Question, Error> {
+        let question = self.find(message, id).await?;
+        if !question.may_answer(&message.sender, &message.chat) {
+            tracing::info!(question_id = %question.id, sender = %message.sender, chat = %message.chat, "refused: not an answerer");
+            return Err(Error::Forbidden);
+        }
+        if !question.is_pending() {
+            return Err(Error::AlreadyResolved(Box::new(question)));
+        }
+        Ok(question)
+    }
+
+    async fn answer_command(
+        &self,
+        message: &Inbound,
+        command: AnswerCommand,
+    ) -> Result<Reply, Error> {
+        let question = self.find_pending(message, &command.id).await?;
+        let transition = question.read_typed(&command.choice)?;
+        self.resolve_for(message, &question, transition).await
+    }
+
+    async fn decline_command(
+        &self,
+        message: &Inbound,
+        command: DeclineCommand,
+    ) -> Result<Reply, Error> {
+        let question = self.find_pending(message, &command.id).await?;
+        let transition = Transition::Decline {
+            message: command.message,
+        };
+        self.resolve_for(message, &question, transition).await
+    }
+
+    async fn resolve_for(
+        &self,
+        message: &Inbound,
+        question: &Question,
+        transition: Transition,
+    ) -> Result<Reply, Error> {
+        let resolved = self
+            .resolve(&question.id, transition, actor_of(message), &message.chat)
+            .await?;
+        let text = format!("✓ {}", render::outcome_line(&resolved));
+        Ok(Reply::new(Tone::Done, text).about(resolved))
+    }
+
+    async fn pick_command(&self, message: &Inbound, command: PickCommand) -> Result<Reply, Error> {
+        let question = self.find_pending(message, &command.id).await?;
+        if let Some(bad) = command
+            .numbers
+            .iter()
+            .find(|n| **n > question.options.len())
+        {
+            return Err(askbridge_core::Error::NotFit {
+                reason: format!("There is no option {bad}. {}", question.choices_hint()),
+            }
+            .into());
+        }
+        let chosen: Vec<&str> = command
+            .numbers
+            .iter()
+            .map(|n| question.options[n - 1].as_str())
+            .collect();
+        let text = if chosen.is_empty() {
+            "Nothing selected yet.".to_owned()
+        } else {
+            let submit = AnswerCommand::numbers(&question.id, &command.numbers);
+            format!("Selected: {}. Submit with {submit}", chosen.join(", "))
+        };
+        Ok(Reply::new(Tone::Info, text).about(question))
+    }
+
+    async fn show_command(&self, message: &Inbound, command: ShowCommand) -> Result<Reply, Error> {
+        let question = self.find(message, &command.id).await?;
+        let visible = question.may_answer(&message.sender, &message.chat)
+            || question.targets.contains(&message.chat);
+        if !visible {
+            return Err(Error::Forbidden);
+        }
+        let mut text = render::question_text(&question, 3800);
+        if !question.is_pending() {
+            text = format!("{}\n\n{text}", render::outcome_line(&question));
+        }
+        Ok(Reply::new(Tone::Info, text).about(question))
+    }
+
+    async fn pending_command(&self, message: &Inbound) -> Result<Reply, Error> {
+        let questions = self.answerable(&message.sender, &message.chat).await?;
+        if questions.is_empty() {
+            return Ok(Reply::new(
+                Tone::Info,
+                "No questions are waiting for you here.",
+            ));
+        }
+        Ok(Reply::new(Tone::Info, pending_list(&questions)))
+    }
+
+    /// A message that is not a command: the answer to the one question waiting for the sender
+    /// in this chat, if there is exactly one.
+    async fn plain_message(&self, message: &Inbound) -> Option<Reply> {
+        let waiting = match self.waiting_for(message).await {
+            Ok(waiting) => waiting,
+            Err(error) => return Some(refusal(error)),
+        };
+        match waiting.as_slice() {
+            [] if message.private => Some(Reply::new(
+                Tone::Info,
+                "Nothing is waiting for an answer from you. Send /help to see what I can do.",
+            )),
+            // In a group, chatter that answers nothing gets no reply.
+            [] => None,
+            [question] => Some(self.plain_answer(message, question).await),
+            several => Some(Reply::new(
+                Tone::Info,
+                format!(
+                    "Several questions are waiting for you; answer one with its command:\n{}",
+                    pending_list(several)
+                ),
+            )),
+        }
+    }
+
+    /// Questions "waiting for" the sender: ones naming them as an answerer, and, in a private
+    /// chat, ones open to anyone there. In groups, an open question is not taken to wait for
+    /// everyone, or every remark would answer it.
+    async fn waiting_for(&self, message: &Inbound) -> Result<Vec<Question>, Error> {
+        let mut questions = self.answerable(&message.sender, &message.chat).await?;
+        questions.retain(|q| {
+            q.answerers.contains(&message.sender) || (q.answerers.is_empty() && message.private)
+        });
+        Ok(questions)
+    }
+
+    async fn plain_answer(&self, message: &Inbound, question: &Question) -> Reply {
+        let transition = match question.read_typed(&message.text) {
+            Ok(transition) => transition,
+            Err(error) => {
+                let choices: String = question
+                    .options
+                    .iter()
+                    .enumerate()
+                    .map(|(i, label)| format!("\n{}. {label}", i + 1))
+                    .collect();
+                return Reply::refused(format!(
+                    "That doesn't answer \"{}\". {error}{choices}",
+                    render::shorten(&question.prompt, 80)
+                ))
+                .about(question.clone());
+            }
+        };
+        self.resolve_for(message, question, transition)
+            .await
+            .unwrap_or_else(refusal)
+    }
+}
+
+fn pending_list(questions: &[Question]) -> String {
+    questions
+        .iter()
+        .map(|q| {
+            format!(
+                "• {} — {}\n  {}",
+                q.id,
+                render::shorten(&q.prompt, 80),
+                first_line(&render::commands_hint(q))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
+}

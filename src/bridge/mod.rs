@@ -1,0 +1,488 @@
+//! The bridge: the question registry in front of a store, the channels that show questions, and
+//! the in-process API functions call.
+//!
+//! A [`Bridge`] is a cheap handle (an `Arc` inside); clone it freely. It keeps no state another
+//! process would need: questions, where they were shown, and what remains to do after a
+//! resolution all live in the store, so any number of processes can share one Redis. What a
+//! process does keep is only about itself: its channels, its waiters, its metrics.
+//!
+//! - `mod.rs`: creating, resolving, listing, waiting, cancelling; [`Session`] with `ask`,
+//!   `confirm` and `can_ask`.
+//! - `effects.rs`: showing questions on channels, and what follows a resolution (events,
+//!   withdrawing buttons everywhere), plus the sweeper that expires questions and finishes
+//!   interrupted work.
+//! - `inbox.rs`: the command grammar's meaning: what `/answer`, `/decline`, `/pending` and plain
+//!   replies do.
+
+mod effects;
+mod inbox;
+mod waiters;
+
+pub use waiters::Waiters;
+
+use crate::Error;
+use crate::metrics::Metrics;
+use crate::store::{ListFilter, Store};
+use askbridge_core::question::DEFAULT_TIMEOUT;
+use askbridge_core::{
+    Actor, Answer, Channel, Claim, ClaimOutcome, Kind, Millis, NewQuestion, Question, QuestionId,
+    Status, Transition, identity,
+};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// How often a waiter re-reads the store in case an event was lost.
+const WAIT_RECHECK: Duration = Duration::from_secs(2);
+/// How long after a deadline an in-process waiter gives the sweeper before expiring the
+/// question itself (a bot never hangs because a background task died).
+const EXPIRY_GRACE: Duration = Duration::from_secs(2);
+/// How many times creation retries with a new id after a collision.
+const ID_ATTEMPTS: usize = 3;
+
+/// Settings of a bridge.
+#[derive(Clone, Debug)]
+pub struct BridgeOptions {
+    /// Timeout of questions that name none.
+    pub default_timeout: Duration,
+    /// Where questions asked through the Rust API are shown when they name no target.
+    pub default_targets: Vec<String>,
+}
+
+impl Default for BridgeOptions {
+    fn default() -> Self {
+        BridgeOptions {
+            default_timeout: DEFAULT_TIMEOUT,
+            default_targets: Vec::new(),
+        }
+    }
+}
+
+/// See the module documentation.
+#[derive(Clone)]
+pub struct Bridge {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    channels: RwLock<HashMap<String, Arc<dyn Channel>>>,
+    waiters: Waiters,
+    options: BridgeOptions,
+    metrics: Metrics,
+    shutdown: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for Bridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bridge")
+            .field("store", &self.inner.store.describe())
+            .field("channels", &self.surfaces())
+            .finish()
+    }
+}
+
+impl Bridge {
+    /// A bridge over `store`. Call [`Bridge::start`] to run its background tasks.
+    pub fn new(store: Arc<dyn Store>, options: BridgeOptions) -> Self {
+        Bridge {
+            inner: Arc::new(Inner {
+                store,
+                channels: RwLock::new(HashMap::new()),
+                waiters: Waiters::default(),
+                options,
+                metrics: Metrics::default(),
+                shutdown: watch::channel(false).0,
+            }),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    /// This process's metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// This process's waiters.
+    pub fn waiters(&self) -> &Waiters {
+        &self.inner.waiters
+    }
+
+    /// The settings.
+    pub fn options(&self) -> &BridgeOptions {
+        &self.inner.options
+    }
+
+    /// Adds a channel; questions targeted at its surface are shown through it.
+    pub fn add_channel(&self, channel: Arc<dyn Channel>) {
+        let surface = channel.surface().to_owned();
+        tracing::info!(surface, "channel added");
+        self.channels_mut().insert(surface, channel);
+    }
+
+    fn channels_mut(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Arc<dyn Channel>>> {
+        self.inner
+            .channels
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The channel serving `target`'s surface.
+    pub fn channel_for(&self, target: &str) -> Option<Arc<dyn Channel>> {
+        let channels = self
+            .inner
+            .channels
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
+        channels.get(identity::surface_of(target)).cloned()
+    }
+
+    /// The surfaces with a channel.
+    pub fn surfaces(&self) -> Vec<String> {
+        let channels = self
+            .inner
+            .channels
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
+        let mut surfaces: Vec<String> = channels.keys().cloned().collect();
+        surfaces.sort();
+        surfaces
+    }
+
+    /// A receiver that turns true when [`Bridge::shutdown`] is called.
+    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.inner.shutdown.subscribe()
+    }
+
+    /// Stops the background tasks and ends event streams.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.send_replace(true);
+    }
+
+    /// Recovers open questions left by an earlier run, then starts the sweeper (expiry and
+    /// interrupted effects) and the waiter pump. The tasks end on [`Bridge::shutdown`].
+    pub async fn start(&self) -> Result<Vec<JoinHandle<()>>, Error> {
+        let pump = tokio::spawn(self.clone().pump_events());
+        self.recover().await?;
+        let sweeper = tokio::spawn(self.clone().sweep_forever());
+        Ok(vec![pump, sweeper])
+    }
+
+    /// A handle for one session (a run, a conversation) of the in-process API.
+    pub fn session(&self, session_id: impl Into<String>) -> Session {
+        Session {
+            bridge: self.clone(),
+            id: session_id.into(),
+        }
+    }
+
+    /// Checks targets against the channels: each must be served by one.
+    fn check_targets(&self, targets: &[String]) -> Result<(), Error> {
+        for target in targets {
+            if self.channel_for(target).is_none() {
+                let surface = identity::surface_of(target);
+                let hint = match surface {
+                    "telegram" => "set TELEGRAM_BOT_TOKEN to enable Telegram".to_owned(),
+                    "discord" => "set DISCORD_BOT_TOKEN to enable Discord".to_owned(),
+                    "console" => "the console is only attached in `askbridge demo`".to_owned(),
+                    other => format!("no `{other}` channel exists"),
+                };
+                return Err(Error::UnknownTarget {
+                    target: target.clone(),
+                    hint,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers a question and shows it on its targets. Returns it as stored.
+    pub async fn create(&self, request: NewQuestion) -> Result<Question, Error> {
+        self.check_targets(&request.targets)?;
+        let mut attempt = 0;
+        let question = loop {
+            attempt += 1;
+            let question = request.clone().into_question(
+                QuestionId::random(),
+                Millis::now(),
+                self.inner.options.default_timeout,
+            )?;
+            match self.inner.store.insert(&question).await {
+                Ok(()) => break question,
+                Err(Error::IdTaken) if attempt < ID_ATTEMPTS => continue,
+                Err(error) => return Err(error),
+            }
+        };
+        tracing::info!(
+            question_id = %question.id,
+            session_id = %question.session_id,
+            kind = ?question.kind,
+            targets = ?question.targets,
+            "question asked"
+        );
+        self.inner.metrics.asked();
+        if let Err(error) = self
+            .inner
+            .store
+            .publish(&crate::store::Event::of(&question))
+            .await
+        {
+            tracing::warn!(question_id = %question.id, %error, "could not publish question.asked");
+        }
+        for target in &question.targets {
+            self.spawn_delivery(question.clone(), target.clone());
+        }
+        Ok(question)
+    }
+
+    /// The question with this id.
+    pub async fn get(&self, id: &QuestionId) -> Result<Question, Error> {
+        self.inner
+            .store
+            .get(id)
+            .await?
+            .ok_or_else(|| Error::NotFound(id.to_string()))
+    }
+
+    /// Questions passing `filter`.
+    pub async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>, Error> {
+        self.inner.store.list(filter).await
+    }
+
+    /// Resolves question `id` with `transition`, on behalf of `actor` writing in `chat` (a target,
+    /// or `api`). Checks who may answer; the caller has checked that the answer fits. Returns the
+    /// resolved question, or why not ([`Error::AlreadyResolved`] carries the winner).
+    pub async fn resolve(
+        &self,
+        id: &QuestionId,
+        transition: Transition,
+        actor: Actor,
+        chat: &str,
+    ) -> Result<Question, Error> {
+        let question = self.get(id).await?;
+        if !question.may_answer(&actor.by, chat) {
+            tracing::info!(question_id = %id, by = %actor.by, chat, "refused: not an answerer");
+            return Err(Error::Forbidden);
+        }
+        self.claim(&question, transition, actor).await
+    }
+
+    /// Applies a claim and starts the effects of a win. No authorisation check.
+    async fn claim(
+        &self,
+        question: &Question,
+        transition: Transition,
+        actor: Actor,
+    ) -> Result<Question, Error> {
+        if !question.is_pending() {
+            return Err(Error::AlreadyResolved(Box::new(question.clone())));
+        }
+        let claim = Claim {
+            transition,
+            actor,
+            at: Millis::now(),
+        };
+        let Some((outcome, resolved)) = self.inner.store.claim(question, &claim).await? else {
+            return Err(Error::NotFound(question.id.to_string()));
+        };
+        match outcome {
+            ClaimOutcome::Won => {
+                tracing::info!(
+                    question_id = %resolved.id,
+                    status = %resolved.status,
+                    by = %claim.actor.by,
+                    via = %claim.actor.via,
+                    "question resolved"
+                );
+                self.spawn_settle(resolved.clone());
+                Ok(resolved)
+            }
+            ClaimOutcome::Expired => {
+                tracing::info!(question_id = %resolved.id, "question expired (claim arrived after the deadline)");
+                self.spawn_settle(resolved.clone());
+                Err(Error::AlreadyResolved(Box::new(resolved)))
+            }
+            ClaimOutcome::AlreadyResolved => Err(Error::AlreadyResolved(Box::new(resolved))),
+        }
+    }
+
+    /// Answers question `id` with a program-given value (HTTP API, Rust API), checking it fits.
+    pub async fn answer(
+        &self,
+        id: &QuestionId,
+        answer: Answer,
+        actor: Actor,
+        chat: &str,
+    ) -> Result<Question, Error> {
+        let question = self.get(id).await?;
+        if !question.may_answer(&actor.by, chat) {
+            return Err(Error::Forbidden);
+        }
+        if !question.is_pending() {
+            return Err(Error::AlreadyResolved(Box::new(question)));
+        }
+        let value = question.check_answer(answer)?;
+        self.claim(&question, Transition::Answer { value }, actor)
+            .await
+    }
+
+    /// Waits until question `id` leaves `pending` or `timeout` passes; returns it as it is then.
+    pub async fn wait(&self, id: &QuestionId, timeout: Duration) -> Result<Question, Error> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let mut woken = self.inner.waiters.register(id);
+            let question = self.get(id).await?;
+            if !question.is_pending() {
+                return Ok(question);
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                self.inner.waiters.forget_abandoned(id);
+                return Ok(question);
+            }
+            let slice = WAIT_RECHECK.min(deadline - now);
+            match tokio::time::timeout(slice, &mut woken).await {
+                Ok(Ok(resolved)) => return Ok(resolved),
+                Ok(Err(_)) | Err(_) => {
+                    drop(woken);
+                    self.inner.waiters.forget_abandoned(id);
+                }
+            }
+        }
+    }
+
+    /// Waits for question `id` until its deadline (and a short grace), expiring it here if the
+    /// sweeper has not: a waiter never hangs past a deadline.
+    pub async fn wait_for_outcome(&self, id: &QuestionId) -> Result<Question, Error> {
+        let question = self.get(id).await?;
+        let left = question.remaining(Millis::now()) + EXPIRY_GRACE;
+        let question = self.wait(id, left).await?;
+        if !question.is_pending() {
+            return Ok(question);
+        }
+        match self
+            .claim(&question, Transition::Expire, Actor::timeout())
+            .await
+        {
+            Ok(resolved) => Ok(resolved),
+            Err(Error::AlreadyResolved(resolved)) => Ok(*resolved),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Cancels every pending question of a session; their waiters are released at once.
+    pub async fn cancel_session(&self, session_id: &str, actor: Actor) -> Result<usize, Error> {
+        let filter = ListFilter {
+            session_id: Some(session_id.to_owned()),
+            limit: usize::MAX,
+            ..ListFilter::pending()
+        };
+        let mut cancelled = 0;
+        for question in self.list(&filter).await? {
+            let transition = Transition::Cancel { reason: None };
+            match self.claim(&question, transition, actor.clone()).await {
+                Ok(_) => cancelled += 1,
+                Err(Error::AlreadyResolved(_)) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        tracing::info!(session_id, cancelled, "session cancelled");
+        Ok(cancelled)
+    }
+
+    /// True when at least one of `targets` has a channel.
+    pub fn can_reach(&self, targets: &[String]) -> bool {
+        targets
+            .iter()
+            .any(|target| self.channel_for(target).is_some())
+    }
+}
+
+/// One session of the in-process API: the seed's `runtime.ask` / `confirm` / `can_ask`.
+#[derive(Clone, Debug)]
+pub struct Session {
+    bridge: Bridge,
+    id: String,
+}
+
+impl Session {
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// False when no surface can reach a person (headless): branch on it instead of asking.
+    pub fn can_ask(&self) -> bool {
+        self.bridge
+            .can_reach(&self.bridge.options().default_targets)
+    }
+
+    fn prepare(&self, mut request: NewQuestion) -> Result<NewQuestion, Error> {
+        request.session_id = self.id.clone();
+        if request.targets.is_empty() {
+            request.targets = self.bridge.options().default_targets.clone();
+        }
+        if !self.bridge.can_reach(&request.targets) {
+            return Err(Error::NoSurface);
+        }
+        Ok(request)
+    }
+
+    /// Asks and waits. Returns the answer, or [`Error::Declined`], or [`Error::Timeout`] (the
+    /// default is returned instead when the question has one), or [`Error::Cancelled`].
+    pub async fn ask(&self, request: NewQuestion) -> Result<Answer, Error> {
+        let question = self.bridge.create(self.prepare(request)?).await?;
+        let done = self.bridge.wait_for_outcome(&question.id).await?;
+        outcome_of(done)
+    }
+
+    /// Asks yes or no. Never fails: a decline, a timeout without default, a cancellation or an
+    /// error all read as `false` (the safe answer), and are logged.
+    pub async fn confirm(&self, request: NewQuestion) -> bool {
+        match self.ask(request.kind(Kind::Confirm)).await {
+            Ok(Answer::Bool(yes)) => yes,
+            Ok(other) => {
+                tracing::warn!(answer = %other, "confirm got a non-boolean answer; reading it as no");
+                false
+            }
+            Err(error) => {
+                tracing::info!(session_id = %self.id, %error, "confirm reads as no");
+                false
+            }
+        }
+    }
+
+    /// Cancels this session's pending questions.
+    pub async fn stop(&self) -> Result<usize, Error> {
+        self.bridge
+            .cancel_session(&self.id, Actor::new("askbridge", "stop"))
+            .await
+    }
+}
+
+/// What a waiter gets for a resolved question: never an empty answer.
+pub fn outcome_of(question: Question) -> Result<Answer, Error> {
+    let id = question.id.to_string();
+    let resolution = question.resolution;
+    match question.status {
+        Status::Answered => resolution
+            .and_then(|r| r.value)
+            .ok_or(Error::Embedded(format!(
+                "question {id} is answered without a value"
+            ))),
+        Status::Declined => Err(Error::Declined {
+            message: resolution.and_then(|r| r.message),
+        }),
+        Status::Expired => resolution
+            .and_then(|r| r.value)
+            .ok_or(Error::Timeout { id }),
+        Status::Cancelled => Err(Error::Cancelled { id }),
+        Status::Pending => Err(Error::Timeout { id }),
+    }
+}

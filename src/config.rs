@@ -1,0 +1,401 @@
+//! Configuration, read once at start-up from the environment (and a `.env` file, which the
+//! binary loads first without overriding what the environment already sets).
+//!
+//! Every variable is named by a constant here and listed in `.env.example`. A malformed value is
+//! an error naming the variable and saying what would be accepted; an absent one takes the
+//! documented default. Secrets are kept in [`Secret`], whose `Debug` prints `***`, so a logged
+//! config never shows a token.
+
+use crate::Error;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Address of the HTTP API. Default `127.0.0.1:8080`.
+pub const HTTP_ADDR: &str = "ASKBRIDGE_HTTP_ADDR";
+/// Bearer token every `/api` route requires when set.
+pub const API_TOKEN: &str = "ASKBRIDGE_API_TOKEN";
+/// Redis URL; when set, Redis is the store.
+pub const REDIS_URL: &str = "REDIS_URL";
+/// Prefix of askbridge's Redis keys. Default `askbridge`.
+pub const REDIS_PREFIX: &str = "ASKBRIDGE_REDIS_PREFIX";
+/// Directory of the embedded store (used when `REDIS_URL` is unset).
+pub const DATA_DIR: &str = "ASKBRIDGE_DATA_DIR";
+/// Timeout of questions that name none, in seconds. Default 1800.
+pub const DEFAULT_TIMEOUT: &str = "ASKBRIDGE_DEFAULT_TIMEOUT_S";
+/// How long resolved questions are kept, in seconds. Default 604800 (7 days).
+pub const RETENTION: &str = "ASKBRIDGE_RETENTION_S";
+/// Comma-separated targets for questions asked through the Rust API without targets.
+pub const DEFAULT_TARGETS: &str = "ASKBRIDGE_DEFAULT_TARGETS";
+/// Log filter (tracing's `EnvFilter` syntax). Default `info`.
+pub const LOG: &str = "ASKBRIDGE_LOG";
+/// Telegram bot token; Telegram is on when set.
+pub const TELEGRAM_BOT_TOKEN: &str = "TELEGRAM_BOT_TOKEN";
+/// Telegram Bot API base URL. Default `https://api.telegram.org`.
+pub const TELEGRAM_API_URL: &str = "TELEGRAM_API_URL";
+/// Public HTTPS URL Telegram should post updates to; webhook mode when set.
+pub const TELEGRAM_WEBHOOK_URL: &str = "TELEGRAM_WEBHOOK_URL";
+/// Secret Telegram sends with each webhook update (1-256 of `A-Za-z0-9_-`).
+pub const TELEGRAM_WEBHOOK_SECRET: &str = "TELEGRAM_WEBHOOK_SECRET";
+/// Discord bot token; Discord is on when set.
+pub const DISCORD_BOT_TOKEN: &str = "DISCORD_BOT_TOKEN";
+/// Discord API base URL (for tests and proxies). Default Discord's own.
+pub const DISCORD_API_URL: &str = "DISCORD_API_URL";
+/// Discord application public key (hex); enables the HTTP interactions endpoint.
+pub const DISCORD_PUBLIC_KEY: &str = "DISCORD_PUBLIC_KEY";
+
+/// Every variable, for `--help`.
+pub const ALL: [(&str, &str); 16] = [
+    (HTTP_ADDR, "HTTP API address (default 127.0.0.1:8080)"),
+    (
+        API_TOKEN,
+        "bearer token required by /api routes (default: none)",
+    ),
+    (REDIS_URL, "Redis URL; when set, Redis is the store"),
+    (REDIS_PREFIX, "prefix of Redis keys (default askbridge)"),
+    (
+        DATA_DIR,
+        "embedded store directory (default ~/.local/share/askbridge)",
+    ),
+    (
+        DEFAULT_TIMEOUT,
+        "question timeout in seconds (default 1800)",
+    ),
+    (
+        RETENTION,
+        "seconds resolved questions are kept (default 604800)",
+    ),
+    (
+        DEFAULT_TARGETS,
+        "comma-separated targets for Rust API questions",
+    ),
+    (LOG, "log filter (default info)"),
+    (TELEGRAM_BOT_TOKEN, "Telegram bot token; enables Telegram"),
+    (
+        TELEGRAM_API_URL,
+        "Telegram Bot API base (default https://api.telegram.org)",
+    ),
+    (TELEGRAM_WEBHOOK_URL, "public URL for Telegram webhook mode"),
+    (TELEGRAM_WEBHOOK_SECRET, "Telegram webhook secret token"),
+    (DISCORD_BOT_TOKEN, "Discord bot token; enables Discord"),
+    (
+        DISCORD_API_URL,
+        "Discord API base (default https://discord.com)",
+    ),
+    (
+        DISCORD_PUBLIC_KEY,
+        "Discord public key; enables the interactions endpoint",
+    ),
+];
+
+/// A secret string: never printed by `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret.
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The secret itself; call only where it is used, never to log.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// Which store to use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreChoice {
+    /// Redis at this URL (a secret: it may carry a password).
+    Redis {
+        /// The URL.
+        url: Secret,
+        /// Key prefix.
+        prefix: String,
+    },
+    /// The embedded store in this directory.
+    Embedded {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// Memory only (`--ephemeral`).
+    Memory,
+}
+
+/// Telegram settings.
+#[derive(Clone, Debug)]
+pub struct TelegramConfig {
+    /// The bot token.
+    pub token: Secret,
+    /// Bot API base URL, if not Telegram's.
+    pub api_url: Option<String>,
+    /// Webhook URL; long polling when absent.
+    pub webhook_url: Option<String>,
+    /// Webhook secret token.
+    pub webhook_secret: Option<Secret>,
+}
+
+/// Discord settings.
+#[derive(Clone, Debug)]
+pub struct DiscordConfig {
+    /// The bot token.
+    pub token: Secret,
+    /// API base URL, if not Discord's.
+    pub api_url: Option<String>,
+    /// Application public key, for the HTTP interactions endpoint.
+    pub public_key: Option<String>,
+}
+
+/// Everything askbridge reads from the environment.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// See [`HTTP_ADDR`].
+    pub http_addr: SocketAddr,
+    /// See [`API_TOKEN`].
+    pub api_token: Option<Secret>,
+    /// See [`REDIS_URL`] and [`DATA_DIR`].
+    pub store: StoreChoice,
+    /// See [`DEFAULT_TIMEOUT`].
+    pub default_timeout: Duration,
+    /// See [`RETENTION`].
+    pub retention: Duration,
+    /// See [`DEFAULT_TARGETS`].
+    pub default_targets: Vec<String>,
+    /// See [`LOG`].
+    pub log: String,
+    /// Telegram, when [`TELEGRAM_BOT_TOKEN`] is set.
+    pub telegram: Option<TelegramConfig>,
+    /// Discord, when [`DISCORD_BOT_TOKEN`] is set.
+    pub discord: Option<DiscordConfig>,
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self, Error> {
+        Config::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads settings through `lookup` (tests pass a map).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let get = |name: &str| {
+            lookup(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let http_addr = match get(HTTP_ADDR) {
+            Some(text) => text.parse().map_err(|_| Error::Config {
+                variable: HTTP_ADDR,
+                reason: format!("`{text}` is not an address like 127.0.0.1:8080"),
+            })?,
+            None => SocketAddr::from(([127, 0, 0, 1], 8080)),
+        };
+        let store = match get(REDIS_URL) {
+            Some(url) => {
+                if !(url.starts_with("redis://")
+                    || url.starts_with("rediss://")
+                    || url.starts_with("unix://"))
+                {
+                    return Err(Error::Config {
+                        variable: REDIS_URL,
+                        reason: "must start with redis://, rediss:// or unix://".into(),
+                    });
+                }
+                StoreChoice::Redis {
+                    url: Secret::new(url),
+                    prefix: get(REDIS_PREFIX)
+                        .unwrap_or_else(|| crate::store::redis::DEFAULT_PREFIX.into()),
+                }
+            }
+            None => StoreChoice::Embedded {
+                dir: get(DATA_DIR)
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| default_data_dir(&lookup)),
+            },
+        };
+        let telegram = get(TELEGRAM_BOT_TOKEN).map(|token| TelegramConfig {
+            token: Secret::new(token),
+            api_url: get(TELEGRAM_API_URL),
+            webhook_url: get(TELEGRAM_WEBHOOK_URL),
+            webhook_secret: get(TELEGRAM_WEBHOOK_SECRET).map(Secret::new),
+        });
+        if let Some(secret) = telegram.as_ref().and_then(|t| t.webhook_secret.as_ref()) {
+            let text = secret.expose();
+            let ok = (1..=256).contains(&text.len())
+                && text
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            if !ok {
+                return Err(Error::Config {
+                    variable: TELEGRAM_WEBHOOK_SECRET,
+                    reason: "must be 1-256 characters of A-Z, a-z, 0-9, _ and -".into(),
+                });
+            }
+        }
+        if telegram
+            .as_ref()
+            .is_some_and(|t| t.webhook_url.is_some() && t.webhook_secret.is_none())
+        {
+            return Err(Error::Config {
+                variable: TELEGRAM_WEBHOOK_SECRET,
+                reason: format!(
+                    "is required with {TELEGRAM_WEBHOOK_URL}, so that forged updates are refused"
+                ),
+            });
+        }
+        let discord = get(DISCORD_BOT_TOKEN).map(|token| DiscordConfig {
+            token: Secret::new(token),
+            api_url: get(DISCORD_API_URL),
+            public_key: get(DISCORD_PUBLIC_KEY),
+        });
+        let default_targets: Vec<String> = get(DEFAULT_TARGETS)
+            .map(|list| {
+                list.split(',')
+                    .map(|t| t.trim().to_owned())
+                    .filter(|t| !t.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(bad) = default_targets
+            .iter()
+            .find(|t| !askbridge_core::identity::is_well_formed(t))
+        {
+            return Err(Error::Config {
+                variable: DEFAULT_TARGETS,
+                reason: format!(
+                    "`{bad}` is not a target like telegram:<chat id>, discord:<channel id> or console"
+                ),
+            });
+        }
+        Ok(Config {
+            http_addr,
+            api_token: get(API_TOKEN).map(Secret::new),
+            store,
+            default_timeout: seconds(&get, DEFAULT_TIMEOUT, 1800)?,
+            retention: seconds(&get, RETENTION, 7 * 24 * 3600)?,
+            default_targets,
+            log: get(LOG)
+                .or_else(|| get("RUST_LOG"))
+                .unwrap_or_else(|| "info".into()),
+            telegram,
+            discord,
+        })
+    }
+}
+
+fn seconds(
+    get: &impl Fn(&str) -> Option<String>,
+    variable: &'static str,
+    default: u64,
+) -> Result<Duration, Error> {
+    match get(variable) {
+        None => Ok(Duration::from_secs(default)),
+        Some(text) => match text.parse::<f64>() {
+            Ok(secs) if secs.is_finite() && secs > 0.0 && secs <= 365.0 * 24.0 * 3600.0 => {
+                Ok(Duration::from_secs_f64(secs))
+            }
+            _ => Err(Error::Config {
+                variable,
+                reason: format!("`{text}` is not a positive number of seconds"),
+            }),
+        },
+    }
+}
+
+fn default_data_dir(lookup: &impl Fn(&str) -> Option<String>) -> PathBuf {
+    if let Some(xdg) = lookup("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(xdg).join("askbridge");
+    }
+    match lookup("HOME").filter(|v| !v.is_empty()) {
+        Some(home) => PathBuf::from(home).join(".local/share/askbridge"),
+        None => PathBuf::from("askbridge-data"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, Error> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn defaults() {
+        let config = config(&[("HOME", "/home/a")]).unwrap();
+        assert_eq!(config.http_addr.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.default_timeout, Duration::from_secs(1800));
+        assert_eq!(
+            config.store,
+            StoreChoice::Embedded {
+                dir: PathBuf::from("/home/a/.local/share/askbridge")
+            }
+        );
+        assert!(
+            config.telegram.is_none() && config.discord.is_none() && config.api_token.is_none()
+        );
+    }
+
+    #[test]
+    fn errors_name_the_variable() {
+        for (variable, value) in [
+            (HTTP_ADDR, "localhost"),
+            (REDIS_URL, "http://x"),
+            (DEFAULT_TIMEOUT, "-1"),
+            (RETENTION, "soon"),
+            (DEFAULT_TARGETS, "nowhere"),
+        ] {
+            match config(&[(variable, value)]) {
+                Err(Error::Config {
+                    variable: named, ..
+                }) => assert_eq!(named, variable),
+                other => panic!("{variable}={value}: expected an error, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn webhook_mode_requires_a_well_formed_secret() {
+        let base = [
+            (TELEGRAM_BOT_TOKEN, "1:abc"),
+            (TELEGRAM_WEBHOOK_URL, "https://x/tg"),
+        ];
+        assert!(matches!(
+            config(&base),
+            Err(Error::Config {
+                variable: TELEGRAM_WEBHOOK_SECRET,
+                ..
+            })
+        ));
+        let bad = [base[0], base[1], (TELEGRAM_WEBHOOK_SECRET, "has space")];
+        assert!(config(&bad).is_err());
+        let good = [base[0], base[1], (TELEGRAM_WEBHOOK_SECRET, "s3cret_-")];
+        assert!(config(&good).is_ok());
+    }
+
+    #[test]
+    fn secrets_never_print() {
+        let config = config(&[
+            (API_TOKEN, "tok-123"),
+            (TELEGRAM_BOT_TOKEN, "42:telegram-secret"),
+            (DISCORD_BOT_TOKEN, "discord-secret"),
+            (REDIS_URL, "redis://:pw@localhost"),
+        ])
+        .unwrap();
+        let printed = format!("{config:?}");
+        for secret in ["tok-123", "telegram-secret", "discord-secret", ":pw@"] {
+            assert!(!printed.contains(secret), "{secret} leaked: {printed}");
+        }
+    }
+}

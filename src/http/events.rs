@@ -1,0 +1,85 @@
+//! `GET /api/events`: Server-Sent Events.
+//!
+//! A client that connects (or reconnects) first gets every still-pending question as
+//! `question.asked`, oldest first, and then live events. Subscribing happens before the pending
+//! list is read, so nothing falls between the two; a question resolved in that instant may appear
+//! as asked and then resolved, which clients handle as they would live. Streams end when the
+//! server shuts down, so graceful shutdown does not wait on open browsers.
+
+use super::{ApiError, AppState};
+use crate::store::{Event, ListFilter};
+use axum::extract::{Query, State};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use futures_util::stream::{self, Stream, StreamExt};
+use serde::Deserialize;
+use std::convert::Infallible;
+use tokio::sync::{broadcast, watch};
+
+#[derive(Debug, Deserialize)]
+pub(super) struct EventsQuery {
+    session_id: Option<String>,
+}
+
+fn sse(event: &Event) -> SseEvent {
+    SseEvent::default()
+        .event(event.kind.name())
+        .json_data(&event.question)
+        .expect("a question always serialises")
+}
+
+struct Live {
+    events: broadcast::Receiver<Event>,
+    shutdown: watch::Receiver<bool>,
+    session: Option<String>,
+}
+
+impl Live {
+    /// The next event for this client, `None` when the stream should end.
+    async fn next(&mut self) -> Option<SseEvent> {
+        loop {
+            if *self.shutdown.borrow() {
+                return None;
+            }
+            tokio::select! {
+                received = self.events.recv() => match received {
+                    Ok(event) => {
+                        let wanted = self.session.as_ref().is_none_or(|s| *s == event.question.session_id);
+                        if wanted {
+                            return Some(sse(&event));
+                        }
+                    }
+                    // The client fell behind: tell it to rebuild from the list endpoint.
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        return Some(SseEvent::default().event("resync").data(missed.to_string()));
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                },
+                _ = self.shutdown.changed() => return None,
+            }
+        }
+    }
+}
+
+pub(super) async fn stream(
+    State(state): State<AppState>,
+    Query(query): Query<EventsQuery>,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let session = query.session_id.filter(|s| !s.is_empty());
+    let live = Live {
+        events: state.bridge.store().subscribe(),
+        shutdown: state.bridge.shutdown_signal(),
+        session: session.clone(),
+    };
+    let filter = ListFilter {
+        session_id: session,
+        limit: usize::MAX,
+        ..ListFilter::pending()
+    };
+    let mut pending = state.bridge.list(&filter).await?;
+    pending.reverse();
+    let replay = stream::iter(pending.into_iter().map(|q| sse(&Event::of(&q))));
+    let live = stream::unfold(live, |mut live| async move {
+        live.next().await.map(|event| (event, live))
+    });
+    Ok(Sse::new(replay.chain(live).map(Ok)).keep_alive(KeepAlive::default()))
+}

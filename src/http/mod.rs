@@ -1,0 +1,452 @@
+//! The HTTP API (axum).
+//!
+//! [`app`] builds the whole router from an [`AppState`], so tests drive it with `oneshot` and the
+//! binary serves it. Every error leaves through [`ApiError`], one JSON shape for all:
+//! `{"error": "...", "field"?: "...", "question"?: {...}}`.
+//!
+//! | route | does |
+//! |---|---|
+//! | `POST /api/questions` | ask (201 with the question) |
+//! | `GET /api/questions?session_id=&status=` | list (pending by default) |
+//! | `GET /api/questions/{id}` | one question |
+//! | `POST /api/questions/{id}/reply` | answer: `{"answer": string \| [string] \| bool, "by"?}` |
+//! | `POST /api/questions/{id}/reject` | decline: `{"message"?, "by"?}` |
+//! | `GET /api/questions/{id}/wait?timeout_s=N` | long-poll until resolved |
+//! | `POST /api/sessions/{session_id}/cancel` | cancel a session's pending questions |
+//! | `GET /api/events?session_id=` | Server-Sent Events, pending questions replayed first |
+//! | `GET /healthz`, `GET /metrics` | health (checks the store), Prometheus metrics |
+
+mod events;
+
+use crate::Error;
+use crate::bridge::Bridge;
+use crate::config::Secret;
+use crate::store::ListFilter;
+use askbridge_core::{
+    Actor, Answer, NewQuestion, Question, QuestionId, Status, Transition, identity,
+};
+use axum::body::Bytes;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use regex::Regex;
+use serde::Deserialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+/// Longest `wait` the API accepts, in seconds.
+pub const MAX_WAIT_S: f64 = 600.0;
+/// `wait`'s default, in seconds.
+pub const DEFAULT_WAIT_S: f64 = 30.0;
+
+/// What every handler gets.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    /// The bridge.
+    pub bridge: Bridge,
+    /// SHA-256 of the API token, when one is required.
+    token_digest: Option<Arc<[u8; 32]>>,
+    /// Extra routes (chat webhooks) merged at the top level.
+    extra: Option<Router>,
+}
+
+impl AppState {
+    /// State for `bridge`, requiring `token` on `/api` routes when given.
+    pub fn new(bridge: Bridge, token: Option<&Secret>) -> Self {
+        AppState {
+            bridge,
+            token_digest: token.map(|t| Arc::new(Sha256::digest(t.expose().as_bytes()).into())),
+            extra: None,
+        }
+    }
+
+    /// Adds routes of their own (a chat webhook with its own authentication) beside the API.
+    pub fn with_routes(mut self, routes: Router) -> Self {
+        self.extra = Some(match self.extra.take() {
+            Some(existing) => existing.merge(routes),
+            None => routes,
+        });
+        self
+    }
+}
+
+/// The whole HTTP application.
+pub fn app(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/questions", post(create_question).get(list_questions))
+        .route("/questions/{id}", get(get_question))
+        .route("/questions/{id}/reply", post(reply))
+        .route("/questions/{id}/reject", post(reject))
+        .route("/questions/{id}/wait", get(wait))
+        .route("/sessions/{session_id}/cancel", post(cancel_session))
+        .route("/events", get(events::stream))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+    let extra = state.extra.clone();
+    let router = Router::new()
+        .nest("/api", api)
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .with_state(state);
+    match extra {
+        Some(extra) => router.merge(extra),
+        None => router,
+    }
+}
+
+/// Every API error, as JSON with the right status.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    body: serde_json::Value,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            body: json!({ "error": message.into() }),
+        }
+    }
+
+    fn with(mut self, key: &str, value: serde_json::Value) -> Self {
+        self.body[key] = value;
+        self
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(error: Error) -> Self {
+        use askbridge_core::Error as Model;
+        let message = error.to_string();
+        match error {
+            Error::Model(Model::Invalid { field, .. }) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message).with("field", json!(field))
+            }
+            Error::Model(Model::NotFit { .. }) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
+            }
+            Error::Model(Model::Delivery { .. }) => ApiError::new(StatusCode::BAD_GATEWAY, message),
+            Error::Model(_) => ApiError::new(StatusCode::BAD_REQUEST, message),
+            Error::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, message),
+            Error::AlreadyResolved(question) => ApiError::new(StatusCode::CONFLICT, message)
+                .with("resolution", json!(question.resolution))
+                .with("question", json!(question)),
+            Error::Forbidden => ApiError::new(StatusCode::FORBIDDEN, message),
+            Error::UnknownTarget { .. } => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
+                .with("field", json!("targets")),
+            Error::NoSurface => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message),
+            Error::Redis(_) | Error::Embedded(_) => {
+                tracing::error!(error = %message, "store failure answering an API request");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("the store is unavailable: {message}"),
+                )
+            }
+            Error::Declined { .. }
+            | Error::Timeout { .. }
+            | Error::Cancelled { .. }
+            | Error::IdTaken
+            | Error::Config { .. } => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message),
+        }
+    }
+}
+
+impl From<askbridge_core::Error> for ApiError {
+    fn from(error: askbridge_core::Error) -> Self {
+        ApiError::from(Error::from(error))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body)).into_response()
+    }
+}
+
+/// `Json<T>` whose rejections are [`ApiError`]s naming the bad field.
+#[derive(Debug)]
+pub struct JsonBody<T>(pub T);
+
+impl<S, T> FromRequest<S> for JsonBody<T>
+where
+    Json<T>: FromRequest<S, Rejection = JsonRejection>,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(request, state).await {
+            Ok(Json(value)) => Ok(JsonBody(value)),
+            Err(rejection) => Err(json_rejection(rejection)),
+        }
+    }
+}
+
+static FIELD_IN_ERROR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:missing|unknown) field `([^`]+)`|target type: ([A-Za-z_][A-Za-z0-9_.\[\]]*): ")
+        .expect("the field regex is valid")
+});
+
+/// Turns axum's JSON rejection into our shape, naming the field serde complained about.
+fn json_rejection(rejection: JsonRejection) -> ApiError {
+    let detail = rejection.body_text();
+    let field = FIELD_IN_ERROR
+        .captures(&detail)
+        .and_then(|c| c.get(1).or_else(|| c.get(2)))
+        .map(|m| m.as_str().to_owned());
+    let error = ApiError::new(rejection.status(), detail.clone());
+    match field {
+        Some(field) => error.with("field", json!(field)),
+        None => error,
+    }
+}
+
+/// Reads a JSON body that may be absent altogether (then the type's default).
+fn optional_json<T: Default + serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|error| {
+        let status = match error.classify() {
+            serde_json::error::Category::Data => StatusCode::UNPROCESSABLE_ENTITY,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        let detail = error.to_string();
+        let field = FIELD_IN_ERROR
+            .captures(&detail)
+            .and_then(|c| c.get(1))
+            .map(|m| m.as_str().to_owned());
+        let error = ApiError::new(status, format!("Failed to parse the JSON body: {detail}"));
+        match field {
+            Some(field) => error.with("field", json!(field)),
+            None => error,
+        }
+    })
+}
+
+/// Checks `Authorization: Bearer <token>` in constant time (comparing SHA-256 digests, so not
+/// even the token's length leaks).
+async fn require_token(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(expected) = &state.token_digest else {
+        return next.run(request).await;
+    };
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(|token| Sha256::digest(token.trim().as_bytes()));
+    match presented {
+        Some(digest) if constant_time_eq(&digest, expected.as_slice()) => next.run(request).await,
+        Some(_) => ApiError::new(StatusCode::UNAUTHORIZED, "wrong API token").into_response(),
+        None => ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "this API needs `Authorization: Bearer <ASKBRIDGE_API_TOKEN>`",
+        )
+        .into_response(),
+    }
+}
+
+/// Compares two byte strings without an early exit.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn parse_id(text: &str) -> Result<QuestionId, ApiError> {
+    QuestionId::parse(text).map_err(|_| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("There is no question {text}."),
+        )
+    })
+}
+
+async fn create_question(
+    State(state): State<AppState>,
+    JsonBody(request): JsonBody<NewQuestion>,
+) -> Result<(StatusCode, Json<Question>), ApiError> {
+    let question = state.bridge.create(request).await?;
+    Ok((StatusCode::CREATED, Json(question)))
+}
+
+#[derive(Debug, Deserialize)]
+struct ListQuery {
+    session_id: Option<String>,
+    status: Option<String>,
+    target: Option<String>,
+    limit: Option<usize>,
+}
+
+async fn list_questions(
+    State(state): State<AppState>,
+    Query(query): Query<ListQuery>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let status = match query.status.as_deref() {
+        None | Some("") => None,
+        Some(text) => Some(Status::parse(text).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!(
+                    "unknown status `{text}`: use pending, answered, declined, expired or cancelled"
+                ),
+            )
+            .with("field", json!("status"))
+        })?),
+    };
+    let filter = ListFilter {
+        session_id: query.session_id.filter(|s| !s.is_empty()),
+        status,
+        target: query.target.filter(|t| !t.is_empty()),
+        limit: query.limit.unwrap_or(0),
+    };
+    let questions = state.bridge.list(&filter).await?;
+    Ok(Json(json!({ "questions": questions })))
+}
+
+async fn get_question(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Question>, ApiError> {
+    Ok(Json(state.bridge.get(&parse_id(&id)?).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplyBody {
+    answer: Answer,
+    #[serde(default)]
+    by: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RejectBody {
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    by: Option<String>,
+}
+
+/// The HTTP caller's identity: `by` when given (the API is an operator surface behind its token),
+/// else `api`.
+fn api_actor(by: Option<String>) -> Result<Actor, ApiError> {
+    let by = by
+        .filter(|b| !b.trim().is_empty())
+        .unwrap_or_else(|| identity::API.to_owned());
+    if !identity::is_well_formed(&by) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("`{by}` is not an identity like api, console or telegram:42"),
+        )
+        .with("field", json!("by")));
+    }
+    Ok(Actor::new(by, identity::API))
+}
+
+async fn reply(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<ReplyBody>,
+) -> Result<Json<Question>, ApiError> {
+    let id = parse_id(&id)?;
+    let actor = api_actor(body.by)?;
+    Ok(Json(
+        state
+            .bridge
+            .answer(&id, body.answer, actor, identity::API)
+            .await?,
+    ))
+}
+
+async fn reject(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Json<Question>, ApiError> {
+    let id = parse_id(&id)?;
+    let body: RejectBody = optional_json(&body)?;
+    let actor = api_actor(body.by)?;
+    let transition = Transition::Decline {
+        message: body.message.filter(|m| !m.trim().is_empty()),
+    };
+    Ok(Json(
+        state
+            .bridge
+            .resolve(&id, transition, actor, identity::API)
+            .await?,
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+struct WaitQuery {
+    timeout_s: Option<f64>,
+}
+
+async fn wait(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<WaitQuery>,
+) -> Result<Json<Question>, ApiError> {
+    let id = parse_id(&id)?;
+    let seconds = query.timeout_s.unwrap_or(DEFAULT_WAIT_S);
+    if !(seconds.is_finite() && (0.0..=MAX_WAIT_S).contains(&seconds)) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("timeout_s must be between 0 and {MAX_WAIT_S}"),
+        )
+        .with("field", json!("timeout_s")));
+    }
+    let mut shutdown = state.bridge.shutdown_signal();
+    let waited = tokio::select! {
+        waited = state.bridge.wait(&id, Duration::from_secs_f64(seconds)) => waited?,
+        _ = shutdown.changed() => state.bridge.get(&id).await?,
+    };
+    Ok(Json(waited))
+}
+
+async fn cancel_session(
+    State(state): State<AppState>,
+    Path(session_id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let cancelled = state
+        .bridge
+        .cancel_session(&session_id, Actor::new(identity::API, identity::API))
+        .await?;
+    Ok(Json(json!({ "cancelled": cancelled })))
+}
+
+async fn healthz(State(state): State<AppState>) -> Response {
+    let store = state.bridge.store();
+    match store.ping().await {
+        Ok(()) => Json(json!({ "status": "ok", "store": store.describe() })).into_response(),
+        Err(error) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "status": "unavailable", "store": store.describe(), "error": error.to_string() })),
+        )
+            .into_response(),
+    }
+}
+
+async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let pending = state.bridge.store().count_pending().await?;
+    let body = state.bridge.metrics().render(pending);
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response())
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "no such route; see the README for the API",
+    )
+}

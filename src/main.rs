@@ -1,0 +1,297 @@
+//! The `askbridge` command: `demo`, `serve`, `pending`.
+
+use anyhow::{Context, bail};
+use askbridge::bridge::Bridge;
+use askbridge::config::{self, Config, StoreChoice};
+use askbridge::console::{CONSOLE, Console};
+use askbridge::http::{AppState, app};
+use askbridge::store::StoreOptions;
+use askbridge::{BridgeOptions, runtime};
+use askbridge_core::{Question, render};
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+const USAGE: &str = "askbridge: ask people questions on the chat channels they already use.
+
+Usage:
+  askbridge demo [--ephemeral]     run the demo: HTTP API, console, and an example function
+  askbridge serve [--ephemeral]    run the bridge with the configured store and channels
+  askbridge pending [--session S] [--json] [--url URL]
+                                   list pending questions of a running askbridge
+  askbridge help | --help          this text
+  askbridge version | --version    the version
+
+--ephemeral keeps questions in memory only (nothing survives a restart).
+
+Settings come from the environment and from a .env file in the current directory:";
+
+#[derive(Debug, Default)]
+struct Args {
+    command: String,
+    ephemeral: bool,
+    json: bool,
+    session: Option<String>,
+    url: Option<String>,
+}
+
+fn parse_args() -> anyhow::Result<Args> {
+    let mut args = Args::default();
+    let mut words = std::env::args().skip(1);
+    while let Some(word) = words.next() {
+        match word.as_str() {
+            "--ephemeral" => args.ephemeral = true,
+            "--json" => args.json = true,
+            "--session" => args.session = Some(words.next().context("--session needs a value")?),
+            "--url" => args.url = Some(words.next().context("--url needs a value")?),
+            "-h" | "--help" => args.command = "help".into(),
+            "-V" | "--version" => args.command = "version".into(),
+            flag if flag.starts_with('-') => bail!("unknown option {flag}; see `askbridge --help`"),
+            command if args.command.is_empty() => args.command = command.to_owned(),
+            extra => bail!("unexpected argument {extra}; see `askbridge --help`"),
+        }
+    }
+    Ok(args)
+}
+
+fn print_usage() {
+    println!("{USAGE}");
+    for (name, what) in config::ALL {
+        println!("  {name:<28} {what}");
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = runtime.block_on(run());
+    // The console reads stdin on a blocking thread that never returns on its own; do not wait
+    // for it once the work is done.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    result
+}
+
+async fn run() -> anyhow::Result<()> {
+    let args = parse_args()?;
+    if let Err(error) = dotenvy::dotenv() {
+        if !error.not_found() {
+            bail!("cannot read .env: {error}");
+        }
+    }
+    match args.command.as_str() {
+        "demo" => demo(args).await,
+        "serve" => serve(args).await,
+        "pending" => pending(args).await,
+        "help" | "" => {
+            print_usage();
+            Ok(())
+        }
+        "version" => {
+            println!("askbridge {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        other => bail!("unknown command `{other}`; see `askbridge --help`"),
+    }
+}
+
+fn init_logging(filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn load_config(args: &Args) -> anyhow::Result<Config> {
+    let mut config = Config::from_env()?;
+    if args.ephemeral {
+        config.store = StoreChoice::Memory;
+    }
+    Ok(config)
+}
+
+/// Opens the store, builds the bridge and recovers what an earlier run left.
+async fn start_bridge(
+    config: &Config,
+    default_targets: Vec<String>,
+) -> anyhow::Result<(Bridge, Vec<tokio::task::JoinHandle<()>>)> {
+    let store = runtime::open_store(
+        &config.store,
+        StoreOptions {
+            retention: config.retention,
+        },
+    )
+    .await
+    .with_context(|| format!("cannot open the store ({})", store_variable(&config.store)))?;
+    if store.is_durable() {
+        tracing::info!(store = %store.describe(), "store opened");
+    } else {
+        tracing::warn!(store = %store.describe(), "store opened");
+    }
+    let options = BridgeOptions {
+        default_timeout: config.default_timeout,
+        default_targets,
+    };
+    let bridge = Bridge::new(store, options);
+    Ok((bridge, Vec::new()))
+}
+
+fn store_variable(choice: &StoreChoice) -> &'static str {
+    match choice {
+        StoreChoice::Redis { .. } => config::REDIS_URL,
+        StoreChoice::Embedded { .. } => config::DATA_DIR,
+        StoreChoice::Memory => "--ephemeral",
+    }
+}
+
+async fn bind(config: &Config) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(config.http_addr).await.with_context(|| {
+        format!(
+            "cannot listen on {} (set {} to another address)",
+            config.http_addr,
+            config::HTTP_ADDR
+        )
+    })
+}
+
+fn warn_if_exposed(config: &Config) {
+    if config.api_token.is_none() && !config.http_addr.ip().is_loopback() {
+        tracing::warn!(addr = %config.http_addr, "the HTTP API listens beyond loopback without {}; anyone who reaches it can answer", config::API_TOKEN);
+    }
+}
+
+async fn serve(args: Args) -> anyhow::Result<()> {
+    let config = load_config(&args)?;
+    init_logging(&config.log);
+    let (bridge, _) = start_bridge(&config, config.default_targets.clone()).await?;
+    let state = AppState::new(bridge.clone(), config.api_token.as_ref());
+    let tasks = bridge.start().await?;
+    let listener = bind(&config).await?;
+    warn_if_exposed(&config);
+    tracing::info!(addr = %listener.local_addr()?, surfaces = ?bridge.surfaces(), "askbridge serving");
+    let shutdown_bridge = bridge.clone();
+    runtime::serve(listener, app(state), async move {
+        runtime::termination().await;
+        shutdown_bridge.shutdown();
+    })
+    .await?;
+    bridge.shutdown();
+    for task in tasks {
+        let _ = task.await;
+    }
+    tracing::info!("askbridge stopped");
+    Ok(())
+}
+
+async fn demo(args: Args) -> anyhow::Result<()> {
+    let mut config = load_config(&args)?;
+    if std::env::var(config::LOG).is_err() && std::env::var("RUST_LOG").is_err() {
+        config.log = "warn".into();
+    }
+    init_logging(&config.log);
+    let (bridge, _) = start_bridge(&config, vec![CONSOLE.to_owned()]).await?;
+    let console = Console::stdout();
+    bridge.add_channel(Arc::new(console.clone()));
+    let tasks = bridge.start().await?;
+    let listener = bind(&config).await?;
+    let addr = listener.local_addr()?;
+    let state = AppState::new(bridge.clone(), config.api_token.as_ref());
+    let server_bridge = bridge.clone();
+    let server = tokio::spawn(runtime::serve(listener, app(state), async move {
+        let mut signal = server_bridge.shutdown_signal();
+        let _ = signal.wait_for(|stopped| *stopped).await;
+    }));
+    console.print(&format!(
+        "askbridge demo: the HTTP API is on http://{addr} (store: {}).\n\
+         A function will now ask four questions. Answer each by typing the command shown, or just\n\
+         the answer (a number, a name, yes/no), or from another terminal:\n  \
+         curl -s http://{addr}/api/questions\n  \
+         curl -s -X POST http://{addr}/api/questions/<id>/reply -H 'content-type: application/json' -d '{{\"answer\": \"dayjs\"}}'",
+        bridge.store().describe()
+    ));
+    let input = tokio::io::BufReader::new(tokio::io::stdin());
+    let console_task = {
+        let console = console.clone();
+        let inbox: Arc<dyn askbridge_core::Inbox> = Arc::new(bridge.clone());
+        tokio::spawn(async move { console.run(inbox, input).await })
+    };
+    let session = bridge.session(format!("demo-{}", askbridge_core::QuestionId::random()));
+    tokio::select! {
+        _ = askbridge::demo::run(&session, &console) => {}
+        _ = runtime::termination() => {
+            let cancelled = session.stop().await.unwrap_or(0);
+            console.print(&format!("Stopped; {cancelled} pending question(s) cancelled."));
+        }
+    }
+    bridge.shutdown();
+    console_task.abort();
+    let _ = server.await;
+    for task in tasks {
+        let _ = task.await;
+    }
+    Ok(())
+}
+
+async fn pending(args: Args) -> anyhow::Result<()> {
+    let config = Config::from_env()?;
+    let base = args
+        .url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", config.http_addr));
+    let mut request = reqwest::Client::new()
+        .get(format!("{}/api/questions", base.trim_end_matches('/')))
+        .query(&[("session_id", args.session.clone().unwrap_or_default())]);
+    if let Some(token) = &config.api_token {
+        request = request.bearer_auth(token.expose());
+    }
+    let response = request.send().await.with_context(|| {
+        format!(
+            "cannot reach askbridge at {base} (is `askbridge serve` running? set --url or {})",
+            config::HTTP_ADDR
+        )
+    })?;
+    let status = response.status();
+    let body: serde_json::Value = response
+        .json()
+        .await
+        .context("askbridge answered something that is not JSON")?;
+    if !status.is_success() {
+        bail!(
+            "askbridge answered {status}: {}",
+            body["error"].as_str().unwrap_or("no detail")
+        );
+    }
+    let questions: Vec<Question> =
+        serde_json::from_value(body["questions"].clone()).context("unexpected answer shape")?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&questions)?);
+        return Ok(());
+    }
+    print!("{}", pending_table(&questions));
+    Ok(())
+}
+
+fn pending_table(questions: &[Question]) -> String {
+    if questions.is_empty() {
+        return "No pending questions.\n".to_owned();
+    }
+    let now = askbridge_core::Millis::now();
+    let mut out = format!(
+        "{:<10}  {:<8}  {:<16}  {:<10}  {:<24}  {}\n",
+        "ID", "KIND", "SESSION", "EXPIRES", "TARGETS", "PROMPT"
+    );
+    for q in questions {
+        out.push_str(&format!(
+            "{:<10}  {:<8}  {:<16}  {:<10}  {:<24}  {}\n",
+            q.id,
+            format!("{:?}", q.kind).to_lowercase(),
+            render::shorten(&q.session_id, 16),
+            render::time_left(q, now),
+            render::shorten(&q.targets.join(","), 24),
+            render::shorten(&q.prompt, 60),
+        ));
+    }
+    out
+}

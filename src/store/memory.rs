@@ -1,0 +1,249 @@
+//! The in-memory store: a mutex around maps. Fast and simple, and gone when the process exits, so
+//! it serves tests and `--ephemeral` runs only; start-up says so.
+
+use super::{EVENT_BUFFER, Event, ListFilter, Shown, Store, StoreOptions};
+use crate::Error;
+use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId};
+use async_trait::async_trait;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::broadcast;
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct MemoryStore {
+    state: Mutex<State>,
+    events: broadcast::Sender<Event>,
+    options: StoreOptions,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    questions: HashMap<QuestionId, Question>,
+    shown: HashMap<QuestionId, Vec<Shown>>,
+    effects: HashMap<QuestionId, BTreeSet<String>>,
+    /// The open index, by due time and by id.
+    due: BTreeSet<(Millis, QuestionId)>,
+    due_at: HashMap<QuestionId, Millis>,
+    /// Delivery keys and when they may be forgotten.
+    seen: HashMap<String, Millis>,
+}
+
+impl State {
+    fn set_due(&mut self, id: &QuestionId, at: Millis) {
+        if let Some(old) = self.due_at.insert(id.clone(), at) {
+            self.due.remove(&(old, id.clone()));
+        }
+        self.due.insert((at, id.clone()));
+    }
+
+    fn remove_due(&mut self, id: &QuestionId) {
+        if let Some(old) = self.due_at.remove(id) {
+            self.due.remove(&(old, id.clone()));
+        }
+    }
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new(options: StoreOptions) -> Self {
+        MemoryStore {
+            state: Mutex::new(State::default()),
+            events: broadcast::channel(EVENT_BUFFER).0,
+            options,
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave the maps half-updated in a way that matters
+        // more than stopping would; keep serving.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore::new(StoreOptions::default())
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    fn describe(&self) -> String {
+        "memory (not durable: pending questions are lost when askbridge stops)".into()
+    }
+
+    fn is_durable(&self) -> bool {
+        false
+    }
+
+    async fn ping(&self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    async fn insert(&self, question: &Question) -> Result<(), Error> {
+        let mut state = self.state();
+        if state.questions.contains_key(&question.id) {
+            return Err(Error::IdTaken);
+        }
+        state
+            .questions
+            .insert(question.id.clone(), question.clone());
+        state.set_due(&question.id, question.expires_at);
+        Ok(())
+    }
+
+    async fn get(&self, id: &QuestionId) -> Result<Option<Question>, Error> {
+        Ok(self.state().questions.get(id).cloned())
+    }
+
+    async fn claim(
+        &self,
+        snapshot: &Question,
+        claim: &Claim,
+    ) -> Result<Option<(ClaimOutcome, Question)>, Error> {
+        let mut state = self.state();
+        let Some(question) = state.questions.get_mut(&snapshot.id) else {
+            return Ok(None);
+        };
+        let outcome = question.apply(claim);
+        Ok(Some((outcome, question.clone())))
+    }
+
+    async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>, Error> {
+        let state = self.state();
+        let mut found: Vec<Question> = state
+            .questions
+            .values()
+            .filter(|q| filter.accepts(q))
+            .cloned()
+            .collect();
+        found.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
+        found.truncate(filter.effective_limit());
+        Ok(found)
+    }
+
+    async fn count_pending(&self) -> Result<usize, Error> {
+        Ok(self
+            .state()
+            .questions
+            .values()
+            .filter(|q| q.is_pending())
+            .count())
+    }
+
+    async fn record_shown(&self, id: &QuestionId, shown: &Shown) -> Result<(), Error> {
+        let mut state = self.state();
+        let list = state.shown.entry(id.clone()).or_default();
+        list.retain(|s| s.target != shown.target);
+        list.push(shown.clone());
+        Ok(())
+    }
+
+    async fn shown(&self, id: &QuestionId) -> Result<Vec<Shown>, Error> {
+        Ok(self.state().shown.get(id).cloned().unwrap_or_default())
+    }
+
+    async fn mark_effect(&self, id: &QuestionId, effect: &str) -> Result<bool, Error> {
+        Ok(self
+            .state()
+            .effects
+            .entry(id.clone())
+            .or_default()
+            .insert(effect.to_owned()))
+    }
+
+    async fn effects_done(&self, id: &QuestionId) -> Result<Vec<String>, Error> {
+        let state = self.state();
+        Ok(state
+            .effects
+            .get(id)
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn lease_due(
+        &self,
+        now: Millis,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<QuestionId>, Error> {
+        let mut state = self.state();
+        let due: Vec<QuestionId> = state
+            .due
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .take(limit)
+            .map(|(_, id)| id.clone())
+            .collect();
+        for id in &due {
+            state.set_due(id, now.after(lease));
+        }
+        Ok(due)
+    }
+
+    async fn open_ids(&self) -> Result<Vec<QuestionId>, Error> {
+        Ok(self.state().due_at.keys().cloned().collect())
+    }
+
+    async fn reschedule(&self, id: &QuestionId, at: Millis) -> Result<(), Error> {
+        let mut state = self.state();
+        if state.due_at.contains_key(id) {
+            state.set_due(id, at);
+        }
+        Ok(())
+    }
+
+    async fn settle(&self, id: &QuestionId, _question: Option<&Question>) -> Result<(), Error> {
+        self.state().remove_due(id);
+        Ok(())
+    }
+
+    async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<bool, Error> {
+        let now = Millis::now();
+        let mut state = self.state();
+        match state.seen.get(key) {
+            Some(until) if *until > now => Ok(false),
+            _ => {
+                state.seen.insert(key.to_owned(), now.after(ttl));
+                Ok(true)
+            }
+        }
+    }
+
+    async fn purge(&self, now: Millis) -> Result<usize, Error> {
+        let mut state = self.state();
+        let retention = self.options.retention;
+        let old: Vec<QuestionId> = state
+            .questions
+            .values()
+            .filter(|q| {
+                !state.due_at.contains_key(&q.id)
+                    && q.resolution
+                        .as_ref()
+                        .is_some_and(|r| r.at.after(retention) <= now)
+            })
+            .map(|q| q.id.clone())
+            .collect();
+        for id in &old {
+            state.questions.remove(id);
+            state.shown.remove(id);
+            state.effects.remove(id);
+        }
+        state.seen.retain(|_, until| *until > now);
+        Ok(old.len())
+    }
+
+    async fn publish(&self, event: &Event) -> Result<(), Error> {
+        // No subscribers is not an error: nobody is listening yet.
+        let _ = self.events.send(event.clone());
+        Ok(())
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+}

@@ -1,0 +1,102 @@
+//! 200 concurrent replies to one question, through HTTP and through the grammar, on two bridges
+//! sharing one Redis (as two askbridge processes would): exactly one wins.
+
+use crate::support::{FakeChannel, RedisServer, http};
+use askbridge::BridgeOptions;
+use askbridge::bridge::Bridge;
+use askbridge::http::{AppState, app};
+use askbridge::store::StoreOptions;
+use askbridge::store::redis::{RedisOptions, RedisStore};
+use askbridge_core::{Inbound, Inbox, NewQuestion, Status, Tone};
+use serde_json::json;
+use std::sync::Arc;
+
+async fn process(server: &RedisServer) -> (Bridge, String) {
+    let store = RedisStore::connect(RedisOptions {
+        url: server.url(),
+        prefix: "askbridge".into(),
+        store: StoreOptions::default(),
+    })
+    .await
+    .unwrap();
+    let bridge = Bridge::new(Arc::new(store), BridgeOptions::default());
+    bridge.add_channel(FakeChannel::new("chat"));
+    bridge.start().await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let router = app(AppState::new(bridge.clone(), None));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (bridge, base)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_hundred_concurrent_replies_one_winner() {
+    let server = RedisServer::start();
+    let (a, base_a) = process(&server).await;
+    let (b, base_b) = process(&server).await;
+    let q = a
+        .create(
+            NewQuestion::ask("Which?")
+                .session("race")
+                .options(["dayjs", "luxon", "date-fns"])
+                .targets(["chat:1"]),
+        )
+        .await
+        .unwrap();
+    let client = http();
+    let mut tasks = Vec::new();
+    for n in 0..200usize {
+        let label = ["dayjs", "luxon", "date-fns"][n % 3];
+        let id = q.id.to_string();
+        if n % 2 == 0 {
+            let base = if n % 4 == 0 {
+                base_a.clone()
+            } else {
+                base_b.clone()
+            };
+            let client = client.clone();
+            tasks.push(tokio::spawn(async move {
+                let response = client
+                    .post(format!("{base}/api/questions/{id}/reply"))
+                    .json(&json!({"answer": label, "by": format!("chat:{n}")}))
+                    .send()
+                    .await
+                    .unwrap();
+                match response.status().as_u16() {
+                    200 => true,
+                    409 => false,
+                    other => panic!("unexpected status {other}"),
+                }
+            }));
+        } else {
+            let bridge = if n % 4 == 1 { a.clone() } else { b.clone() };
+            tasks.push(tokio::spawn(async move {
+                let message = Inbound {
+                    via: "chat".into(),
+                    chat: "chat:1".into(),
+                    sender: format!("chat:{n}"),
+                    sender_name: None,
+                    text: format!("/answer {id} {}", n % 3 + 1),
+                    private: false,
+                    delivery_id: Some(format!("d{n}")),
+                };
+                let reply = bridge.handle(message).await.unwrap();
+                match reply.tone {
+                    Tone::Done => true,
+                    Tone::Refused => {
+                        assert!(reply.text.starts_with("Already answered"), "{}", reply.text);
+                        false
+                    }
+                    Tone::Info => panic!("unexpected {}", reply.text),
+                }
+            }));
+        }
+    }
+    let mut wins = 0;
+    for task in tasks {
+        wins += usize::from(task.await.unwrap());
+    }
+    assert_eq!(wins, 1, "exactly one of 200 replies wins");
+    let stored = b.get(&q.id).await.unwrap();
+    assert_eq!(stored.status, Status::Answered);
+}

@@ -1,0 +1,583 @@
+//! The HTTP API: routes called through `app(state)` with `oneshot`, and a real server for the
+//! long-poll and the event stream.
+
+use crate::support::{eventually_some, http, memory_bridge};
+use askbridge::config::Secret;
+use askbridge::http::{AppState, app};
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use serde_json::{Value, json};
+use std::time::Duration;
+use tower::ServiceExt;
+
+async fn call(
+    router: &Router,
+    method: &str,
+    uri: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    call_with(router, method, uri, body.map(|b| b.to_string()), None).await
+}
+
+async fn call_with(
+    router: &Router,
+    method: &str,
+    uri: &str,
+    body: Option<String>,
+    token: Option<&str>,
+) -> (StatusCode, Value) {
+    let mut request = Request::builder().method(method).uri(uri);
+    if body.is_some() {
+        request = request.header("content-type", "application/json");
+    }
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    let request = request
+        .body(body.map(Body::from).unwrap_or_else(Body::empty))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let value = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+    (status, value)
+}
+
+async fn router() -> (Router, askbridge::Bridge) {
+    let (bridge, _) = memory_bridge().await;
+    (app(AppState::new(bridge.clone(), None)), bridge)
+}
+
+fn ask_body() -> Value {
+    json!({"session_id": "s1", "prompt": "Which library?", "options": ["dayjs", "date-fns", "luxon"], "targets": ["chat:1"]})
+}
+
+#[tokio::test]
+async fn create_get_list_and_reply() {
+    let (router, _) = router().await;
+    let (status, q) = call(&router, "POST", "/api/questions", Some(ask_body())).await;
+    assert_eq!(status, StatusCode::CREATED);
+    for field in [
+        "id",
+        "session_id",
+        "kind",
+        "prompt",
+        "detail",
+        "options",
+        "multi",
+        "allow_custom",
+        "created_at",
+        "expires_at",
+        "default",
+        "answerers",
+        "targets",
+        "status",
+    ] {
+        assert!(q.get(field).is_some(), "missing {field} in {q}");
+    }
+    assert_eq!(q["status"], "pending");
+    assert_eq!(q["kind"], "ask");
+    let id = q["id"].as_str().unwrap();
+    let (status, got) = call(&router, "GET", &format!("/api/questions/{id}"), None).await;
+    assert_eq!((status, &got["id"]), (StatusCode::OK, &q["id"]));
+    let (status, listed) = call(&router, "GET", "/api/questions?session_id=s1", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(listed["questions"].as_array().unwrap().len(), 1);
+    let (status, resolved) = call(
+        &router,
+        "POST",
+        &format!("/api/questions/{id}/reply"),
+        Some(json!({"answer": "Luxon", "by": "ops:alice"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{resolved}");
+    assert_eq!(resolved["status"], "answered");
+    assert_eq!(resolved["resolution"]["value"], "luxon");
+    assert_eq!(resolved["resolution"]["by"], "ops:alice");
+    assert_eq!(resolved["resolution"]["via"], "api");
+    let (status, conflict) = call(
+        &router,
+        "POST",
+        &format!("/api/questions/{id}/reply"),
+        Some(json!({"answer": "dayjs"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(conflict["resolution"]["value"], "luxon");
+    assert!(
+        conflict["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Already answered: luxon")
+    );
+    let (_, answered) = call(&router, "GET", "/api/questions?status=answered", None).await;
+    assert_eq!(answered["questions"].as_array().unwrap().len(), 1);
+    let (_, pending) = call(&router, "GET", "/api/questions", None).await;
+    assert_eq!(pending["questions"].as_array().unwrap().len(), 0);
+}
+
+#[tokio::test]
+async fn answers_that_do_not_fit_are_422_and_the_question_stays_pending() {
+    let (router, _) = router().await;
+    let (_, q) = call(&router, "POST", "/api/questions", Some(ask_body())).await;
+    let id = q["id"].as_str().unwrap();
+    for bad in [json!("moment"), json!(["dayjs"]), json!(true)] {
+        let (status, body) = call(
+            &router,
+            "POST",
+            &format!("/api/questions/{id}/reply"),
+            Some(json!({"answer": bad})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {body}");
+        assert!(
+            body["error"].as_str().unwrap().contains("Choose 1-3"),
+            "{body}"
+        );
+    }
+    let (_, now) = call(&router, "GET", &format!("/api/questions/{id}"), None).await;
+    assert_eq!(now["status"], "pending");
+}
+
+#[tokio::test]
+async fn kinds_multi_confirm_and_free_text() {
+    let (router, _) = router().await;
+    let multi =
+        json!({"session_id": "s", "prompt": "Which?", "options": ["a", "b", "c"], "multi": true});
+    let (_, q) = call(&router, "POST", "/api/questions", Some(multi)).await;
+    let (status, r) = call(
+        &router,
+        "POST",
+        &format!("/api/questions/{}/reply", q["id"].as_str().unwrap()),
+        Some(json!({"answer": ["c", "A"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{r}");
+    assert_eq!(r["resolution"]["value"], json!(["a", "c"]));
+    let confirm = json!({"session_id": "s", "kind": "confirm", "prompt": "Ship?"});
+    let (_, q) = call(&router, "POST", "/api/questions", Some(confirm)).await;
+    let (_, r) = call(
+        &router,
+        "POST",
+        &format!("/api/questions/{}/reply", q["id"].as_str().unwrap()),
+        Some(json!({"answer": false})),
+    )
+    .await;
+    assert_eq!(r["resolution"]["value"], false);
+    let text = json!({"session_id": "s", "prompt": "Name?"});
+    let (_, q) = call(&router, "POST", "/api/questions", Some(text)).await;
+    assert_eq!(q["allow_custom"], true);
+    let (_, r) = call(
+        &router,
+        "POST",
+        &format!("/api/questions/{}/reply", q["id"].as_str().unwrap()),
+        Some(json!({"answer": "Aurora"})),
+    )
+    .await;
+    assert_eq!(r["resolution"]["value"], "Aurora");
+}
+
+#[tokio::test]
+async fn reject_with_and_without_a_message() {
+    let (router, _) = router().await;
+    let (_, q) = call(&router, "POST", "/api/questions", Some(ask_body())).await;
+    let id = q["id"].as_str().unwrap();
+    let (status, r) = call(
+        &router,
+        "POST",
+        &format!("/api/questions/{id}/reject"),
+        Some(json!({"message": "not now"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{r}");
+    assert_eq!(r["status"], "declined");
+    assert_eq!(r["resolution"]["message"], "not now");
+    let (status, _) = call(
+        &router,
+        "POST",
+        &format!("/api/questions/{id}/reject"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (_, q) = call(&router, "POST", "/api/questions", Some(ask_body())).await;
+    let (status, r) = call(
+        &router,
+        "POST",
+        &format!("/api/questions/{}/reject", q["id"].as_str().unwrap()),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "an empty body is fine: {r}");
+    assert_eq!(r["resolution"]["message"], Value::Null);
+}
+
+#[tokio::test]
+async fn malformed_requests_name_what_is_wrong() {
+    let (router, _) = router().await;
+    let (status, body) = call_with(
+        &router,
+        "POST",
+        "/api/questions",
+        Some("{not json".into()),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, body) = call(
+        &router,
+        "POST",
+        "/api/questions",
+        Some(json!({"session_id": "s"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(body["field"], "prompt", "{body}");
+    let (status, body) = call(
+        &router,
+        "POST",
+        "/api/questions",
+        Some(json!({"session_id": "s", "prompt": "x", "colour": 1})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(body["field"], "colour", "{body}");
+    let (status, body) = call(
+        &router,
+        "POST",
+        "/api/questions",
+        Some(json!({"session_id": "s", "prompt": "x", "options": ["a", "A"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(body["field"], "options", "{body}");
+    let (status, body) = call(
+        &router,
+        "POST",
+        "/api/questions",
+        Some(json!({"session_id": "s", "prompt": "x", "targets": ["telegram:1"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(body["field"], "targets", "{body}");
+    let (status, _) = call(&router, "GET", "/api/questions/zzzzzzzzzz", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = call(&router, "GET", "/api/questions/not-an-id", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = call(
+        &router,
+        "POST",
+        "/api/questions/zzzzzzzzzz/reply",
+        Some(json!({"answer": "x"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, body) = call(&router, "GET", "/api/questions?status=maybe", None).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(body["field"], "status");
+}
+
+#[tokio::test]
+async fn answerers_apply_to_the_api_too() {
+    let (router, _) = router().await;
+    let body = json!({"session_id": "s", "prompt": "Deploy?", "options": ["go"], "answerers": ["telegram:42"]});
+    let (_, q) = call(&router, "POST", "/api/questions", Some(body)).await;
+    let id = q["id"].as_str().unwrap();
+    let (status, _) = call(
+        &router,
+        "POST",
+        &format!("/api/questions/{id}/reply"),
+        Some(json!({"answer": "go"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = call(
+        &router,
+        "POST",
+        &format!("/api/questions/{id}/reply"),
+        Some(json!({"answer": "go", "by": "telegram:42"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn cancel_session_counts_what_it_cancelled() {
+    let (router, _) = router().await;
+    for _ in 0..3 {
+        call(&router, "POST", "/api/questions", Some(ask_body())).await;
+    }
+    let (status, body) = call(&router, "POST", "/api/sessions/s1/cancel", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, json!({"cancelled": 3}));
+    let (_, body) = call(
+        &router,
+        "GET",
+        "/api/questions?status=cancelled&session_id=s1",
+        None,
+    )
+    .await;
+    assert_eq!(body["questions"].as_array().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn the_api_token_is_required_when_set() {
+    let (bridge, _) = memory_bridge().await;
+    let router = app(AppState::new(bridge, Some(&Secret::new("s3cret"))));
+    let (status, body) = call_with(&router, "GET", "/api/questions", None, None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("Authorization: Bearer")
+    );
+    let (status, body) = call_with(&router, "GET", "/api/questions", None, Some("wrong")).await;
+    assert_eq!(
+        (status, body["error"].as_str().unwrap()),
+        (StatusCode::UNAUTHORIZED, "wrong API token")
+    );
+    let (status, _) = call_with(&router, "GET", "/api/questions", None, Some("s3cret")).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = call_with(&router, "GET", "/healthz", None, None).await;
+    assert_eq!(status, StatusCode::OK, "health checks need no token");
+}
+
+#[tokio::test]
+async fn healthz_and_metrics() {
+    let (router, _) = router().await;
+    let (status, body) = call(&router, "GET", "/healthz", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["status"], "ok");
+    let (_, q) = call(&router, "POST", "/api/questions", Some(ask_body())).await;
+    call(&router, "POST", "/api/questions", Some(ask_body())).await;
+    call(
+        &router,
+        "POST",
+        &format!("/api/questions/{}/reply", q["id"].as_str().unwrap()),
+        Some(json!({"answer": "dayjs"})),
+    )
+    .await;
+    let text = eventually_some(Duration::from_secs(5), "metrics updated", || {
+        let router = router.clone();
+        async move {
+            let (_, body) = call(&router, "GET", "/metrics", None).await;
+            let text = body.as_str().unwrap_or_default().to_owned();
+            text.contains("askbridge_questions_resolved_total{outcome=\"answered\",via=\"api\"} 1")
+                .then_some(text)
+        }
+    })
+    .await;
+    assert!(text.contains("askbridge_pending_questions 1"), "{text}");
+    assert!(text.contains("askbridge_questions_asked_total 2"), "{text}");
+    assert!(text.contains("askbridge_resolve_seconds_count 1"), "{text}");
+}
+
+/// Serves the app on a real socket for tests that need streaming.
+async fn served() -> (String, askbridge::Bridge) {
+    let (bridge, _) = memory_bridge().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let router = app(AppState::new(bridge.clone(), None));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (base, bridge)
+}
+
+#[tokio::test]
+async fn wait_returns_as_soon_as_the_question_is_resolved_or_after_the_timeout() {
+    let (base, _) = served().await;
+    let client = http();
+    let q: Value = client
+        .post(format!("{base}/api/questions"))
+        .json(&ask_body())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = q["id"].as_str().unwrap().to_owned();
+    let unresolved: Value = client
+        .get(format!("{base}/api/questions/{id}/wait?timeout_s=0.2"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        unresolved["status"], "pending",
+        "after the timeout it comes back as it is"
+    );
+    let waiting = tokio::spawn({
+        let (client, base, id) = (client.clone(), base.clone(), id.clone());
+        async move {
+            client
+                .get(format!("{base}/api/questions/{id}/wait?timeout_s=20"))
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    client
+        .post(format!("{base}/api/questions/{id}/reply"))
+        .json(&json!({"answer": "dayjs"}))
+        .send()
+        .await
+        .unwrap();
+    let done = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("returned soon after the reply")
+        .unwrap();
+    assert_eq!(done["status"], "answered");
+    let status = client
+        .get(format!("{base}/api/questions/{id}/wait?timeout_s=9999"))
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, reqwest::StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+/// Reads SSE frames (`event:` and `data:` lines) from a streaming response.
+struct Sse {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Sse {
+    async fn next(&mut self) -> (String, Value) {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let frame: String = self.buffer.drain(..end + 2).collect();
+                let mut name = String::new();
+                let mut data = String::new();
+                for line in frame.lines() {
+                    if let Some(v) = line.strip_prefix("event:") {
+                        name = v.trim().to_owned();
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.trim());
+                    }
+                }
+                if !name.is_empty() {
+                    return (name, serde_json::from_str(&data).unwrap_or(Value::Null));
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(5), self.response.chunk())
+                .await
+                .expect("an event in time")
+                .unwrap()
+                .expect("stream open");
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+}
+
+#[tokio::test]
+async fn events_replay_pending_questions_then_stream_live_ones() {
+    let (base, _) = served().await;
+    let client = http();
+    let first: Value = client
+        .post(format!("{base}/api/questions"))
+        .json(&ask_body())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let other_session = json!({"session_id": "s2", "prompt": "Elsewhere?"});
+    client
+        .post(format!("{base}/api/questions"))
+        .json(&other_session)
+        .send()
+        .await
+        .unwrap();
+    let response = client
+        .get(format!("{base}/api/events?session_id=s1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut events = Sse {
+        response,
+        buffer: String::new(),
+    };
+    let (name, q) = events.next().await;
+    assert_eq!(
+        (name.as_str(), &q["id"]),
+        ("question.asked", &first["id"]),
+        "replayed on connect"
+    );
+    let second: Value = client
+        .post(format!("{base}/api/questions"))
+        .json(&ask_body())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let (name, q) = events.next().await;
+    assert_eq!((name.as_str(), &q["id"]), ("question.asked", &second["id"]));
+    let id = first["id"].as_str().unwrap();
+    client
+        .post(format!("{base}/api/questions/{id}/reply"))
+        .json(&json!({"answer": "dayjs"}))
+        .send()
+        .await
+        .unwrap();
+    let (name, q) = events.next().await;
+    assert_eq!(
+        (name.as_str(), q["status"].as_str()),
+        ("question.replied", Some("answered"))
+    );
+    let id = second["id"].as_str().unwrap();
+    client
+        .post(format!("{base}/api/questions/{id}/reject"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.next().await.0, "question.rejected");
+    client
+        .post(format!("{base}/api/sessions/s1/cancel"))
+        .send()
+        .await
+        .unwrap();
+    let third: Value = client
+        .post(format!("{base}/api/questions"))
+        .json(&json!({"session_id": "s1", "prompt": "Soon gone", "timeout_s": 0.2}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(events.next().await.1["id"], third["id"]);
+    assert_eq!(events.next().await.0, "question.expired");
+    let fourth: Value = client
+        .post(format!("{base}/api/questions"))
+        .json(&ask_body())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(events.next().await.1["id"], fourth["id"]);
+    client
+        .post(format!("{base}/api/sessions/s1/cancel"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.next().await.0, "question.cancelled");
+}

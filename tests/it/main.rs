@@ -1,0 +1,15 @@
+#![allow(unreachable_pub, missing_debug_implementations, clippy::unwrap_used)]
+
+//! askbridge's integration tests: one test binary (link time on 2 cores), one module per area.
+//! Redis tests start their own `redis-server` on a free loopback port in a temp dir.
+
+mod redis_server;
+mod support;
+
+mod bridge;
+mod claim_race;
+mod console;
+mod demo;
+mod http_api;
+mod restart;
+mod store_conformance;

@@ -1,0 +1,272 @@
+//! Test support: a real redis-server per test, a recording fake channel, spawning the binary.
+
+#![allow(dead_code)]
+
+use askbridge::BridgeOptions;
+use askbridge::bridge::Bridge;
+use askbridge::store::memory::MemoryStore;
+use askbridge::store::redis::{RedisOptions, RedisStore};
+use askbridge::store::{Store, StoreOptions};
+use askbridge_core::{Channel, Error as ModelError, Question};
+use async_trait::async_trait;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use crate::redis_server::{RedisServer, free_port};
+
+/// A Redis store on its own server, with the server kept alive beside it.
+pub struct RedisFixture {
+    pub server: RedisServer,
+    pub store: Arc<RedisStore>,
+}
+
+pub async fn redis_store_with(options: StoreOptions) -> RedisFixture {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(RedisOptions {
+        url: server.url(),
+        prefix: "askbridge".into(),
+        store: options,
+    })
+    .await
+    .expect("connect to redis");
+    RedisFixture {
+        server,
+        store: Arc::new(store),
+    }
+}
+
+pub async fn redis_store() -> RedisFixture {
+    redis_store_with(StoreOptions::default()).await
+}
+
+/// What a [`FakeChannel`] was asked to do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Call {
+    Show {
+        id: String,
+        target: String,
+    },
+    Withdraw {
+        id: String,
+        target: String,
+        reference: String,
+        outcome: String,
+    },
+    Say {
+        target: String,
+        text: String,
+    },
+}
+
+/// A channel that records calls, and can be told to fail like a platform outage.
+#[derive(Default)]
+pub struct FakeChannel {
+    pub surface: String,
+    pub calls: Mutex<Vec<Call>>,
+    pub down: AtomicBool,
+    shown: AtomicUsize,
+}
+
+impl FakeChannel {
+    pub fn new(surface: &str) -> Arc<Self> {
+        Arc::new(FakeChannel {
+            surface: surface.into(),
+            ..FakeChannel::default()
+        })
+    }
+
+    pub fn calls(&self) -> Vec<Call> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    pub fn withdrawn(&self, id: &str) -> Vec<Call> {
+        self.calls()
+            .into_iter()
+            .filter(|c| matches!(c, Call::Withdraw { id: i, .. } if i == id))
+            .collect()
+    }
+
+    pub fn shows(&self, id: &str) -> usize {
+        self.calls()
+            .iter()
+            .filter(|c| matches!(c, Call::Show { id: i, .. } if i == id))
+            .count()
+    }
+}
+
+#[async_trait]
+impl Channel for FakeChannel {
+    fn surface(&self) -> &str {
+        &self.surface
+    }
+
+    async fn show(&self, question: &Question, target: &str) -> Result<String, ModelError> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(ModelError::retryable(&self.surface, "platform down"));
+        }
+        self.calls.lock().unwrap().push(Call::Show {
+            id: question.id.to_string(),
+            target: target.into(),
+        });
+        Ok(format!("msg-{}", self.shown.fetch_add(1, Ordering::SeqCst)))
+    }
+
+    async fn withdraw(
+        &self,
+        question: &Question,
+        target: &str,
+        shown: &str,
+    ) -> Result<(), ModelError> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(ModelError::retryable(&self.surface, "platform down"));
+        }
+        self.calls.lock().unwrap().push(Call::Withdraw {
+            id: question.id.to_string(),
+            target: target.into(),
+            reference: shown.into(),
+            outcome: askbridge_core::render::outcome_line(question),
+        });
+        Ok(())
+    }
+
+    async fn say(&self, target: &str, text: &str) -> Result<(), ModelError> {
+        self.calls.lock().unwrap().push(Call::Say {
+            target: target.into(),
+            text: text.into(),
+        });
+        Ok(())
+    }
+}
+
+/// A started bridge over a memory store with a fake `chat` channel.
+pub async fn memory_bridge() -> (Bridge, Arc<FakeChannel>) {
+    bridge_over(Arc::new(MemoryStore::default())).await
+}
+
+/// A started bridge over `store` with a fake `chat` channel (targets `chat:<n>`).
+pub async fn bridge_over(store: Arc<dyn Store>) -> (Bridge, Arc<FakeChannel>) {
+    let bridge = Bridge::new(
+        store,
+        BridgeOptions {
+            default_targets: vec!["chat:1".into()],
+            ..BridgeOptions::default()
+        },
+    );
+    let channel = FakeChannel::new("chat");
+    bridge.add_channel(channel.clone());
+    bridge.start().await.unwrap();
+    (bridge, channel)
+}
+
+/// Polls `check` every 20 ms until it is true or `within` passes.
+pub async fn eventually<F, Fut>(within: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    eventually_some(within, what, || {
+        let checked = check();
+        async move { checked.await.then_some(()) }
+    })
+    .await
+}
+
+/// Polls `find` every 20 ms until it returns something or `within` passes.
+pub async fn eventually_some<T, F, Fut>(within: Duration, what: &str, mut find: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(found) = find().await {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The askbridge binary built for these tests.
+pub fn askbridge_binary() -> &'static str {
+    env!("CARGO_BIN_EXE_askbridge")
+}
+
+/// A running `askbridge` process, killed when dropped.
+pub struct Process {
+    pub child: Child,
+    pub base: String,
+}
+
+impl Process {
+    /// Starts `askbridge <args>` with `env` (and a clean environment for askbridge's variables),
+    /// waiting for /healthz.
+    pub fn spawn(args: &[&str], env: &[(&str, String)]) -> Self {
+        let port = free_port();
+        let mut command = Command::new(askbridge_binary());
+        command
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default());
+        command
+            .env("HOME", std::env::temp_dir())
+            .env("ASKBRIDGE_HTTP_ADDR", format!("127.0.0.1:{port}"));
+        command.env("ASKBRIDGE_LOG", "info");
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        command
+            .current_dir(std::env::temp_dir())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        let child = command.spawn().expect("spawn askbridge");
+        let process = Process {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        process.wait_healthy();
+        process
+    }
+
+    fn wait_healthy(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let addr = self.base.trim_start_matches("http://").to_owned();
+        while Instant::now() < deadline {
+            if let Ok(mut stream) = TcpStream::connect(&addr) {
+                let _ = stream.write_all(b"GET /healthz HTTP/1.0\r\n\r\n");
+                let mut response = String::new();
+                let _ = stream.read_to_string(&mut response);
+                if response.starts_with("HTTP/1.0 200") || response.starts_with("HTTP/1.1 200") {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("askbridge at {} did not become healthy", self.base);
+    }
+
+    /// SIGKILL, like a crash.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// An HTTP client for the API.
+pub fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
