@@ -109,17 +109,14 @@ impl Channel for Console {
         _shown: &str,
     ) -> Result<(), Error> {
         let line = render::outcome_line(question);
-        let elsewhere = question
-            .resolution
-            .as_ref()
-            .is_some_and(|r| r.via != CONSOLE && r.via != "timeout");
-        if elsewhere {
-            self.print(&format!(
+        match question.resolution.as_ref().map(|r| r.via.as_str()) {
+            // The person at this console already got the ✓ reply.
+            Some(CONSOLE) => {}
+            Some("timeout") | None => self.print(&format!("── question {}: {line}", question.id)),
+            Some(_) => self.print(&format!(
                 "── question {} was resolved on another surface: {line}",
                 question.id
-            ));
-        } else {
-            self.print(&format!("── question {}: {line}", question.id));
+            )),
         }
         Ok(())
     }
