@@ -81,6 +81,10 @@ pub trait Inbox: Send + Sync {
     /// Handles a message; `None` means say nothing (plain chatter in a group, a duplicate).
     async fn handle(&self, message: Inbound) -> Option<Reply>;
 
+    /// What [`Inbox::handle`] would reply, changing nothing. A Telegram tap is acknowledged with
+    /// this before the real attempt; the real reply follows only when it differs (a lost race).
+    async fn preview(&self, message: &Inbound) -> Option<Reply>;
+
     /// The question with this id, whatever its state.
     async fn question(&self, id: &QuestionId) -> Option<Question>;
 

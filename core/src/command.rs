@@ -65,6 +65,15 @@ impl CommandLine {
     }
 }
 
+/// True when `text` is a command addressed to a bot other than `me` (`/answer@OtherBot ...`):
+/// in a group with several bots, each must ignore the others' commands.
+pub fn addressed_elsewhere(text: &str, me: &str) -> bool {
+    match CommandLine::parse(text) {
+        Ok(Some(line)) => !line.is_for(Some(me)),
+        _ => false,
+    }
+}
+
 /// Every command askbridge understands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
@@ -362,6 +371,10 @@ mod tests {
         assert!(line.is_for(Some("askbot")));
         assert!(!line.is_for(Some("OtherBot")));
         assert!(line.is_for(None));
+        assert!(addressed_elsewhere("/answer@OtherBot k3f9 2", "AskBot"));
+        assert!(!addressed_elsewhere("/answer@askbot k3f9 2", "AskBot"));
+        assert!(!addressed_elsewhere("/answer k3f9 2", "AskBot"));
+        assert!(!addressed_elsewhere("hello", "AskBot"));
         let Command::Answer(answer) = line.command else {
             panic!()
         };

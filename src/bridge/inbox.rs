@@ -11,7 +11,8 @@ use askbridge_core::command::{
     AnswerCommand, Command, CommandLine, DeclineCommand, PickCommand, ShowCommand,
 };
 use askbridge_core::{
-    Actor, IdRef, Inbound, Inbox, Question, QuestionId, Reply, Tone, Transition, render,
+    Actor, Claim, ClaimOutcome, IdRef, Inbound, Inbox, Millis, Question, QuestionId, Reply, Tone,
+    Transition, render,
 };
 use async_trait::async_trait;
 use std::time::Duration;
@@ -76,24 +77,23 @@ impl Inbox for Bridge {
                 Err(error) => tracing::warn!(%error, "cannot check for duplicate deliveries"),
             }
         }
-        let line = match CommandLine::parse(&message.text) {
-            Err(error) => return Some(Reply::refused(error.to_string())),
-            Ok(None) => return self.plain_message(&message).await,
-            Ok(Some(line)) => line,
-        };
-        let result = match line.command {
-            Command::Answer(command) => self.answer_command(&message, command).await,
-            Command::Decline(command) => self.decline_command(&message, command).await,
-            Command::Pick(command) => self.pick_command(&message, command).await,
-            Command::Show(command) => self.show_command(&message, command).await,
-            Command::Pending => self.pending_command(&message).await,
-            Command::Help => Ok(Reply::new(Tone::Info, HELP)),
-            Command::Other(other) => Ok(Reply::refused(format!(
-                "Unknown command /{}. Send /help for the commands.",
-                other.name
-            ))),
-        };
-        Some(result.unwrap_or_else(refusal))
+        Turn {
+            bridge: self,
+            message: &message,
+            preview: false,
+        }
+        .run()
+        .await
+    }
+
+    async fn preview(&self, message: &Inbound) -> Option<Reply> {
+        Turn {
+            bridge: self,
+            message,
+            preview: true,
+        }
+        .run()
+        .await
     }
 
     async fn question(&self, id: &QuestionId) -> Option<Question> {
@@ -122,25 +122,60 @@ impl Bridge {
         questions.retain(|q| q.may_answer(sender, chat));
         Ok(questions)
     }
+}
+
+/// One incoming message being handled. With `preview`, everything is checked and the reply
+/// predicted, but nothing is changed: a Telegram tap is acknowledged with that prediction before
+/// the real (atomic) attempt runs.
+struct Turn<'a> {
+    bridge: &'a Bridge,
+    message: &'a Inbound,
+    preview: bool,
+}
+
+impl Turn<'_> {
+    async fn run(&self) -> Option<Reply> {
+        let line = match CommandLine::parse(&self.message.text) {
+            Err(error) => return Some(Reply::refused(error.to_string())),
+            Ok(None) => return self.plain_message().await,
+            Ok(Some(line)) => line,
+        };
+        let result = match line.command {
+            Command::Answer(command) => self.answer_command(command).await,
+            Command::Decline(command) => self.decline_command(command).await,
+            Command::Pick(command) => self.pick_command(command).await,
+            Command::Show(command) => self.show_command(command).await,
+            Command::Pending => self.pending_command().await,
+            Command::Help => Ok(Reply::new(Tone::Info, HELP)),
+            Command::Other(other) => Ok(Reply::refused(format!(
+                "Unknown command /{}. Send /help for the commands.",
+                other.name
+            ))),
+        };
+        Some(result.unwrap_or_else(refusal))
+    }
 
     /// The question a typed id or prefix names. Prefixes are looked up among the questions the
     /// sender may answer in this chat.
-    async fn find(&self, message: &Inbound, id: &IdRef) -> Result<Question, Error> {
+    async fn find(&self, id: &IdRef) -> Result<Question, Error> {
         let id = match id {
             IdRef::Full(id) => id.clone(),
             IdRef::Prefix(_) => {
-                let candidates = self.answerable(&message.sender, &message.chat).await?;
+                let candidates = self
+                    .bridge
+                    .answerable(&self.message.sender, &self.message.chat)
+                    .await?;
                 id.resolve(candidates.iter().map(|q| &q.id))?
             }
         };
-        self.get(&id).await
+        self.bridge.get(&id).await
     }
 
     /// Finds the question and checks the sender may act on it while it is pending.
-    async fn find_pending(&self, message: &Inbound, id: &IdRef) -> Result<Question, Error> {
-        let question = self.find(message, id).await?;
-        if !question.may_answer(&message.sender, &message.chat) {
-            tracing::info!(question_id = %question.id, sender = %message.sender, chat = %message.chat, "refused: not an answerer");
+    async fn find_pending(&self, id: &IdRef) -> Result<Question, Error> {
+        let question = self.find(id).await?;
+        if !question.may_answer(&self.message.sender, &self.message.chat) {
+            tracing::info!(question_id = %question.id, sender = %self.message.sender, chat = %self.message.chat, "refused: not an answerer");
             return Err(Error::Forbidden);
         }
         if !question.is_pending() {
@@ -149,43 +184,60 @@ impl Bridge {
         Ok(question)
     }
 
-    async fn answer_command(
-        &self,
-        message: &Inbound,
-        command: AnswerCommand,
-    ) -> Result<Reply, Error> {
-        let question = self.find_pending(message, &command.id).await?;
+    async fn answer_command(&self, command: AnswerCommand) -> Result<Reply, Error> {
+        let question = self.find_pending(&command.id).await?;
         let transition = question.read_typed(&command.choice)?;
-        self.resolve_for(message, &question, transition).await
+        self.resolve_for(&question, transition).await
     }
 
-    async fn decline_command(
-        &self,
-        message: &Inbound,
-        command: DeclineCommand,
-    ) -> Result<Reply, Error> {
-        let question = self.find_pending(message, &command.id).await?;
+    async fn decline_command(&self, command: DeclineCommand) -> Result<Reply, Error> {
+        let question = self.find_pending(&command.id).await?;
         let transition = Transition::Decline {
             message: command.message,
         };
-        self.resolve_for(message, &question, transition).await
+        self.resolve_for(&question, transition).await
     }
 
     async fn resolve_for(
         &self,
-        message: &Inbound,
         question: &Question,
         transition: Transition,
     ) -> Result<Reply, Error> {
-        let resolved = self
-            .resolve(&question.id, transition, actor_of(message), &message.chat)
-            .await?;
+        let actor = actor_of(self.message);
+        let resolved = if self.preview {
+            self.predict(question, transition, actor)?
+        } else {
+            self.bridge
+                .resolve(&question.id, transition, actor, &self.message.chat)
+                .await?
+        };
         let text = format!("✓ {}", render::outcome_line(&resolved));
         Ok(Reply::new(Tone::Done, text).about(resolved))
     }
 
-    async fn pick_command(&self, message: &Inbound, command: PickCommand) -> Result<Reply, Error> {
-        let question = self.find_pending(message, &command.id).await?;
+    /// What resolving would give, computed on a copy ([`Question::apply`] is pure).
+    fn predict(
+        &self,
+        question: &Question,
+        transition: Transition,
+        actor: Actor,
+    ) -> Result<Question, Error> {
+        let mut copy = question.clone();
+        let claim = Claim {
+            transition,
+            actor,
+            at: Millis::now(),
+        };
+        match copy.apply(&claim) {
+            ClaimOutcome::Won => Ok(copy),
+            ClaimOutcome::Expired | ClaimOutcome::AlreadyResolved => {
+                Err(Error::AlreadyResolved(Box::new(copy)))
+            }
+        }
+    }
+
+    async fn pick_command(&self, command: PickCommand) -> Result<Reply, Error> {
+        let question = self.find_pending(&command.id).await?;
         if let Some(bad) = command
             .numbers
             .iter()
@@ -210,10 +262,10 @@ impl Bridge {
         Ok(Reply::new(Tone::Info, text).about(question))
     }
 
-    async fn show_command(&self, message: &Inbound, command: ShowCommand) -> Result<Reply, Error> {
-        let question = self.find(message, &command.id).await?;
-        let visible = question.may_answer(&message.sender, &message.chat)
-            || question.targets.contains(&message.chat);
+    async fn show_command(&self, command: ShowCommand) -> Result<Reply, Error> {
+        let question = self.find(&command.id).await?;
+        let visible = question.may_answer(&self.message.sender, &self.message.chat)
+            || question.targets.contains(&self.message.chat);
         if !visible {
             return Err(Error::Forbidden);
         }
@@ -224,8 +276,11 @@ impl Bridge {
         Ok(Reply::new(Tone::Info, text).about(question))
     }
 
-    async fn pending_command(&self, message: &Inbound) -> Result<Reply, Error> {
-        let questions = self.answerable(&message.sender, &message.chat).await?;
+    async fn pending_command(&self) -> Result<Reply, Error> {
+        let questions = self
+            .bridge
+            .answerable(&self.message.sender, &self.message.chat)
+            .await?;
         if questions.is_empty() {
             return Ok(Reply::new(
                 Tone::Info,
@@ -237,19 +292,19 @@ impl Bridge {
 
     /// A message that is not a command: the answer to the one question waiting for the sender
     /// in this chat, if there is exactly one.
-    async fn plain_message(&self, message: &Inbound) -> Option<Reply> {
-        let waiting = match self.waiting_for(message).await {
+    async fn plain_message(&self) -> Option<Reply> {
+        let waiting = match self.waiting_for().await {
             Ok(waiting) => waiting,
             Err(error) => return Some(refusal(error)),
         };
         match waiting.as_slice() {
-            [] if message.private => Some(Reply::new(
+            [] if self.message.private => Some(Reply::new(
                 Tone::Info,
                 "Nothing is waiting for an answer from you. Send /help to see what I can do.",
             )),
             // In a group, chatter that answers nothing gets no reply.
             [] => None,
-            [question] => Some(self.plain_answer(message, question).await),
+            [question] => Some(self.plain_answer(question).await),
             several => Some(Reply::new(
                 Tone::Info,
                 format!(
@@ -263,16 +318,20 @@ impl Bridge {
     /// Questions "waiting for" the sender: ones naming them as an answerer, and, in a private
     /// chat, ones open to anyone there. In groups, an open question is not taken to wait for
     /// everyone, or every remark would answer it.
-    async fn waiting_for(&self, message: &Inbound) -> Result<Vec<Question>, Error> {
-        let mut questions = self.answerable(&message.sender, &message.chat).await?;
+    async fn waiting_for(&self) -> Result<Vec<Question>, Error> {
+        let mut questions = self
+            .bridge
+            .answerable(&self.message.sender, &self.message.chat)
+            .await?;
         questions.retain(|q| {
-            q.answerers.contains(&message.sender) || (q.answerers.is_empty() && message.private)
+            q.answerers.contains(&self.message.sender)
+                || (q.answerers.is_empty() && self.message.private)
         });
         Ok(questions)
     }
 
-    async fn plain_answer(&self, message: &Inbound, question: &Question) -> Reply {
-        let transition = match question.read_typed(&message.text) {
+    async fn plain_answer(&self, question: &Question) -> Reply {
+        let transition = match question.read_typed(&self.message.text) {
             Ok(transition) => transition,
             Err(error) => {
                 let choices: String = question
@@ -288,7 +347,7 @@ impl Bridge {
                 .about(question.clone());
             }
         };
-        self.resolve_for(message, question, transition)
+        self.resolve_for(question, transition)
             .await
             .unwrap_or_else(refusal)
     }

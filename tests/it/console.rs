@@ -387,3 +387,31 @@ async fn the_console_prints_questions_takes_typed_answers_and_reports_other_surf
     drop(typing);
     running.await.unwrap();
 }
+
+#[tokio::test]
+async fn a_preview_predicts_the_reply_and_changes_nothing() {
+    let (bridge, _) = memory_bridge().await;
+    let q = ask(
+        &bridge,
+        NewQuestion::ask("Which?")
+            .options(["a", "b"])
+            .answerers(["chat:7"]),
+    )
+    .await;
+    let tap = message("chat:7", "chat:1", &format!("/answer {} 2", q.id));
+    let predicted = bridge.preview(&tap).await.unwrap();
+    assert_eq!(predicted.text, "✓ Answered: b, by @chat_7 via chat");
+    assert!(
+        bridge.get(&q.id).await.unwrap().is_pending(),
+        "a preview changes nothing"
+    );
+    let stranger = bridge
+        .preview(&message("chat:8", "chat:1", &format!("/answer {} 2", q.id)))
+        .await
+        .unwrap();
+    assert_eq!(stranger.text, "You can't answer this question.");
+    let real = reply(&bridge, tap.clone()).await;
+    assert_eq!(real.text, predicted.text);
+    let after = bridge.preview(&tap).await.unwrap();
+    assert_eq!(after.text, "Already answered: b, by @chat_7 via chat");
+}
