@@ -14,7 +14,8 @@
 //!   typed text and button payloads.
 //! - [`render`]: the words and buttons every surface shows.
 //! - [`channel`]: the traits between the bridge and chat adapters.
-//! - [`id`], [`identity`], [`time`]: ids, `<surface>:<address>` strings, wall-clock instants.
+//! - [`id`], [`identity`], [`time`], [`secret`]: ids, `<surface>:<address>` strings, wall-clock
+//!   instants, constant-time secret comparison.
 
 pub mod answer;
 pub mod channel;
@@ -23,6 +24,7 @@ pub mod id;
 pub mod identity;
 pub mod question;
 pub mod render;
+pub mod secret;
 pub mod time;
 
 pub use channel::{Channel, Inbound, Inbox, Reply, Tone};

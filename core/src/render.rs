@@ -34,6 +34,8 @@ pub struct Button {
     pub payload: String,
     /// What it does.
     pub role: ButtonRole,
+    /// The option it chooses or toggles (1-based), for choice buttons.
+    pub number: Option<usize>,
 }
 
 impl Button {
@@ -42,7 +44,13 @@ impl Button {
             label: label.into(),
             payload: payload.to_string(),
             role,
+            number: None,
         }
+    }
+
+    fn for_option(mut self, number: usize) -> Self {
+        self.number = Some(number);
+        self
     }
 }
 
@@ -99,11 +107,14 @@ pub fn buttons(question: &Question, selection: &[usize]) -> Vec<Button> {
                     id: IdRef::Full(id.clone()),
                     numbers: next,
                 };
-                buttons.push(Button::new(
-                    format!("{mark} {label}"),
-                    pick,
-                    ButtonRole::Choice { selected },
-                ));
+                buttons.push(
+                    Button::new(
+                        format!("{mark} {label}"),
+                        pick,
+                        ButtonRole::Choice { selected },
+                    )
+                    .for_option(number),
+                );
             }
             if !selection.is_empty() {
                 let submit = AnswerCommand::numbers(id, selection);
@@ -117,11 +128,14 @@ pub fn buttons(question: &Question, selection: &[usize]) -> Vec<Button> {
         Kind::Ask => {
             for (index, label) in question.options.iter().enumerate() {
                 let answer = AnswerCommand::numbers(id, &[index + 1]);
-                buttons.push(Button::new(
-                    label.clone(),
-                    answer,
-                    ButtonRole::Choice { selected: false },
-                ));
+                buttons.push(
+                    Button::new(
+                        label.clone(),
+                        answer,
+                        ButtonRole::Choice { selected: false },
+                    )
+                    .for_option(index + 1),
+                );
             }
         }
     }

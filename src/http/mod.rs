@@ -22,6 +22,7 @@ use crate::Error;
 use crate::bridge::Bridge;
 use crate::config::Secret;
 use crate::store::ListFilter;
+use askbridge_core::secret::secrets_equal;
 use askbridge_core::{
     Actor, Answer, NewQuestion, Question, QuestionId, Status, Transition, identity,
 };
@@ -36,8 +37,7 @@ use axum::{Json, Router};
 use regex::Regex;
 use serde::Deserialize;
 use serde_json::json;
-use sha2::{Digest, Sha256};
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 /// Longest `wait` the API accepts, in seconds.
@@ -50,8 +50,8 @@ pub const DEFAULT_WAIT_S: f64 = 30.0;
 pub struct AppState {
     /// The bridge.
     pub bridge: Bridge,
-    /// SHA-256 of the API token, when one is required.
-    token_digest: Option<Arc<[u8; 32]>>,
+    /// The API token, when one is required.
+    token: Option<Secret>,
     /// Extra routes (chat webhooks) merged at the top level.
     extra: Option<Router>,
 }
@@ -61,7 +61,7 @@ impl AppState {
     pub fn new(bridge: Bridge, token: Option<&Secret>) -> Self {
         AppState {
             bridge,
-            token_digest: token.map(|t| Arc::new(Sha256::digest(t.expose().as_bytes()).into())),
+            token: token.cloned(),
             extra: None,
         }
     }
@@ -231,24 +231,25 @@ fn optional_json<T: Default + serde::de::DeserializeOwned>(body: &[u8]) -> Resul
     })
 }
 
-/// Checks `Authorization: Bearer <token>` in constant time (comparing SHA-256 digests, so not
-/// even the token's length leaks).
+/// Checks `Authorization: Bearer <token>` in constant time.
 async fn require_token(
     State(state): State<AppState>,
     headers: HeaderMap,
     request: Request,
     next: Next,
 ) -> Response {
-    let Some(expected) = &state.token_digest else {
+    let Some(expected) = &state.token else {
         return next.run(request).await;
     };
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
-        .map(|token| Sha256::digest(token.trim().as_bytes()));
+        .map(|token| token.trim().as_bytes());
     match presented {
-        Some(digest) if constant_time_eq(&digest, expected.as_slice()) => next.run(request).await,
+        Some(token) if secrets_equal(token, expected.expose().as_bytes()) => {
+            next.run(request).await
+        }
         Some(_) => ApiError::new(StatusCode::UNAUTHORIZED, "wrong API token").into_response(),
         None => ApiError::new(
             StatusCode::UNAUTHORIZED,
@@ -256,11 +257,6 @@ async fn require_token(
         )
         .into_response(),
     }
-}
-
-/// Compares two byte strings without an early exit.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn parse_id(text: &str) -> Result<QuestionId, ApiError> {
