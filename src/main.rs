@@ -7,9 +7,11 @@ use askbridge::console::{CONSOLE, Console};
 use askbridge::http::{AppState, app};
 use askbridge::store::StoreOptions;
 use askbridge::{BridgeOptions, runtime};
-use askbridge_core::{Question, render};
+use askbridge_core::{Inbox, Question, render};
+use askbridge_telegram::{Telegram, TelegramOptions, WebhookOptions};
 use std::sync::Arc;
 use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
 
 const USAGE: &str = "askbridge: ask people questions on the chat channels they already use.
 
@@ -113,11 +115,9 @@ fn load_config(args: &Args) -> anyhow::Result<Config> {
     Ok(config)
 }
 
-/// Opens the store, builds the bridge and recovers what an earlier run left.
-async fn start_bridge(
-    config: &Config,
-    default_targets: Vec<String>,
-) -> anyhow::Result<(Bridge, Vec<tokio::task::JoinHandle<()>>)> {
+/// Opens the store and builds the bridge (not started yet: channels come first, so that
+/// recovery can show pending questions on them).
+async fn open_bridge(config: &Config, default_targets: Vec<String>) -> anyhow::Result<Bridge> {
     let store = runtime::open_store(
         &config.store,
         StoreOptions {
@@ -135,8 +135,45 @@ async fn start_bridge(
         default_timeout: config.default_timeout,
         default_targets,
     };
-    let bridge = Bridge::new(store, options);
-    Ok((bridge, Vec::new()))
+    Ok(Bridge::new(store, options))
+}
+
+/// Connects the configured chat platforms: their channels join the bridge, their webhook routes
+/// join the HTTP app, and their update loops run until shutdown.
+async fn start_chat_adapters(
+    config: &Config,
+    bridge: &Bridge,
+    mut state: AppState,
+    tasks: &mut Vec<JoinHandle<()>>,
+) -> anyhow::Result<AppState> {
+    let inbox: Arc<dyn Inbox> = Arc::new(bridge.clone());
+    if let Some(settings) = &config.telegram {
+        let webhook = settings
+            .webhook_url
+            .clone()
+            .zip(settings.webhook_secret.as_ref())
+            .map(|(url, secret)| WebhookOptions {
+                url,
+                secret: secret.expose().to_owned(),
+            });
+        let options = TelegramOptions {
+            token: settings.token.expose().to_owned(),
+            api_url: settings.api_url.clone(),
+            webhook,
+        };
+        let telegram = Telegram::connect(options)
+            .await
+            .context("cannot start Telegram")?;
+        bridge.add_channel(telegram.channel());
+        state = state.with_routes(telegram.routes(Arc::clone(&inbox)));
+        let (inbox, shutdown) = (Arc::clone(&inbox), bridge.shutdown_signal());
+        tasks.push(tokio::spawn(async move {
+            if let Err(error) = telegram.run(inbox, shutdown).await {
+                tracing::error!(%error, "Telegram stopped");
+            }
+        }));
+    }
+    Ok(state)
 }
 
 fn store_variable(choice: &StoreChoice) -> &'static str {
@@ -166,9 +203,11 @@ fn warn_if_exposed(config: &Config) {
 async fn serve(args: Args) -> anyhow::Result<()> {
     let config = load_config(&args)?;
     init_logging(&config.log);
-    let (bridge, _) = start_bridge(&config, config.default_targets.clone()).await?;
+    let bridge = open_bridge(&config, config.default_targets.clone()).await?;
+    let mut tasks = Vec::new();
     let state = AppState::new(bridge.clone(), config.api_token.as_ref());
-    let tasks = bridge.start().await?;
+    let state = start_chat_adapters(&config, &bridge, state, &mut tasks).await?;
+    tasks.extend(bridge.start().await?);
     let listener = bind(&config).await?;
     warn_if_exposed(&config);
     tracing::info!(addr = %listener.local_addr()?, surfaces = ?bridge.surfaces(), "askbridge serving");
@@ -192,7 +231,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
         config.log = "warn".into();
     }
     init_logging(&config.log);
-    let (bridge, _) = start_bridge(&config, vec![CONSOLE.to_owned()]).await?;
+    let bridge = open_bridge(&config, vec![CONSOLE.to_owned()]).await?;
     let console = Console::stdout();
     bridge.add_channel(Arc::new(console.clone()));
     let tasks = bridge.start().await?;

@@ -89,6 +89,9 @@ pub enum Command {
     Pending,
     /// `/help` or `/start`.
     Help,
+    /// `/whoami`: the sender's identity and the chat's target, for configuring answerers and
+    /// targets.
+    WhoAmI,
     /// Any other `/name args`: a flow's command, or unknown.
     Other(OtherCommand),
 }
@@ -102,6 +105,7 @@ impl Command {
             "show" => Command::Show(ShowCommand::parse(args)?),
             "pending" => Command::Pending,
             "help" | "start" => Command::Help,
+            "whoami" => Command::WhoAmI,
             _ => Command::Other(OtherCommand {
                 name: name.to_owned(),
                 args: args.to_owned(),
@@ -119,6 +123,7 @@ impl fmt::Display for Command {
             Command::Show(c) => c.fmt(f),
             Command::Pending => f.write_str("/pending"),
             Command::Help => f.write_str("/help"),
+            Command::WhoAmI => f.write_str("/whoami"),
             Command::Other(c) => c.fmt(f),
         }
     }
@@ -457,6 +462,7 @@ mod tests {
             }),
             Command::Pending,
             Command::Help,
+            Command::WhoAmI,
         ];
         for command in commands {
             assert_eq!(parse(&command.to_string()), command);

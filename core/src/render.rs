@@ -161,28 +161,41 @@ pub fn shorten(text: &str, max_chars: usize) -> String {
 /// options, and the exact commands to type. When it does not fit, the detail and then the option
 /// labels are shortened and the text points to `/show <id>`.
 pub fn question_text(question: &Question, max_chars: usize) -> String {
-    let full = compose(question, question.detail.as_deref(), None);
+    fit(question, max_chars, true)
+}
+
+/// Like [`question_text`] without the command lines: how a closed question is remembered in the
+/// message that showed it.
+pub fn question_body(question: &Question, max_chars: usize) -> String {
+    fit(question, max_chars, false)
+}
+
+fn fit(question: &Question, max_chars: usize, hints: bool) -> String {
+    let compose = |detail: Option<&str>, label_chars: Option<usize>| {
+        compose(question, detail, label_chars, hints)
+    };
+    let full = compose(question.detail.as_deref(), None);
     if full.chars().count() <= max_chars {
         return full;
     }
-    let without_detail = compose(question, Some(""), None).chars().count();
+    let without_detail = compose(Some(""), None).chars().count();
     if let Some(detail) = &question.detail {
         let room = max_chars.saturating_sub(without_detail + 60);
         if room >= 80 {
-            let text = compose(question, Some(&shorten(detail, room)), None);
+            let text = compose(Some(&shorten(detail, room)), None);
             if text.chars().count() <= max_chars {
                 return with_show_hint(text, question);
             }
         }
     }
     for label_chars in [60, 40, 24, 12] {
-        let text = compose(question, None, Some(label_chars));
+        let text = compose(None, Some(label_chars));
         if text.chars().count() + 60 <= max_chars {
             return with_show_hint(text, question);
         }
     }
     shorten(
-        &with_show_hint(compose(question, None, Some(12)), question),
+        &with_show_hint(compose(None, Some(12)), question),
         max_chars,
     )
 }
@@ -195,7 +208,12 @@ fn with_show_hint(mut text: String, question: &Question) -> String {
     text
 }
 
-fn compose(question: &Question, detail: Option<&str>, label_chars: Option<usize>) -> String {
+fn compose(
+    question: &Question,
+    detail: Option<&str>,
+    label_chars: Option<usize>,
+    hints: bool,
+) -> String {
     let mut text = format!("❓ {}", question.prompt);
     if let Some(detail) = detail.filter(|d| !d.is_empty()) {
         text.push_str("\n\n");
@@ -208,8 +226,10 @@ fn compose(question: &Question, detail: Option<&str>, label_chars: Option<usize>
             text.push_str(&format!("\n{}. {label}", index + 1));
         }
     }
-    text.push_str("\n\n");
-    text.push_str(&commands_hint(question));
+    if hints {
+        text.push_str("\n\n");
+        text.push_str(&commands_hint(question));
+    }
     text
 }
 
@@ -444,6 +464,11 @@ mod tests {
         assert!(text.contains("1. dayjs\n2. date-fns\n3. luxon"), "{text}");
         assert!(text.contains("/answer k3f9x2m8qa <1-3 or name>"), "{text}");
         assert!(text.contains("/decline k3f9x2m8qa"), "{text}");
+        let body = question_body(&asked(Kind::Ask, &["dayjs", "date-fns", "luxon"]), 4096);
+        assert!(
+            body.ends_with("3. luxon") && !body.contains("/answer"),
+            "{body}"
+        );
     }
 
     #[test]

@@ -28,6 +28,7 @@ multi-choice (1,3 or 1-3), yes/no, or your own words where allowed\n\
 /decline <id> [reason]  decline to answer\n\
 /pending  list the questions waiting for you here\n\
 /show <id>  show a whole question\n\
+/whoami  your identity and this chat's target, for configuring askbridge\n\
 /help  this text\n\
 \n\
 An id can be shortened to its first 4 or more characters. When exactly one question is waiting \
@@ -147,6 +148,13 @@ impl Turn<'_> {
             Command::Show(command) => self.show_command(command).await,
             Command::Pending => self.pending_command().await,
             Command::Help => Ok(Reply::new(Tone::Info, HELP)),
+            Command::WhoAmI => Ok(Reply::new(
+                Tone::Info,
+                format!(
+                    "You are {} and this chat is {}. Use them as answerers and targets.",
+                    self.message.sender, self.message.chat
+                ),
+            )),
             Command::Other(other) => Ok(Reply::refused(format!(
                 "Unknown command /{}. Send /help for the commands.",
                 other.name

@@ -1,0 +1,186 @@
+//! The [`Channel`] side: showing, withdrawing, saying.
+//!
+//! Telegram answers a burst with 429 and `retry_after`; that wait is taken here and the call
+//! repeated, so nothing is dropped. Other failures become retryable errors (network, outages: the
+//! bridge tries again later) or permanent ones (a chat that does not exist), never a lost question.
+
+use crate::keyboard::{keyboard, message_text, resolved_text};
+use crate::{Redactor, SURFACE};
+use askbridge_core::{Channel, Error, Question, identity};
+use async_trait::async_trait;
+use std::future::Future;
+use teloxide::prelude::*;
+use teloxide::types::MessageId;
+use teloxide::{ApiError, RequestError};
+
+/// How many 429s in a row one call waits out before handing the failure to the bridge's retry.
+const RATE_LIMIT_WAITS: u32 = 10;
+
+/// Sends and edits questions' messages.
+#[derive(Clone, Debug)]
+pub(crate) struct TelegramChannel {
+    bot: Bot,
+    redactor: Redactor,
+}
+
+/// Runs a Bot API call, waiting out rate limits.
+pub(crate) async fn with_rate_limit<T, F, Fut>(
+    redactor: &Redactor,
+    mut call: F,
+) -> Result<T, RequestError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, RequestError>>,
+{
+    let mut waits = 0;
+    loop {
+        match call().await {
+            Err(RequestError::RetryAfter(seconds)) if waits < RATE_LIMIT_WAITS => {
+                waits += 1;
+                tracing::info!(retry_after = %seconds, "Telegram rate limit; waiting");
+                tokio::time::sleep(seconds.duration()).await;
+            }
+            Err(error) => {
+                tracing::debug!(error = %redactor.clean(&error.to_string()), "Bot API call failed");
+                return Err(error);
+            }
+            Ok(value) => return Ok(value),
+        }
+    }
+}
+
+/// Maps a Bot API failure to the bridge's retryable/permanent distinction.
+pub(crate) fn to_model_error(redactor: &Redactor, error: RequestError) -> Error {
+    let text = redactor.clean(&error.to_string());
+    match error {
+        RequestError::Network(_)
+        | RequestError::RetryAfter(_)
+        | RequestError::InvalidJson { .. }
+        | RequestError::Io(_) => Error::retryable(SURFACE, text),
+        RequestError::MigrateToChatId(new_id) => Error::permanent(
+            SURFACE,
+            format!("the group became a supergroup; use the target telegram:{new_id}"),
+        ),
+        RequestError::Api(_) => Error::permanent(SURFACE, text),
+    }
+}
+
+/// The chat id in a `telegram:<chat id>` target.
+pub(crate) fn chat_of(target: &str) -> Result<ChatId, Error> {
+    identity::address_of(target)
+        .and_then(|address| address.parse::<i64>().ok())
+        .map(ChatId)
+        .ok_or_else(|| {
+            Error::permanent(
+                SURFACE,
+                format!("`{target}` is not a telegram:<chat id> target"),
+            )
+        })
+}
+
+impl TelegramChannel {
+    pub(crate) fn new(bot: Bot, redactor: Redactor) -> Self {
+        TelegramChannel { bot, redactor }
+    }
+
+    /// Replaces a message's text; without a reply_markup, Telegram also removes its keyboard.
+    async fn edit(&self, chat: ChatId, message: MessageId, text: String) -> Result<(), Error> {
+        let result = with_rate_limit(&self.redactor, || {
+            self.bot
+                .edit_message_text(chat, message, text.clone())
+                .send()
+        })
+        .await;
+        match result {
+            Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(()),
+            Err(error) => Err(to_model_error(&self.redactor, error)),
+        }
+    }
+}
+
+#[async_trait]
+impl Channel for TelegramChannel {
+    fn surface(&self) -> &str {
+        SURFACE
+    }
+
+    async fn show(&self, question: &Question, target: &str) -> Result<String, Error> {
+        let chat = chat_of(target)?;
+        let text = message_text(question);
+        let markup = keyboard(question, &[]);
+        let sent = with_rate_limit(&self.redactor, || {
+            self.bot
+                .send_message(chat, text.clone())
+                .reply_markup(markup.clone())
+                .send()
+        })
+        .await
+        .map_err(|error| to_model_error(&self.redactor, error))?;
+        tracing::info!(question_id = %question.id, target, message_id = sent.id.0, "question shown on Telegram");
+        Ok(sent.id.0.to_string())
+    }
+
+    async fn withdraw(&self, question: &Question, target: &str, shown: &str) -> Result<(), Error> {
+        let chat = chat_of(target)?;
+        let message = shown.parse::<i32>().map(MessageId).map_err(|_| {
+            Error::permanent(SURFACE, format!("`{shown}` is not a Telegram message id"))
+        })?;
+        self.edit(chat, message, resolved_text(question)).await?;
+        tracing::info!(question_id = %question.id, target, "question withdrawn on Telegram");
+        Ok(())
+    }
+
+    async fn say(&self, target: &str, text: &str) -> Result<(), Error> {
+        let chat = chat_of(target)?;
+        with_rate_limit(&self.redactor, || self.bot.send_message(chat, text).send())
+            .await
+            .map(drop)
+            .map_err(|error| to_model_error(&self.redactor, error))
+    }
+}
+
+impl TelegramChannel {
+    /// Redraws a multi-choice keyboard with `selection` chosen (after a toggle tap).
+    pub(crate) async fn redraw(
+        &self,
+        question: &Question,
+        chat: ChatId,
+        message: MessageId,
+        selection: &[usize],
+    ) -> Result<(), Error> {
+        let result = with_rate_limit(&self.redactor, || {
+            self.bot
+                .edit_message_reply_markup(chat, message)
+                .reply_markup(keyboard(question, selection))
+                .send()
+        })
+        .await;
+        match result {
+            Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(()),
+            Err(error) => Err(to_model_error(&self.redactor, error)),
+        }
+    }
+
+    /// Sends `text` in `chat` as a reply to `to` (or plainly when `to` is `None`).
+    pub(crate) async fn reply(
+        &self,
+        chat: ChatId,
+        to: Option<MessageId>,
+        text: &str,
+    ) -> Result<(), Error> {
+        let text = askbridge_core::render::shorten(text, crate::keyboard::MESSAGE_LIMIT);
+        with_rate_limit(&self.redactor, || {
+            let request = self.bot.send_message(chat, text.clone());
+            let request = match to {
+                Some(to) => request.reply_parameters(
+                    teloxide::types::ReplyParameters::new(to).allow_sending_without_reply(),
+                ),
+                None => request,
+            };
+            request.send()
+        })
+        .await
+        .map(drop)
+        .map_err(|error| to_model_error(&self.redactor, error))
+    }
+}

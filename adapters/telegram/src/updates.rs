@@ -1,0 +1,189 @@
+//! The [`Inbox`] side: turning updates into messages for the bridge.
+//!
+//! What counts: a new text message from a person, and a tap on one of our buttons. What never
+//! resolves anything: messages from bots, messages sent on behalf of a chat (`sender_chat`:
+//! anonymous admins, channels — their `from` is a placeholder), forwarded messages (the words are
+//! someone else's), messages through inline bots, and edits (a changed message must not re-answer).
+//!
+//! A tap is acknowledged first — `answerCallbackQuery` with a toast predicted by
+//! [`Inbox::preview`], which changes nothing — so the button never spins and the person learns at
+//! once whether the tap counts. Then the same path as a typed command runs for real; only if its
+//! reply differs from the prediction (someone else won in between) is it sent as a message.
+
+use crate::sending::{TelegramChannel, with_rate_limit};
+use crate::{SURFACE, Telegram};
+use askbridge_core::command::{Command, CommandLine, addressed_elsewhere};
+use askbridge_core::{Inbound, Inbox, Reply, identity, render};
+use std::sync::Arc;
+use teloxide::prelude::*;
+use teloxide::types::{CallbackQuery, MaybeInaccessibleMessage, Message, Update, UpdateKind, User};
+
+/// Telegram's limit on a callback answer's text.
+const TOAST_CHARS: usize = 200;
+
+fn display_name(user: &User) -> String {
+    match &user.username {
+        Some(username) => format!("@{username}"),
+        None => user.full_name(),
+    }
+}
+
+impl Telegram {
+    fn sender(&self) -> TelegramChannel {
+        TelegramChannel::new(self.bot.clone(), self.redactor.clone())
+    }
+
+    /// Handles one update (from polling or the webhook).
+    pub(crate) async fn handle_update(&self, inbox: Arc<dyn Inbox>, update: Update) {
+        let delivery = format!("update:{}", update.id.0);
+        match update.kind {
+            UpdateKind::Message(message) => self.handle_message(inbox, message, delivery).await,
+            UpdateKind::CallbackQuery(query) => self.handle_tap(inbox, query, delivery).await,
+            UpdateKind::EditedMessage(message) => {
+                tracing::debug!(
+                    chat = message.chat.id.0,
+                    "edited message ignored: edits never answer"
+                );
+            }
+            _ => tracing::debug!(update = update.id.0, "update of another kind ignored"),
+        }
+    }
+
+    /// The [`Inbound`] for a message, or `None` when it must not count.
+    fn inbound_from(&self, message: &Message, delivery: String) -> Option<Inbound> {
+        let from = message.from.as_ref()?;
+        let why_not = if from.is_bot {
+            Some("from a bot")
+        } else if message.sender_chat.is_some() {
+            Some("sent on behalf of a chat")
+        } else if message.forward_origin().is_some() || message.is_automatic_forward() {
+            Some("forwarded")
+        } else if message.via_bot.is_some() {
+            Some("sent through an inline bot")
+        } else {
+            None
+        };
+        if let Some(reason) = why_not {
+            tracing::info!(chat = message.chat.id.0, reason, "message ignored");
+            return None;
+        }
+        let text = message.text()?;
+        if addressed_elsewhere(text, self.username()) {
+            return None;
+        }
+        Some(Inbound {
+            via: SURFACE.into(),
+            chat: identity::compose(SURFACE, message.chat.id.0),
+            sender: identity::compose(SURFACE, from.id.0),
+            sender_name: Some(display_name(from)),
+            text: text.to_owned(),
+            private: message.chat.is_private(),
+            delivery_id: Some(delivery),
+        })
+    }
+
+    async fn handle_message(&self, inbox: Arc<dyn Inbox>, message: Message, delivery: String) {
+        let Some(inbound) = self.inbound_from(&message, delivery) else {
+            return;
+        };
+        let Some(reply) = inbox.handle(inbound).await else {
+            return;
+        };
+        if let Err(error) = self
+            .sender()
+            .reply(message.chat.id, Some(message.id), &reply.text)
+            .await
+        {
+            tracing::warn!(%error, chat = message.chat.id.0, "cannot reply on Telegram");
+        }
+    }
+
+    async fn handle_tap(&self, inbox: Arc<dyn Inbox>, query: CallbackQuery, delivery: String) {
+        let Some(data) = query.data.clone() else {
+            self.acknowledge(&query, "").await;
+            return;
+        };
+        let Some(message) = &query.message else {
+            self.acknowledge(&query, "This button is no longer available.")
+                .await;
+            return;
+        };
+        let (chat, message_id) = (message.chat().clone(), message.id());
+        let inbound = Inbound {
+            via: SURFACE.into(),
+            chat: identity::compose(SURFACE, chat.id.0),
+            sender: identity::compose(SURFACE, query.from.id.0),
+            sender_name: Some(display_name(&query.from)),
+            text: data.clone(),
+            private: chat.is_private(),
+            delivery_id: Some(delivery),
+        };
+        let predicted = inbox.preview(&inbound).await;
+        let toast = predicted
+            .as_ref()
+            .map(|r| r.text.as_str())
+            .unwrap_or_default();
+        self.acknowledge(&query, toast).await;
+        let Some(reply) = inbox.handle(inbound).await else {
+            return;
+        };
+        if let Some(selection) = picked(&data) {
+            self.redraw_selection(&reply, message, &selection).await;
+        }
+        if predicted.as_ref().is_none_or(|p| p.text != reply.text) {
+            if let Err(error) = self
+                .sender()
+                .reply(chat.id, Some(message_id), &reply.text)
+                .await
+            {
+                tracing::warn!(%error, chat = chat.id.0, "cannot send a tap's reply");
+            }
+        }
+    }
+
+    async fn acknowledge(&self, query: &CallbackQuery, text: &str) {
+        let toast = render::shorten(text, TOAST_CHARS);
+        let result = with_rate_limit(&self.redactor, || {
+            let request = self.bot.answer_callback_query(query.id.clone());
+            let request = if toast.is_empty() {
+                request
+            } else {
+                request.text(toast.clone())
+            };
+            request.send()
+        })
+        .await;
+        if let Err(error) = result {
+            tracing::warn!(error = %self.redactor.clean(&error.to_string()), "cannot answer a callback query");
+        }
+    }
+
+    async fn redraw_selection(
+        &self,
+        reply: &Reply,
+        message: &MaybeInaccessibleMessage,
+        selection: &[usize],
+    ) {
+        let Some(question) = reply.question.as_ref().filter(|q| q.is_pending()) else {
+            return;
+        };
+        if let Err(error) = self
+            .sender()
+            .redraw(question, message.chat().id, message.id(), selection)
+            .await
+        {
+            tracing::warn!(question_id = %question.id, %error, "cannot redraw the selection");
+        }
+    }
+}
+
+/// The selection a `/pick` payload carries.
+fn picked(data: &str) -> Option<Vec<usize>> {
+    match CommandLine::parse(data) {
+        Ok(Some(CommandLine {
+            command: Command::Pick(pick),
+            ..
+        })) => Some(pick.numbers),
+        _ => None,
+    }
+}

@@ -1,0 +1,700 @@
+//! The Telegram adapter through the real teloxide client, against the fake Bot API.
+
+use crate::fakes::telegram::{BOT_USERNAME, FakeTelegram, Sent, User};
+use crate::support::{
+    Call as ChannelCall, FakeChannel, eventually, eventually_some, http, memory_bridge,
+};
+use askbridge::Bridge;
+use askbridge::http::{AppState, app};
+use askbridge_core::{Inbox, Status};
+use askbridge_telegram::{SECRET_HEADER, Telegram, TelegramOptions, WebhookOptions};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+const TOKEN: &str = "123456:TEST-token-never-logged";
+const GROUP: i64 = -100_200;
+const WITHIN: Duration = Duration::from_secs(10);
+
+fn alice() -> User {
+    User {
+        id: 7,
+        username: "alice",
+    }
+}
+fn mallory() -> User {
+    User {
+        id: 66,
+        username: "mallory",
+    }
+}
+
+struct Setup {
+    fake: FakeTelegram,
+    bridge: Bridge,
+    chat: Arc<FakeChannel>,
+    base: String,
+}
+
+async fn setup_with(webhook: Option<WebhookOptions>) -> Setup {
+    let fake = FakeTelegram::start();
+    let (bridge, chat) = memory_bridge().await;
+    let telegram = Telegram::connect(TelegramOptions {
+        token: TOKEN.into(),
+        api_url: Some(fake.base.clone()),
+        webhook,
+    })
+    .await
+    .unwrap();
+    assert_eq!(telegram.username(), BOT_USERNAME);
+    bridge.add_channel(telegram.channel());
+    let inbox: Arc<dyn Inbox> = Arc::new(bridge.clone());
+    let state = AppState::new(bridge.clone(), None).with_routes(telegram.routes(inbox.clone()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app(state)).await });
+    let shutdown = bridge.shutdown_signal();
+    tokio::spawn(async move { telegram.run(inbox, shutdown).await });
+    Setup {
+        fake,
+        bridge,
+        chat,
+        base,
+    }
+}
+
+async fn setup() -> Setup {
+    setup_with(None).await
+}
+
+impl Setup {
+    async fn ask(&self, body: Value) -> Value {
+        let response = http()
+            .post(format!("{}/api/questions", self.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201);
+        response.json().await.unwrap()
+    }
+
+    async fn status(&self, id: &str) -> String {
+        let q: Value = http()
+            .get(format!("{}/api/questions/{id}", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        q["status"].as_str().unwrap().to_owned()
+    }
+
+    async fn shown(&self, chat: i64, id: &str) -> Sent {
+        let fake = self.fake.clone();
+        eventually_some(WITHIN, "the question shown on Telegram", move || {
+            let fake = fake.clone();
+            let id = id.to_owned();
+            async move {
+                fake.sent_in(chat)
+                    .into_iter()
+                    .find(|m| m.text.contains(&id) && m.markup.is_some())
+            }
+        })
+        .await
+    }
+
+    async fn message(&self, chat: i64, message: i64) -> Sent {
+        self.fake
+            .sent_in(chat)
+            .into_iter()
+            .find(|m| m.id == message)
+            .unwrap()
+    }
+
+    async fn wait_for_text(&self, chat: i64, message: i64, needle: &str) -> Sent {
+        let fake = self.fake.clone();
+        eventually_some(WITHIN, needle, move || {
+            let fake = fake.clone();
+            let needle = needle.to_owned();
+            async move {
+                fake.sent_in(chat)
+                    .into_iter()
+                    .find(|m| m.id == message && m.text.contains(&needle))
+            }
+        })
+        .await
+    }
+
+    async fn reply_to(&self, chat: i64, containing: &str) -> Sent {
+        let fake = self.fake.clone();
+        eventually_some(WITHIN, containing, move || {
+            let fake = fake.clone();
+            let containing = containing.to_owned();
+            async move {
+                fake.sent_in(chat).into_iter().find(|m| {
+                    m.markup.is_none() && m.reply_to.is_some() && m.text.contains(&containing)
+                })
+            }
+        })
+        .await
+    }
+
+    /// Waits until every queued update was taken and handled (the bot confirmed them), then a
+    /// little more for handlers to finish their calls.
+    async fn settle(&self) {
+        let before = self.fake.calls().len();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let fake = self.fake.clone();
+        eventually(WITHIN, "calls settled", move || {
+            let fake = fake.clone();
+            async move {
+                let n = fake.calls().len();
+                tokio::time::sleep(Duration::from_millis(150)).await;
+                n == fake.calls().len()
+            }
+        })
+        .await;
+        let _ = before;
+    }
+}
+
+fn ask_body(targets: &[&str], answerers: &[&str]) -> Value {
+    json!({
+        "session_id": "tg",
+        "prompt": "Which library for date formatting?",
+        "options": ["dayjs", "date-fns", "luxon"],
+        "targets": targets,
+        "answerers": answerers,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tap_by_an_allowed_user_resolves_the_question_and_withdraws_it_everywhere() {
+    let s = setup().await;
+    let q = s
+        .ask(ask_body(
+            &[&format!("telegram:{GROUP}"), "telegram:7", "chat:1"],
+            &["telegram:7"],
+        ))
+        .await;
+    let id = q["id"].as_str().unwrap();
+    let group_message = s.shown(GROUP, id).await;
+    let private_message = s.shown(7, id).await;
+    assert!(
+        group_message
+            .text
+            .contains("1. dayjs\n2. date-fns\n3. luxon"),
+        "{}",
+        group_message.text
+    );
+    assert_eq!(
+        group_message.buttons(),
+        vec![
+            vec![("1. dayjs".to_owned(), format!("/answer {id} 1"))],
+            vec![("2. date-fns".to_owned(), format!("/answer {id} 2"))],
+            vec![("3. luxon".to_owned(), format!("/answer {id} 3"))],
+            vec![("Decline".to_owned(), format!("/decline {id}"))],
+        ]
+    );
+    s.fake.tap(
+        GROUP,
+        group_message.id,
+        &alice(),
+        &group_message.payload("3. luxon"),
+    );
+    let edited = s
+        .wait_for_text(
+            GROUP,
+            group_message.id,
+            "✅ Answered: luxon, by @alice via telegram",
+        )
+        .await;
+    assert!(edited.markup.is_none(), "the keyboard is gone");
+    assert!(
+        !edited.text.contains("/answer"),
+        "no commands left in a closed question: {}",
+        edited.text
+    );
+    let other = s
+        .wait_for_text(
+            7,
+            private_message.id,
+            "Answered: luxon, by @alice via telegram",
+        )
+        .await;
+    assert!(other.markup.is_none(), "withdrawn in the other chat too");
+    let chat = s.chat.clone();
+    let qid = id.to_owned();
+    eventually(WITHIN, "withdrawn on the other surface", move || {
+        let chat = chat.clone();
+        let qid = qid.clone();
+        async move { chat.withdrawn(&qid).len() == 1 }
+    })
+    .await;
+    assert_eq!(s.status(id).await, "answered");
+    // The tap was acknowledged before anything changed: its toast predicted the outcome and
+    // came before the edit.
+    let methods = s.fake.methods();
+    let ack = methods
+        .iter()
+        .position(|m| m == "answercallbackquery")
+        .unwrap();
+    let edit = methods.iter().position(|m| m == "editmessagetext").unwrap();
+    assert!(ack < edit, "{methods:?}");
+    assert_eq!(
+        s.fake.toasts(),
+        vec!["✓ Answered: luxon, by @alice via telegram".to_owned()]
+    );
+    let Some(ChannelCall::Withdraw { outcome, .. }) = s.chat.withdrawn(id).into_iter().next()
+    else {
+        unreachable!()
+    };
+    assert_eq!(outcome, "Answered: luxon, by @alice via telegram");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_kind_renders_with_command_payloads() {
+    let s = setup().await;
+    let target = format!("telegram:{GROUP}");
+    let confirm = s.ask(json!({"session_id": "tg", "kind": "confirm", "prompt": "Ship it?", "targets": [target]})).await;
+    let shown = s.shown(GROUP, confirm["id"].as_str().unwrap()).await;
+    let id = confirm["id"].as_str().unwrap();
+    assert_eq!(
+        shown.buttons(),
+        vec![vec![
+            ("Yes".to_owned(), format!("/answer {id} yes")),
+            ("No".to_owned(), format!("/answer {id} no"))
+        ]]
+    );
+
+    let long = "an option label far too long to fit on a phone's button, so it is shortened there";
+    let custom = s.ask(json!({"session_id": "tg", "prompt": "Name?", "options": ["Aurora", long], "allow_custom": true, "targets": [target]})).await;
+    let shown = s.shown(GROUP, custom["id"].as_str().unwrap()).await;
+    assert!(
+        shown
+            .text
+            .contains("You may also reply with your own answer."),
+        "{}",
+        shown.text
+    );
+    assert!(shown.text.contains(long), "whole in the text");
+    let label = &shown.buttons()[1][0].0;
+    assert!(
+        label.ends_with('…') && label.chars().count() <= 44,
+        "{label}"
+    );
+
+    let approval = s.ask(json!({"session_id": "tg", "kind": "approval", "prompt": "Run rm -rf build/?", "targets": [target]})).await;
+    let shown = s.shown(GROUP, approval["id"].as_str().unwrap()).await;
+    let labels: Vec<Vec<String>> = shown
+        .buttons()
+        .into_iter()
+        .map(|r| r.into_iter().map(|b| b.0).collect())
+        .collect();
+    assert_eq!(
+        labels,
+        vec![
+            vec!["Allow once".to_owned(), "Always allow".to_owned()],
+            vec!["Reject".to_owned()]
+        ]
+    );
+
+    // 25 options with long multibyte labels: every callback_data within 64 bytes, or the fake
+    // (like Telegram) would refuse the message and it would never appear.
+    let options: Vec<String> = (1..=25)
+        .map(|n| format!("{n} {}", "日本語🚀".repeat(20)))
+        .collect();
+    let many = s.ask(json!({"session_id": "tg", "prompt": "Pick some", "options": options, "multi": true, "targets": [target]})).await;
+    let shown = s.shown(GROUP, many["id"].as_str().unwrap()).await;
+    assert_eq!(shown.buttons().len(), 26, "25 toggles and a Decline row");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_choice_toggles_redraw_the_keyboard_then_submit() {
+    let s = setup().await;
+    let body = json!({"session_id": "tg", "prompt": "Which features?", "options": ["dark mode", "offline", "export"], "multi": true, "targets": [format!("telegram:{GROUP}")]});
+    let q = s.ask(body).await;
+    let id = q["id"].as_str().unwrap();
+    let shown = s.shown(GROUP, id).await;
+    assert_eq!(shown.buttons()[0][0].0, "☐ dark mode");
+    s.fake
+        .tap(GROUP, shown.id, &alice(), &shown.payload("☐ dark mode"));
+    let fake = s.fake.clone();
+    let redrawn = eventually_some(WITHIN, "the keyboard redrawn", move || {
+        let fake = fake.clone();
+        async move {
+            fake.sent_in(GROUP)
+                .into_iter()
+                .find(|m| m.id == shown.id && m.buttons()[0][0].0 == "☑ dark mode")
+        }
+    })
+    .await;
+    s.fake
+        .tap(GROUP, redrawn.id, &alice(), &redrawn.payload("☐ export"));
+    let fake = s.fake.clone();
+    let redrawn = eventually_some(WITHIN, "two selected", move || {
+        let fake = fake.clone();
+        async move {
+            fake.sent_in(GROUP).into_iter().find(|m| {
+                m.id == redrawn.id && m.buttons().iter().flatten().any(|b| b.0 == "Submit (2)")
+            })
+        }
+    })
+    .await;
+    assert_eq!(s.status(id).await, "pending", "toggling does not answer");
+    s.fake
+        .tap(GROUP, redrawn.id, &alice(), &redrawn.payload("Submit (2)"));
+    s.wait_for_text(
+        GROUP,
+        redrawn.id,
+        "Answered: dark mode, export, by @alice via telegram",
+    )
+    .await;
+    assert!(
+        s.fake.toasts()[0].starts_with("Selected: dark mode."),
+        "{:?}",
+        s.fake.toasts()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_commands_work_in_groups_and_private_chats() {
+    let s = setup().await;
+    let q = s
+        .ask(ask_body(&[&format!("telegram:{GROUP}")], &["telegram:7"]))
+        .await;
+    let id = q["id"].as_str().unwrap();
+    let shown = s.shown(GROUP, id).await;
+    s.fake
+        .say(GROUP, &alice(), &format!("/answer@OtherBot {id} 1"));
+    s.fake.say(7, &alice(), "/pending");
+    let listed = s
+        .reply_to(7, "No questions are waiting for you here.")
+        .await;
+    assert!(listed.reply_to.is_some());
+    s.fake.say(
+        GROUP,
+        &alice(),
+        &format!("/answer@{BOT_USERNAME} {} date-fns", &id[..5]),
+    );
+    let reply = s
+        .reply_to(GROUP, "✓ Answered: date-fns, by @alice via telegram")
+        .await;
+    assert!(reply.reply_to.is_some(), "a reply to the command");
+    s.wait_for_text(GROUP, shown.id, "Answered: date-fns").await;
+    assert!(
+        !s.fake
+            .sent_in(GROUP)
+            .iter()
+            .any(|m| m.text.contains("dayjs, by")),
+        "the command addressed to another bot was ignored"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_reply_in_a_private_chat_answers_the_waiting_question() {
+    let s = setup().await;
+    let q = s.ask(ask_body(&["telegram:7"], &["telegram:7"])).await;
+    let id = q["id"].as_str().unwrap();
+    s.shown(7, id).await;
+    s.fake.say(7, &alice(), "moment.js");
+    let refused = s.reply_to(7, "That doesn't answer").await;
+    assert!(refused.text.contains("1. dayjs"), "{}", refused.text);
+    assert_eq!(s.status(id).await, "pending");
+    s.fake.say(7, &alice(), "3");
+    s.reply_to(7, "✓ Answered: luxon").await;
+    assert_eq!(s.status(id).await, "answered");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strangers_tap_is_refused_and_changes_nothing() {
+    let s = setup().await;
+    let q = s
+        .ask(ask_body(&[&format!("telegram:{GROUP}")], &["telegram:7"]))
+        .await;
+    let id = q["id"].as_str().unwrap();
+    let shown = s.shown(GROUP, id).await;
+    s.fake
+        .tap(GROUP, shown.id, &mallory(), &shown.payload("1. dayjs"));
+    let fake = s.fake.clone();
+    eventually(WITHIN, "the tap answered", move || {
+        let fake = fake.clone();
+        async move { !fake.toasts().is_empty() }
+    })
+    .await;
+    s.settle().await;
+    assert_eq!(
+        s.fake.toasts(),
+        vec!["You can't answer this question.".to_owned()]
+    );
+    assert_eq!(s.status(id).await, "pending");
+    assert!(
+        s.message(GROUP, shown.id).await.markup.is_some(),
+        "the buttons stay"
+    );
+    assert!(!s.fake.methods().contains(&"editmessagetext".to_owned()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forwarded_anonymous_bot_and_edited_messages_never_resolve() {
+    let s = setup().await;
+    let q = s.ask(ask_body(&[&format!("telegram:{GROUP}")], &[])).await;
+    let id = q["id"].as_str().unwrap();
+    s.shown(GROUP, id).await;
+    let command = format!("/answer {id} 1");
+    let mut forwarded = s.fake.text_message(GROUP, &alice(), &command);
+    forwarded["forward_origin"] =
+        json!({"type": "user", "date": 1_700_000_000, "sender_user": mallory().json()});
+    s.fake.push("message", forwarded);
+    let mut anonymous = s.fake.text_message(GROUP, &alice(), &command);
+    anonymous["sender_chat"] = json!({"id": GROUP, "type": "supergroup", "title": "Ops"});
+    s.fake.push("message", anonymous);
+    let mut from_bot = s.fake.text_message(GROUP, &alice(), &command);
+    from_bot["from"]["is_bot"] = json!(true);
+    s.fake.push("message", from_bot);
+    let mut edited = s.fake.text_message(GROUP, &alice(), &command);
+    edited["edit_date"] = json!(1_700_000_100);
+    s.fake.push("edited_message", edited);
+    s.settle().await;
+    assert_eq!(s.status(id).await, "pending");
+    assert!(
+        s.fake.sent_in(GROUP).iter().all(|m| m.reply_to.is_none()),
+        "no replies at all"
+    );
+    // The same command, typed plainly, does count.
+    s.fake.say(GROUP, &alice(), &command);
+    s.reply_to(GROUP, "✓ Answered: dayjs").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_update_makes_one_transition() {
+    let s = setup().await;
+    let q = s.ask(ask_body(&[&format!("telegram:{GROUP}")], &[])).await;
+    let id = q["id"].as_str().unwrap();
+    let shown = s.shown(GROUP, id).await;
+    let update = s
+        .fake
+        .tap(GROUP, shown.id, &alice(), &shown.payload("2. date-fns"));
+    s.fake.redeliver(update);
+    s.wait_for_text(GROUP, shown.id, "Answered: date-fns").await;
+    s.settle().await;
+    let answered: Vec<Value> = serde_json::from_value(
+        http()
+            .get(format!("{}/api/questions?status=answered", s.base))
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()["questions"]
+            .clone(),
+    )
+    .unwrap();
+    assert_eq!(answered.len(), 1);
+    assert_eq!(
+        s.fake
+            .sent_in(GROUP)
+            .iter()
+            .filter(|m| m.reply_to.is_some())
+            .count(),
+        0,
+        "no second reply"
+    );
+    let edits = s
+        .fake
+        .methods()
+        .iter()
+        .filter(|m| *m == "editmessagetext")
+        .count();
+    assert_eq!(edits, 1, "one transition, one edit");
+    // A typed command delivered twice: one reply.
+    let q = s.ask(ask_body(&[&format!("telegram:{GROUP}")], &[])).await;
+    let id = q["id"].as_str().unwrap();
+    s.shown(GROUP, id).await;
+    let update = s.fake.say(GROUP, &alice(), &format!("/answer {id} 1"));
+    s.fake.redeliver(update);
+    s.reply_to(GROUP, "✓ Answered: dayjs").await;
+    s.settle().await;
+    assert_eq!(
+        s.fake
+            .sent_in(GROUP)
+            .iter()
+            .filter(|m| m.reply_to.is_some())
+            .count(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_is_waited_out_and_nothing_is_dropped() {
+    let s = setup().await;
+    s.fake.rate_limit_next(2, 1);
+    let q = s.ask(ask_body(&[&format!("telegram:{GROUP}")], &[])).await;
+    let shown = s.shown(GROUP, q["id"].as_str().unwrap()).await;
+    let statuses: Vec<u16> = s
+        .fake
+        .calls()
+        .into_iter()
+        .filter(|c| c.method == "sendmessage")
+        .map(|c| c.status)
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![429, 429, 200],
+        "waited out twice, then sent once"
+    );
+    assert!(shown.markup.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_on_another_surface_withdraws_the_telegram_message() {
+    let s = setup().await;
+    let q = s.ask(ask_body(&[&format!("telegram:{GROUP}")], &[])).await;
+    let id = q["id"].as_str().unwrap();
+    let shown = s.shown(GROUP, id).await;
+    let r = http()
+        .post(format!("{}/api/questions/{id}/reply", s.base))
+        .json(&json!({"answer": "dayjs"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let edited = s
+        .wait_for_text(GROUP, shown.id, "✅ Answered: dayjs, by api via api")
+        .await;
+    assert!(edited.markup.is_none());
+    // A late tap on the withdrawn message's (cached) button is told, not spun.
+    s.fake
+        .tap(GROUP, shown.id, &alice(), &format!("/answer {id} 2"));
+    let fake = s.fake.clone();
+    eventually(WITHIN, "the late tap answered", move || {
+        let fake = fake.clone();
+        async move {
+            fake.toasts()
+                .iter()
+                .any(|t| t == "Already answered: dayjs, by api via api")
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expiry_and_decline_edit_the_message() {
+    let s = setup().await;
+    let target = format!("telegram:{GROUP}");
+    let expiring = s.ask(json!({"session_id": "tg", "prompt": "Quick?", "options": ["a"], "timeout_s": 0.3, "targets": [target]})).await;
+    let shown = s.shown(GROUP, expiring["id"].as_str().unwrap()).await;
+    let edited = s
+        .wait_for_text(GROUP, shown.id, "⌛ Expired: no answer")
+        .await;
+    assert!(edited.markup.is_none());
+    let declined = s.ask(ask_body(&[&target], &[])).await;
+    let shown = s.shown(GROUP, declined["id"].as_str().unwrap()).await;
+    s.fake.say(
+        GROUP,
+        &alice(),
+        &format!("/decline {} not my call", declined["id"].as_str().unwrap()),
+    );
+    s.wait_for_text(
+        GROUP,
+        shown.id,
+        "🚫 Declined: not my call (by @alice via telegram)",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_mode_checks_the_secret_in_constant_time() {
+    let secret = "hook_secret-1";
+    let s = setup_with(Some(WebhookOptions {
+        url: "https://askbridge.example/telegram/webhook".into(),
+        secret: secret.into(),
+    }))
+    .await;
+    let fake = s.fake.clone();
+    let registered = eventually_some(WITHIN, "the webhook registered", move || {
+        let fake = fake.clone();
+        async move { fake.calls().into_iter().find(|c| c.method == "setwebhook") }
+    })
+    .await;
+    assert_eq!(
+        registered.body["url"],
+        "https://askbridge.example/telegram/webhook"
+    );
+    assert_eq!(registered.body["secret_token"], secret);
+    assert!(
+        !s.fake.methods().contains(&"getupdates".to_owned()),
+        "no polling in webhook mode"
+    );
+    let q = s.ask(ask_body(&[&format!("telegram:{GROUP}")], &[])).await;
+    let id = q["id"].as_str().unwrap();
+    s.shown(GROUP, id).await;
+    let message = s
+        .fake
+        .text_message(GROUP, &alice(), &format!("/answer {id} 2"));
+    let update = json!({"update_id": 5000, "message": message});
+    let url = format!("{}/telegram/webhook", s.base);
+    for wrong in [None, Some("nope"), Some("hook_secret-2")] {
+        let mut request = http().post(&url).json(&update);
+        if let Some(wrong) = wrong {
+            request = request.header(SECRET_HEADER, wrong);
+        }
+        assert_eq!(request.send().await.unwrap().status(), 401, "{wrong:?}");
+    }
+    s.settle().await;
+    assert_eq!(
+        s.status(id).await,
+        "pending",
+        "refused updates change nothing"
+    );
+    for _ in 0..2 {
+        let response = http()
+            .post(&url)
+            .header(SECRET_HEADER, secret)
+            .json(&update)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    s.reply_to(GROUP, "✓ Answered: date-fns").await;
+    s.settle().await;
+    assert_eq!(
+        s.fake
+            .sent_in(GROUP)
+            .iter()
+            .filter(|m| m.reply_to.is_some())
+            .count(),
+        1,
+        "a webhook retry is a duplicate"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telegram_outages_are_retryable_and_never_show_the_token() {
+    let s = setup().await;
+    s.fake.stop();
+    let telegram_channel = s.bridge.channel_for("telegram:1").unwrap();
+    let question = s
+        .bridge
+        .create(
+            askbridge_core::NewQuestion::ask("During an outage?")
+                .session("tg")
+                .targets(["chat:1"]),
+        )
+        .await
+        .unwrap();
+    let error = telegram_channel
+        .show(&question, "telegram:1")
+        .await
+        .unwrap_err();
+    assert!(error.is_retryable(), "{error}");
+    let text = format!("{error} {error:?}");
+    assert!(!text.contains("TEST-token-never-logged"), "{text}");
+    assert_eq!(
+        s.bridge.get(&question.id).await.unwrap().status,
+        Status::Pending
+    );
+}
