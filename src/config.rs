@@ -44,8 +44,17 @@ pub const DISCORD_API_URL: &str = "DISCORD_API_URL";
 /// Discord application public key (hex); enables the HTTP interactions endpoint.
 pub const DISCORD_PUBLIC_KEY: &str = "DISCORD_PUBLIC_KEY";
 
+/// HTTP flows: comma-separated `name=url` pairs.
+pub const FLOWS: &str = "ASKBRIDGE_FLOWS";
+/// Key signing requests to flow endpoints and callback URLs (HMAC-SHA256).
+pub const FLOW_SECRET: &str = "ASKBRIDGE_FLOW_SECRET";
+/// Seconds a process holds a run it executes (renewed while it runs). Default 30.
+pub const RUN_LEASE: &str = "ASKBRIDGE_RUN_LEASE_S";
+/// `true` to offer the example flows (`/release`) in `serve`, as the demo does.
+pub const EXAMPLE_FLOWS: &str = "ASKBRIDGE_EXAMPLE_FLOWS";
+
 /// Every variable, for `--help`.
-pub const ALL: [(&str, &str); 16] = [
+pub const ALL: [(&str, &str); 20] = [
     (HTTP_ADDR, "HTTP API address (default 127.0.0.1:8080)"),
     (
         API_TOKEN,
@@ -86,6 +95,13 @@ pub const ALL: [(&str, &str); 16] = [
         DISCORD_PUBLIC_KEY,
         "Discord public key; enables the interactions endpoint",
     ),
+    (FLOWS, "HTTP flows as name=url pairs, comma-separated"),
+    (FLOW_SECRET, "key signing flow requests and callbacks"),
+    (
+        RUN_LEASE,
+        "seconds a process holds a run it executes (default 30)",
+    ),
+    (EXAMPLE_FLOWS, "true to offer the example flows in serve"),
 ];
 
 /// A secret string: never printed by `Debug`.
@@ -174,6 +190,14 @@ pub struct Config {
     pub telegram: Option<TelegramConfig>,
     /// Discord, when [`DISCORD_BOT_TOKEN`] is set.
     pub discord: Option<DiscordConfig>,
+    /// See [`FLOWS`]: (name, URL) pairs.
+    pub http_flows: Vec<(String, String)>,
+    /// See [`FLOW_SECRET`].
+    pub flow_secret: Option<Secret>,
+    /// See [`RUN_LEASE`].
+    pub run_lease: Duration,
+    /// See [`EXAMPLE_FLOWS`].
+    pub example_flows: bool,
 }
 
 impl Config {
@@ -273,6 +297,26 @@ impl Config {
                 ),
             });
         }
+        let http_flows = parse_flows(get(FLOWS).as_deref())?;
+        let flow_secret = get(FLOW_SECRET).map(Secret::new);
+        if !http_flows.is_empty() && flow_secret.is_none() {
+            return Err(Error::Config {
+                variable: FLOW_SECRET,
+                reason: format!(
+                    "is required with {FLOWS}, so that flow endpoints can check who calls them"
+                ),
+            });
+        }
+        let example_flows = match get(EXAMPLE_FLOWS).as_deref() {
+            None | Some("false" | "0" | "no") => false,
+            Some("true" | "1" | "yes") => true,
+            Some(other) => {
+                return Err(Error::Config {
+                    variable: EXAMPLE_FLOWS,
+                    reason: format!("`{other}` is not true or false"),
+                });
+            }
+        };
         Ok(Config {
             http_addr,
             api_token: get(API_TOKEN).map(Secret::new),
@@ -285,8 +329,38 @@ impl Config {
                 .unwrap_or_else(|| "info".into()),
             telegram,
             discord,
+            http_flows,
+            flow_secret,
+            run_lease: seconds(&get, RUN_LEASE, 30)?,
+            example_flows,
         })
     }
+}
+
+fn parse_flows(text: Option<&str>) -> Result<Vec<(String, String)>, Error> {
+    let mut flows = Vec::new();
+    for pair in text
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        let Some((name, url)) = pair.split_once('=') else {
+            return Err(Error::Config {
+                variable: FLOWS,
+                reason: format!("`{pair}` is not name=url"),
+            });
+        };
+        let (name, url) = (name.trim(), url.trim());
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(Error::Config {
+                variable: FLOWS,
+                reason: format!("`{url}` (flow {name}) is not an http:// or https:// URL"),
+            });
+        }
+        flows.push((name.to_owned(), url.to_owned()));
+    }
+    Ok(flows)
 }
 
 fn seconds(
@@ -355,6 +429,9 @@ mod tests {
             (DEFAULT_TIMEOUT, "-1"),
             (RETENTION, "soon"),
             (DEFAULT_TARGETS, "nowhere"),
+            (FLOWS, "deploy"),
+            (RUN_LEASE, "0"),
+            (EXAMPLE_FLOWS, "maybe"),
         ] {
             match config(&[(variable, value)]) {
                 Err(Error::Config {
@@ -363,6 +440,26 @@ mod tests {
                 other => panic!("{variable}={value}: expected an error, got {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn http_flows_need_a_secret() {
+        let flows = [(
+            FLOWS,
+            "deploy=https://flows.example/deploy, report=http://127.0.0.1:9/r",
+        )];
+        assert!(matches!(
+            config(&flows),
+            Err(Error::Config {
+                variable: FLOW_SECRET,
+                ..
+            })
+        ));
+        let config = config(&[flows[0], (FLOW_SECRET, "k")]).unwrap();
+        assert_eq!(
+            config.http_flows[1],
+            ("report".to_owned(), "http://127.0.0.1:9/r".to_owned())
+        );
     }
 
     #[test]
@@ -391,10 +488,17 @@ mod tests {
             (TELEGRAM_BOT_TOKEN, "42:telegram-secret"),
             (DISCORD_BOT_TOKEN, "discord-secret"),
             (REDIS_URL, "redis://:pw@localhost"),
+            (FLOW_SECRET, "flow-secret-value"),
         ])
         .unwrap();
         let printed = format!("{config:?}");
-        for secret in ["tok-123", "telegram-secret", "discord-secret", ":pw@"] {
+        for secret in [
+            "tok-123",
+            "telegram-secret",
+            "discord-secret",
+            ":pw@",
+            "flow-secret-value",
+        ] {
             assert!(!printed.contains(secret), "{secret} leaked: {printed}");
         }
     }

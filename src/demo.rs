@@ -1,9 +1,10 @@
-//! The example function `askbridge demo` runs: a choice, a confirm, a multi-select and a free-text
-//! question, each shown on the console (and answerable over HTTP from another terminal).
+//! The examples `askbridge demo` runs: a function asking a choice, a confirm, a multi-select and a
+//! free-text question on the console (answerable over HTTP from another terminal too), and the
+//! `release` flow, a follow-up run started from a chat message.
 
 use crate::console::Console;
-use crate::{Error, Session};
-use askbridge_core::{Answer, NewQuestion};
+use crate::{Bridge, Error, Session};
+use askbridge_core::{Answer, Millis, NewQuestion};
 use std::time::Duration;
 
 /// How long each demo question waits.
@@ -62,4 +63,42 @@ pub async fn run(session: &Session, console: &Console) {
         .await;
     console.print(&format!("→ release name: {}", describe(&name)));
     console.print("The demo function is done.");
+}
+
+/// Registers the example flows: `/release [version]` asks three questions, then "publishes" in a
+/// step (which runs once however many times the run is replayed).
+pub fn register_example_flows(bridge: &Bridge) -> Result<(), Error> {
+    bridge.flow(
+        "release",
+        "asks three questions, then publishes a release",
+        |ctx| async move {
+            let version = match ctx.input() {
+                "" => "1.0.0".to_owned(),
+                given => given.to_owned(),
+            };
+            let channel = ctx
+                .ask(
+                    NewQuestion::ask(format!("Release {version} on which channel?"))
+                        .options(["stable", "beta", "nightly"]),
+                )
+                .await?;
+            let notes = ctx
+                .ask(NewQuestion::ask("One line for the release notes?"))
+                .await?;
+            let go = ctx
+                .confirm(NewQuestion::confirm(format!(
+                    "Publish {version} on {channel}?"
+                )))
+                .await?;
+            if !go {
+                return Ok(format!("{version} was not published."));
+            }
+            let published = ctx
+                .step("publish", async move {
+                    format!("{version} on {channel} at {}", Millis::now())
+                })
+                .await?;
+            Ok(format!("Published {published}. Notes: {notes}"))
+        },
+    )
 }

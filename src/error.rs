@@ -63,6 +63,39 @@ pub enum Error {
         id: String,
     },
 
+    /// A run's function reached a question nobody has answered yet: the run is written down as
+    /// waiting and the function returns. Flows propagate it with `?`; they must not swallow it
+    /// (if one does, the run still waits: the context remembers it was suspended).
+    #[error("The run waits for an answer to question {question_id}.")]
+    Pending {
+        /// The question it waits on.
+        question_id: String,
+    },
+
+    /// Replaying a run found the function asking something other than what its journal recorded:
+    /// the flow's code changed under a waiting run. The run fails rather than take a wrong answer.
+    #[error(
+        "The flow changed while the run waited: it now {found} where its journal recorded {expected}."
+    )]
+    Diverged {
+        /// What the journal holds at this point.
+        expected: String,
+        /// What the function does now.
+        found: String,
+    },
+
+    /// No flow of that name is registered.
+    #[error("There is no flow `{0}`. Send /help to see the flows.")]
+    UnknownFlow(String),
+
+    /// A flow ended with an error of its own.
+    #[error("{0}")]
+    Flow(String),
+
+    /// Another process took this run over (this one stalled past its lease); stop without writing.
+    #[error("another askbridge process took this run over")]
+    LeaseLost,
+
     /// A store refused to overwrite an existing id.
     #[error("a question with this id already exists")]
     IdTaken,

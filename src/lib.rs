@@ -14,7 +14,10 @@
 //! - [`store`]: the store trait and its memory, embedded (redb) and Redis implementations.
 //! - [`bridge`]: the registry (create, resolve, wait, cancel), showing and withdrawing questions,
 //!   expiry, and what chat messages do.
-//! - [`http`]: the HTTP API and event stream (axum).
+//! - [`flows`]: follow-up runs: functions started from a chat that wait for people without
+//!   holding a task.
+//! - [`http`]: the HTTP API and event stream (axum); [`signing`]: signatures on what askbridge
+//!   POSTs to other endpoints.
 //! - [`console`]: the terminal as a plain-text surface.
 //! - [`config`]: settings from the environment; [`runtime`]: wiring them into a running server.
 //! - [`metrics`]: Prometheus counters.
@@ -26,9 +29,11 @@ pub mod config;
 pub mod console;
 pub mod demo;
 mod error;
+pub mod flows;
 pub mod http;
 pub mod metrics;
 pub mod runtime;
+pub mod signing;
 pub mod store;
 
 pub use bridge::{Bridge, BridgeOptions, Session};

@@ -4,6 +4,7 @@ use anyhow::{Context, bail};
 use askbridge::bridge::Bridge;
 use askbridge::config::{self, Config, StoreChoice};
 use askbridge::console::{CONSOLE, Console};
+use askbridge::flows::http::HttpFlow;
 use askbridge::http::{AppState, app};
 use askbridge::store::StoreOptions;
 use askbridge::{BridgeOptions, runtime};
@@ -134,8 +135,26 @@ async fn open_bridge(config: &Config, default_targets: Vec<String>) -> anyhow::R
     let options = BridgeOptions {
         default_timeout: config.default_timeout,
         default_targets,
+        run_lease: config.run_lease,
+        signing_secret: config.flow_secret.clone(),
     };
     Ok(Bridge::new(store, options))
+}
+
+/// Registers the HTTP flows of `ASKBRIDGE_FLOWS`, and the example flows when asked.
+fn register_flows(config: &Config, bridge: &Bridge, examples: bool) -> anyhow::Result<()> {
+    if examples {
+        askbridge::demo::register_example_flows(bridge)?;
+    }
+    if let Some(secret) = &config.flow_secret {
+        for (name, url) in &config.http_flows {
+            let flow = HttpFlow::new(name, url, secret.clone());
+            bridge
+                .register_flow(name, Arc::new(flow))
+                .with_context(|| format!("in {}", config::FLOWS))?;
+        }
+    }
+    Ok(())
 }
 
 /// Connects the configured chat platforms: their channels join the bridge, their webhook routes
@@ -204,6 +223,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let config = load_config(&args)?;
     init_logging(&config.log);
     let bridge = open_bridge(&config, config.default_targets.clone()).await?;
+    register_flows(&config, &bridge, config.example_flows)?;
     let mut tasks = Vec::new();
     let state = AppState::new(bridge.clone(), config.api_token.as_ref());
     let state = start_chat_adapters(&config, &bridge, state, &mut tasks).await?;
@@ -232,6 +252,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     }
     init_logging(&config.log);
     let bridge = open_bridge(&config, vec![CONSOLE.to_owned()]).await?;
+    register_flows(&config, &bridge, true)?;
     let console = Console::stdout();
     bridge.add_channel(Arc::new(console.clone()));
     let tasks = bridge.start().await?;
@@ -258,8 +279,18 @@ async fn demo(args: Args) -> anyhow::Result<()> {
         tokio::spawn(async move { console.run(inbox, input).await })
     };
     let session = bridge.session(format!("demo-{}", askbridge_core::QuestionId::random()));
+    let mut console_task = console_task;
+    let demo = async {
+        askbridge::demo::run(&session, &console).await;
+        console.print(
+            "\nNow a follow-up run: type /release 2.0 and answer its three questions (a command, or just\n\
+             the answer). The run holds nothing while it waits; each answer resumes it. /help lists\n\
+             the commands; Ctrl-D quits.",
+        );
+        let _ = (&mut console_task).await;
+    };
     tokio::select! {
-        _ = askbridge::demo::run(&session, &console) => {}
+        _ = demo => {}
         _ = runtime::termination() => {
             let cancelled = session.stop().await.unwrap_or(0);
             console.print(&format!("Stopped; {cancelled} pending question(s) cancelled."));

@@ -87,6 +87,8 @@ pub enum Command {
     Show(ShowCommand),
     /// `/pending`: what the sender may answer here.
     Pending,
+    /// `/run <flow> [input]`: starts a flow.
+    Run(RunCommand),
     /// `/help` or `/start`.
     Help,
     /// `/whoami`: the sender's identity and the chat's target, for configuring answerers and
@@ -104,6 +106,7 @@ impl Command {
             "pick" => Command::Pick(PickCommand::parse(args)?),
             "show" => Command::Show(ShowCommand::parse(args)?),
             "pending" => Command::Pending,
+            "run" => Command::Run(RunCommand::parse(args)?),
             "help" | "start" => Command::Help,
             "whoami" => Command::WhoAmI,
             _ => Command::Other(OtherCommand {
@@ -122,6 +125,7 @@ impl fmt::Display for Command {
             Command::Pick(c) => c.fmt(f),
             Command::Show(c) => c.fmt(f),
             Command::Pending => f.write_str("/pending"),
+            Command::Run(c) => c.fmt(f),
             Command::Help => f.write_str("/help"),
             Command::WhoAmI => f.write_str("/whoami"),
             Command::Other(c) => c.fmt(f),
@@ -274,6 +278,40 @@ impl ShowCommand {
 impl fmt::Display for ShowCommand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "/show {}", self.id)
+    }
+}
+
+/// `/run <flow> [input]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunCommand {
+    /// The flow's name, lower-cased.
+    pub flow: String,
+    /// The rest of the line.
+    pub input: String,
+}
+
+impl RunCommand {
+    const USAGE: &'static str = "/run <flow> [input], e.g. /run deploy staging";
+
+    fn parse(args: &str) -> Result<Self, Error> {
+        let (flow, input) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
+        if flow.is_empty() {
+            return Err(Error::Usage(Self::USAGE));
+        }
+        Ok(RunCommand {
+            flow: flow.to_lowercase(),
+            input: input.trim().to_owned(),
+        })
+    }
+}
+
+impl fmt::Display for RunCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "/run {}", self.flow)?;
+        if !self.input.is_empty() {
+            write!(f, " {}", self.input)?;
+        }
+        Ok(())
     }
 }
 
@@ -463,6 +501,10 @@ mod tests {
             Command::Pending,
             Command::Help,
             Command::WhoAmI,
+            Command::Run(RunCommand {
+                flow: "deploy".into(),
+                input: "staging now".into(),
+            }),
         ];
         for command in commands {
             assert_eq!(parse(&command.to_string()), command);

@@ -14,6 +14,7 @@
 //!   typed text and button payloads.
 //! - [`render`]: the words and buttons every surface shows.
 //! - [`channel`]: the traits between the bridge and chat adapters.
+//! - [`run`]: follow-up runs: records of functions waiting for people, and their journals.
 //! - [`id`], [`identity`], [`time`], [`secret`]: ids, `<surface>:<address>` strings, wall-clock
 //!   instants, constant-time secret comparison.
 
@@ -24,6 +25,7 @@ pub mod id;
 pub mod identity;
 pub mod question;
 pub mod render;
+pub mod run;
 pub mod secret;
 pub mod time;
 

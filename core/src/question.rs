@@ -171,13 +171,18 @@ pub struct Question {
     /// The follow-up run waiting on it, if a chat-started run asked it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// Where the resolved question is POSTed (signed), so HTTP callers need not long-poll.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_url: Option<String>,
 }
 
 /// A request to ask something: what the HTTP API and the Rust API accept.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewQuestion {
-    /// See [`Question::session_id`].
+    /// See [`Question::session_id`]. (Absent means empty, which validation refuses by name; flows
+    /// fill it in themselves.)
+    #[serde(default)]
     pub session_id: String,
     /// See [`Question::kind`].
     #[serde(default)]
@@ -211,6 +216,9 @@ pub struct NewQuestion {
     /// See [`Question::run_id`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// See [`Question::callback_url`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_url: Option<String>,
 }
 
 impl NewQuestion {
@@ -329,6 +337,9 @@ impl NewQuestion {
         for list in [("answerers", &self.answerers), ("targets", &self.targets)] {
             check_identities(list.0, list.1)?;
         }
+        if let Some(url) = &self.callback_url {
+            check_url("callback_url", url)?;
+        }
         let mut question = Question {
             id,
             session_id: self.session_id,
@@ -347,6 +358,7 @@ impl NewQuestion {
             status: Status::Pending,
             resolution: None,
             run_id: self.run_id,
+            callback_url: self.callback_url,
         };
         if let Some(default) = self.default {
             let fitted = question.check_answer(default).map_err(|e| Error::Invalid {
@@ -485,6 +497,20 @@ fn check_identities(field: &'static str, list: &[String]) -> Result<(), Error> {
             ),
         }),
         None => Ok(()),
+    }
+}
+
+fn check_url(field: &'static str, url: &str) -> Result<(), Error> {
+    let ok = (url.starts_with("http://") || url.starts_with("https://"))
+        && url.len() <= 2000
+        && !url.chars().any(char::is_whitespace);
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Invalid {
+            field,
+            reason: "must be an http:// or https:// URL".into(),
+        })
     }
 }
 
@@ -798,6 +824,11 @@ mod tests {
             ..NewQuestion::new("s", "x")
         };
         assert_eq!(err(bad_default), "default");
+        let bad_callback = NewQuestion {
+            callback_url: Some("ftp://x".into()),
+            ..NewQuestion::new("s", "x")
+        };
+        assert_eq!(err(bad_callback), "callback_url");
     }
 
     #[test]

@@ -9,6 +9,8 @@
 use super::Bridge;
 use super::waiters::{Pumped, next_event};
 use crate::Error;
+use crate::flows::Resume;
+use crate::signing;
 use crate::store::{Event, Shown};
 use askbridge_core::{Actor, Millis, Question, QuestionId, Transition, identity};
 use std::time::Duration;
@@ -27,6 +29,14 @@ const MAX_SHOW_BACKOFF: Duration = Duration::from_secs(60);
 const PURGE_EVERY: Duration = Duration::from_secs(300);
 
 const EFFECT_EVENT: &str = "event";
+const EFFECT_RESUME: &str = "resume";
+const EFFECT_CALLBACK: &str = "callback";
+/// A run not yet parked on its resolved question is tried again this soon.
+const RESUME_RETRY: Duration = Duration::from_millis(500);
+/// A failed callback is tried again this much later...
+const CALLBACK_RETRY: Duration = Duration::from_secs(30);
+/// ...until this long after the resolution.
+const CALLBACK_GIVE_UP: Duration = Duration::from_secs(24 * 3600);
 
 fn withdraw_effect(target: &str) -> String {
     format!("withdraw:{target}")
@@ -107,7 +117,9 @@ impl Bridge {
                 self.inner.metrics.resolved(question);
             }
         }
-        let mut incomplete = false;
+        // The soonest time something left undone should be tried again, if anything is.
+        let mut retry: Option<Duration> = None;
+        let mut retry_in = |after: Duration| retry = Some(retry.map_or(after, |r| r.min(after)));
         for shown in store.shown(id).await? {
             let effect = withdraw_effect(&shown.target);
             if done.contains(&effect) {
@@ -116,16 +128,72 @@ impl Bridge {
             if self.withdraw(question, &shown).await {
                 store.mark_effect(id, &effect).await?;
             } else {
-                incomplete = true;
+                retry_in(WITHDRAW_RETRY);
             }
         }
-        if incomplete {
-            store
-                .reschedule(id, Millis::now().after(WITHDRAW_RETRY))
-                .await
-        } else {
-            store.settle(id, Some(question)).await
+        if question.run_id.is_some() && !done.iter().any(|e| e == EFFECT_RESUME) {
+            match self.resume(question).await {
+                Ok(Resume::Done) => {
+                    store.mark_effect(id, EFFECT_RESUME).await?;
+                }
+                Ok(Resume::NotYet) => retry_in(RESUME_RETRY),
+                Err(error) => {
+                    tracing::warn!(question_id = %id, %error, "cannot resume the run yet");
+                    retry_in(RESUME_RETRY * 5);
+                }
+            }
         }
+        if question.callback_url.is_some() && !done.iter().any(|e| e == EFFECT_CALLBACK) {
+            match self.post_callback(question).await {
+                Ok(()) => {
+                    store.mark_effect(id, EFFECT_CALLBACK).await?;
+                }
+                Err(error) if self.callback_expired(question) => {
+                    tracing::error!(question_id = %id, %error, "giving up on the callback after a day of failures");
+                    store.mark_effect(id, EFFECT_CALLBACK).await?;
+                }
+                Err(error) => {
+                    tracing::warn!(question_id = %id, %error, "callback failed; will retry");
+                    retry_in(CALLBACK_RETRY);
+                }
+            }
+        }
+        match retry {
+            Some(after) => store.reschedule(id, Millis::now().after(after)).await,
+            None => store.settle(id, Some(question)).await,
+        }
+    }
+
+    /// POSTs the resolved question, signed, to its callback URL.
+    async fn post_callback(&self, question: &Question) -> Result<(), String> {
+        let (Some(url), Some(secret)) = (&question.callback_url, &self.options().signing_secret)
+        else {
+            return Ok(());
+        };
+        let body = serde_json::to_vec(question).expect("a question always serialises");
+        let signature = signing::sign(secret.expose().as_bytes(), Millis::now(), &body);
+        let response = self
+            .http_client()
+            .post(url)
+            .header("content-type", "application/json")
+            .header(signing::SIGNATURE_HEADER, signature)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| e.without_url().to_string())?;
+        if response.status().is_success() {
+            tracing::info!(question_id = %question.id, "callback delivered");
+            Ok(())
+        } else {
+            Err(format!("the callback URL answered {}", response.status()))
+        }
+    }
+
+    fn callback_expired(&self, question: &Question) -> bool {
+        question
+            .resolution
+            .as_ref()
+            .is_some_and(|r| Millis::now().since(r.at) > CALLBACK_GIVE_UP)
     }
 
     /// Edits one delivery to the outcome. False when it should be retried later.
@@ -161,8 +229,12 @@ impl Bridge {
         }
     }
 
-    /// One pass of the sweeper: expire what is overdue, finish interrupted effects.
+    /// One pass of the sweeper: expire what is overdue, finish interrupted effects, take over
+    /// runs whose executor died.
     pub async fn sweep_once(&self) -> Result<usize, Error> {
+        if let Err(error) = self.recover_runs().await {
+            tracing::warn!(%error, "cannot recover runs");
+        }
         let store = &self.inner.store;
         let now = Millis::now();
         let due = store.lease_due(now, LEASE, SWEEP_BATCH).await?;

@@ -10,6 +10,7 @@ use crate::store::ListFilter;
 use askbridge_core::command::{
     AnswerCommand, Command, CommandLine, DeclineCommand, PickCommand, ShowCommand,
 };
+use askbridge_core::run::Origin;
 use askbridge_core::{
     Actor, Claim, ClaimOutcome, IdRef, Inbound, Inbox, Millis, Question, QuestionId, Reply, Tone,
     Transition, render,
@@ -28,6 +29,7 @@ multi-choice (1,3 or 1-3), yes/no, or your own words where allowed\n\
 /decline <id> [reason]  decline to answer\n\
 /pending  list the questions waiting for you here\n\
 /show <id>  show a whole question\n\
+/run <flow> [input]  start a flow (also /<flow> [input])\n\
 /whoami  your identity and this chat's target, for configuring askbridge\n\
 /help  this text\n\
 \n\
@@ -53,6 +55,7 @@ fn refusal(error: Error) -> Reply {
         )),
         Error::Model(error) => Reply::refused(error.to_string()),
         Error::Forbidden => Reply::refused("You can't answer this question."),
+        Error::UnknownFlow(_) => Reply::refused(error.to_string()),
         other => {
             tracing::error!(error = %other, "could not handle a chat message");
             Reply::refused(
@@ -147,7 +150,11 @@ impl Turn<'_> {
             Command::Pick(command) => self.pick_command(command).await,
             Command::Show(command) => self.show_command(command).await,
             Command::Pending => self.pending_command().await,
-            Command::Help => Ok(Reply::new(Tone::Info, HELP)),
+            Command::Help => Ok(Reply::new(Tone::Info, self.help())),
+            Command::Run(command) => self.start_flow(&command.flow, &command.input).await,
+            Command::Other(other) if self.bridge.find_flow(&other.name).is_some() => {
+                self.start_flow(&other.name, &other.args).await
+            }
             Command::WhoAmI => Ok(Reply::new(
                 Tone::Info,
                 format!(
@@ -204,6 +211,35 @@ impl Turn<'_> {
             message: command.message,
         };
         self.resolve_for(&question, transition).await
+    }
+
+    fn help(&self) -> String {
+        let mut text = HELP.to_owned();
+        let flows = self.bridge.flow_list();
+        if !flows.is_empty() {
+            text.push_str("\n\nFlows (start one with /<name> [input] or /run <name> [input]):");
+            for (name, description) in flows {
+                text.push_str(&format!("\n/{name}  {description}"));
+            }
+        }
+        text
+    }
+
+    /// `/run <flow> [input]` or `/<flow> [input]`: starts a run reporting in this chat, whose
+    /// questions only the sender may answer (unless the flow says otherwise).
+    async fn start_flow(&self, flow: &str, input: &str) -> Result<Reply, Error> {
+        if self.bridge.find_flow(flow).is_none() {
+            return Err(Error::UnknownFlow(flow.to_owned()));
+        }
+        if !self.preview {
+            let origin = Origin {
+                chat: Some(self.message.chat.clone()),
+                user: self.message.sender.clone(),
+                user_name: self.message.sender_name.clone(),
+            };
+            self.bridge.start_run(flow, input, origin).await?;
+        }
+        Ok(Reply::new(Tone::Info, format!("▶ {flow} started.")))
     }
 
     async fn resolve_for(

@@ -21,6 +21,8 @@ mod waiters;
 pub use waiters::Waiters;
 
 use crate::Error;
+use crate::config::Secret;
+use crate::flows::Flow;
 use crate::metrics::Metrics;
 use crate::store::{ListFilter, Store};
 use askbridge_core::question::DEFAULT_TIMEOUT;
@@ -49,6 +51,11 @@ pub struct BridgeOptions {
     pub default_timeout: Duration,
     /// Where questions asked through the Rust API are shown when they name no target.
     pub default_targets: Vec<String>,
+    /// How long a process holds a run it executes before another may take it over (renewed
+    /// while the run executes).
+    pub run_lease: Duration,
+    /// Key signing what askbridge POSTs to flow endpoints and callback URLs.
+    pub signing_secret: Option<Secret>,
 }
 
 impl Default for BridgeOptions {
@@ -56,6 +63,8 @@ impl Default for BridgeOptions {
         BridgeOptions {
             default_timeout: DEFAULT_TIMEOUT,
             default_targets: Vec::new(),
+            run_lease: Duration::from_secs(30),
+            signing_secret: None,
         }
     }
 }
@@ -69,6 +78,10 @@ pub struct Bridge {
 struct Inner {
     store: Arc<dyn Store>,
     channels: RwLock<HashMap<String, Arc<dyn Channel>>>,
+    flows: RwLock<HashMap<String, Arc<dyn Flow>>>,
+    /// This process's name as a run's executor.
+    owner_id: String,
+    http: reqwest::Client,
     waiters: Waiters,
     options: BridgeOptions,
     metrics: Metrics,
@@ -91,6 +104,12 @@ impl Bridge {
             inner: Arc::new(Inner {
                 store,
                 channels: RwLock::new(HashMap::new()),
+                flows: RwLock::new(HashMap::new()),
+                owner_id: format!("p{}-{}", std::process::id(), QuestionId::random()),
+                http: reqwest::Client::builder()
+                    .timeout(Duration::from_secs(15))
+                    .build()
+                    .expect("the HTTP client builds"),
                 waiters: Waiters::default(),
                 options,
                 metrics: Metrics::default(),
@@ -131,6 +150,26 @@ impl Bridge {
             .channels
             .write()
             .unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn flows(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<dyn Flow>>> {
+        self.inner.flows.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn flows_mut(
+        &self,
+    ) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Arc<dyn Flow>>> {
+        self.inner.flows.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// This process's name as the executor of runs.
+    pub fn owner_id(&self) -> &str {
+        &self.inner.owner_id
+    }
+
+    /// The HTTP client for flow endpoints and callbacks.
+    pub(crate) fn http_client(&self) -> &reqwest::Client {
+        &self.inner.http
     }
 
     /// The channel serving `target`'s surface.
@@ -204,17 +243,42 @@ impl Bridge {
 
     /// Registers a question and shows it on its targets. Returns it as stored.
     pub async fn create(&self, request: NewQuestion) -> Result<Question, Error> {
+        self.create_as(request, None).await
+    }
+
+    /// [`Bridge::create`] with a chosen id (a run's derived one): an existing question of the
+    /// same run under that id is returned as it is, neither stored nor shown again.
+    pub(crate) async fn create_as(
+        &self,
+        request: NewQuestion,
+        id: Option<QuestionId>,
+    ) -> Result<Question, Error> {
         self.check_targets(&request.targets)?;
+        if request.callback_url.is_some() && self.inner.options.signing_secret.is_none() {
+            return Err(askbridge_core::Error::Invalid {
+                field: "callback_url",
+                reason: "needs ASKBRIDGE_FLOW_SECRET, so that callbacks are signed".into(),
+            }
+            .into());
+        }
         let mut attempt = 0;
         let question = loop {
             attempt += 1;
+            let chosen = id.clone().unwrap_or_else(QuestionId::random);
             let question = request.clone().into_question(
-                QuestionId::random(),
+                chosen,
                 Millis::now(),
                 self.inner.options.default_timeout,
             )?;
             match self.inner.store.insert(&question).await {
                 Ok(()) => break question,
+                Err(Error::IdTaken) if id.is_some() => {
+                    let existing = self.get(&question.id).await?;
+                    if existing.run_id.is_some() && existing.run_id == question.run_id {
+                        return Ok(existing);
+                    }
+                    return Err(Error::IdTaken);
+                }
                 Err(Error::IdTaken) if attempt < ID_ATTEMPTS => continue,
                 Err(error) => return Err(error),
             }

@@ -13,6 +13,7 @@
 //! | `POST /api/questions/{id}/reject` | decline: `{"message"?, "by"?}` |
 //! | `GET /api/questions/{id}/wait?timeout_s=N` | long-poll until resolved |
 //! | `POST /api/sessions/{session_id}/cancel` | cancel a session's pending questions |
+//! | `POST /api/runs`, `GET /api/runs/{id}` | start a flow without blocking; read a run |
 //! | `GET /api/events?session_id=` | Server-Sent Events, pending questions replayed first |
 //! | `GET /healthz`, `GET /metrics` | health (checks the store), Prometheus metrics |
 
@@ -22,6 +23,7 @@ use crate::Error;
 use crate::bridge::Bridge;
 use crate::config::Secret;
 use crate::store::ListFilter;
+use askbridge_core::run::{Origin, Run};
 use askbridge_core::secret::secrets_equal;
 use askbridge_core::{
     Actor, Answer, NewQuestion, Question, QuestionId, Status, Transition, identity,
@@ -85,6 +87,8 @@ pub fn app(state: AppState) -> Router {
         .route("/questions/{id}/reject", post(reject))
         .route("/questions/{id}/wait", get(wait))
         .route("/sessions/{session_id}/cancel", post(cancel_session))
+        .route("/runs", post(start_run))
+        .route("/runs/{id}", get(get_run))
         .route("/events", get(events::stream))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     let extra = state.extra.clone();
@@ -141,7 +145,9 @@ impl From<Error> for ApiError {
             Error::Forbidden => ApiError::new(StatusCode::FORBIDDEN, message),
             Error::UnknownTarget { .. } => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
                 .with("field", json!("targets")),
-            Error::NoSurface => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message),
+            Error::NoSurface | Error::UnknownFlow(_) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
+            }
             Error::Redis(_) | Error::Embedded(_) => {
                 tracing::error!(error = %message, "store failure answering an API request");
                 ApiError::new(
@@ -152,6 +158,10 @@ impl From<Error> for ApiError {
             Error::Declined { .. }
             | Error::Timeout { .. }
             | Error::Cancelled { .. }
+            | Error::Pending { .. }
+            | Error::Diverged { .. }
+            | Error::Flow(_)
+            | Error::LeaseLost
             | Error::IdTaken
             | Error::Config { .. } => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message),
         }
@@ -420,6 +430,44 @@ async fn cancel_session(
         .cancel_session(&session_id, Actor::new(identity::API, identity::API))
         .await?;
     Ok(Json(json!({ "cancelled": cancelled })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StartRun {
+    flow: String,
+    #[serde(default)]
+    input: String,
+    /// The chat the run's questions and result go to; without one they are answered over HTTP.
+    #[serde(default)]
+    chat: Option<String>,
+    /// Who may answer (by default); `api` when absent.
+    #[serde(default)]
+    user: Option<String>,
+}
+
+async fn start_run(
+    State(state): State<AppState>,
+    JsonBody(request): JsonBody<StartRun>,
+) -> Result<(StatusCode, Json<Run>), ApiError> {
+    let user = api_actor(request.user)?.by;
+    let origin = Origin {
+        chat: request.chat.filter(|c| !c.is_empty()),
+        user,
+        user_name: None,
+    };
+    let run = state
+        .bridge
+        .start_run(&request.flow, &request.input, origin)
+        .await?;
+    Ok((StatusCode::CREATED, Json(run)))
+}
+
+async fn get_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Run>, ApiError> {
+    Ok(Json(state.bridge.get_run(&id).await?))
 }
 
 async fn healthz(State(state): State<AppState>) -> Response {

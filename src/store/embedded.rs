@@ -7,6 +7,7 @@
 
 use super::{EVENT_BUFFER, Event, ListFilter, Shown, Store, StoreOptions};
 use crate::Error;
+use askbridge_core::run::{Acquire, Run};
 use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Status};
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -26,6 +27,9 @@ const DUE_AT: TableDefinition<&str, u64> = TableDefinition::new("due_at");
 const BY_SESSION: TableDefinition<(&str, &str), ()> = TableDefinition::new("by_session");
 const BY_TARGET: TableDefinition<(&str, &str), ()> = TableDefinition::new("by_target");
 const SEEN: TableDefinition<&str, u64> = TableDefinition::new("seen");
+const RUNS: TableDefinition<&str, &str> = TableDefinition::new("runs");
+const RUN_LEASES: TableDefinition<(u64, &str), ()> = TableDefinition::new("run_leases");
+const RUN_LEASE_AT: TableDefinition<&str, u64> = TableDefinition::new("run_lease_at");
 
 /// Ids sort below this string, so `(key, "")..(key, ID_END)` spans every id under `key`.
 const ID_END: &str = "~";
@@ -98,6 +102,9 @@ impl EmbeddedStore {
             txn.open_table(BY_SESSION)?;
             txn.open_table(BY_TARGET)?;
             txn.open_table(SEEN)?;
+            txn.open_table(RUNS)?;
+            txn.open_table(RUN_LEASES)?;
+            txn.open_table(RUN_LEASE_AT)?;
             txn.commit()?;
             Ok(db)
         })
@@ -131,6 +138,29 @@ fn set_due(txn: &redb::WriteTransaction, id: &str, at: u64) -> Result<(), Error>
         due.remove((old.value(), id))?;
     }
     due.insert((at, id), ())?;
+    Ok(())
+}
+
+fn decode_run(json: &str) -> Result<Run, Error> {
+    serde_json::from_str(json).map_err(|e| Error::Embedded(format!("corrupt run record: {e}")))
+}
+
+/// Writes a run and keeps the lease index in step with it: runs that need an executor are
+/// indexed by lease end, others not at all.
+fn put_run(txn: &redb::WriteTransaction, run: &Run) -> Result<(), Error> {
+    let json = serde_json::to_string(run).expect("a run always serialises");
+    txn.open_table(RUNS)?
+        .insert(run.id.as_str(), json.as_str())?;
+    let mut lease_at = txn.open_table(RUN_LEASE_AT)?;
+    let mut leases = txn.open_table(RUN_LEASES)?;
+    if let Some(old) = lease_at.remove(run.id.as_str())? {
+        leases.remove((old.value(), run.id.as_str()))?;
+    }
+    if run.needs_executor() {
+        let until = run.lease_until.map_or(0, |m| m.0);
+        lease_at.insert(run.id.as_str(), until)?;
+        leases.insert((until, run.id.as_str()), ())?;
+    }
     Ok(())
 }
 
@@ -461,9 +491,109 @@ impl Store for EmbeddedStore {
                 }
                 removed = old.len();
                 txn.open_table(SEEN)?.retain(|_, until| until > now.0)?;
+                txn.open_table(RUNS)?.retain(|_, json| {
+                    decode_run(json).is_ok_and(|run| {
+                        !(run.state.is_final()
+                            && run.reported
+                            && run.updated_at.after(retention) <= now)
+                    })
+                })?;
             }
             txn.commit()?;
             Ok(removed)
+        })
+        .await
+    }
+
+    async fn insert_run(&self, run: &Run) -> Result<(), Error> {
+        let run = run.clone();
+        self.blocking(move |db| {
+            let txn = db.begin_write()?;
+            if txn.open_table(RUNS)?.get(run.id.as_str())?.is_some() {
+                return Err(Error::IdTaken);
+            }
+            put_run(&txn, &run)?;
+            txn.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get_run(&self, id: &str) -> Result<Option<Run>, Error> {
+        let id = id.to_owned();
+        self.blocking(move |db| {
+            let table = db.begin_read()?.open_table(RUNS)?;
+            let json = table.get(id.as_str())?;
+            json.map(|json| decode_run(json.value())).transpose()
+        })
+        .await
+    }
+
+    async fn acquire_run(
+        &self,
+        id: &str,
+        why: Acquire<'_>,
+        owner: &str,
+        now: Millis,
+        lease_until: Millis,
+    ) -> Result<Option<Run>, Error> {
+        let (id, owner) = (id.to_owned(), owner.to_owned());
+        let question = match why {
+            Acquire::Answer(question) => Some(question.clone()),
+            Acquire::Recovery => None,
+        };
+        self.blocking(move |db| {
+            let txn = db.begin_write()?;
+            let stored = txn
+                .open_table(RUNS)?
+                .get(id.as_str())?
+                .map(|json| decode_run(json.value()));
+            let Some(mut run) = stored.transpose()? else {
+                return Ok(None);
+            };
+            let why = match &question {
+                Some(question) => Acquire::Answer(question),
+                None => Acquire::Recovery,
+            };
+            if !run.acquire(why, &owner, now, lease_until) {
+                return Ok(None);
+            }
+            put_run(&txn, &run)?;
+            txn.commit()?;
+            Ok(Some(run))
+        })
+        .await
+    }
+
+    async fn save_run(&self, run: &Run, owner: &str) -> Result<bool, Error> {
+        let (run, owner) = (run.clone(), owner.to_owned());
+        self.blocking(move |db| {
+            let txn = db.begin_write()?;
+            let stored = txn
+                .open_table(RUNS)?
+                .get(run.id.as_str())?
+                .map(|json| decode_run(json.value()));
+            let held = stored
+                .transpose()?
+                .is_some_and(|s| s.owner.as_deref() == Some(owner.as_str()));
+            if !held {
+                return Ok(false);
+            }
+            put_run(&txn, &run)?;
+            txn.commit()?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<String>, Error> {
+        self.blocking(move |db| {
+            let table = db.begin_read()?.open_table(RUN_LEASES)?;
+            let mut ids = Vec::new();
+            for entry in table.range((0, "")..=(now.0, ID_END))?.take(limit) {
+                ids.push(entry?.0.value().1.to_owned());
+            }
+            Ok(ids)
         })
         .await
     }

@@ -3,6 +3,7 @@
 
 use super::{EVENT_BUFFER, Event, ListFilter, Shown, Store, StoreOptions};
 use crate::Error;
+use askbridge_core::run::{Acquire, Run};
 use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId};
 use async_trait::async_trait;
 use std::collections::{BTreeSet, HashMap};
@@ -28,6 +29,7 @@ struct State {
     due_at: HashMap<QuestionId, Millis>,
     /// Delivery keys and when they may be forgotten.
     seen: HashMap<String, Millis>,
+    runs: HashMap<String, Run>,
 }
 
 impl State {
@@ -234,7 +236,62 @@ impl Store for MemoryStore {
             state.effects.remove(id);
         }
         state.seen.retain(|_, until| *until > now);
+        state.runs.retain(|_, run| {
+            !(run.state.is_final() && run.reported && run.updated_at.after(retention) <= now)
+        });
         Ok(old.len())
+    }
+
+    async fn insert_run(&self, run: &Run) -> Result<(), Error> {
+        let mut state = self.state();
+        if state.runs.contains_key(&run.id) {
+            return Err(Error::IdTaken);
+        }
+        state.runs.insert(run.id.clone(), run.clone());
+        Ok(())
+    }
+
+    async fn get_run(&self, id: &str) -> Result<Option<Run>, Error> {
+        Ok(self.state().runs.get(id).cloned())
+    }
+
+    async fn acquire_run(
+        &self,
+        id: &str,
+        why: Acquire<'_>,
+        owner: &str,
+        now: Millis,
+        lease_until: Millis,
+    ) -> Result<Option<Run>, Error> {
+        let mut state = self.state();
+        let Some(run) = state.runs.get_mut(id) else {
+            return Ok(None);
+        };
+        Ok(run
+            .acquire(why, owner, now, lease_until)
+            .then(|| run.clone()))
+    }
+
+    async fn save_run(&self, run: &Run, owner: &str) -> Result<bool, Error> {
+        let mut state = self.state();
+        match state.runs.get_mut(&run.id) {
+            Some(stored) if stored.owner.as_deref() == Some(owner) => {
+                *stored = run.clone();
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<String>, Error> {
+        let state = self.state();
+        Ok(state
+            .runs
+            .values()
+            .filter(|run| run.needs_executor() && run.lease_until.is_none_or(|until| until <= now))
+            .take(limit)
+            .map(|run| run.id.clone())
+            .collect())
     }
 
     async fn publish(&self, event: &Event) -> Result<(), Error> {

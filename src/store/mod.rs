@@ -24,6 +24,7 @@ pub mod memory;
 pub mod redis;
 
 use crate::Error;
+use askbridge_core::run::{Acquire, Run};
 use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Status};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -215,6 +216,30 @@ pub trait Store: Send + Sync + 'static {
 
     /// Deletes resolved questions older than the retention and other expired bookkeeping.
     async fn purge(&self, now: Millis) -> Result<usize, Error>;
+
+    /// Stores a new run (never overwriting) and enters it in the lease index.
+    async fn insert_run(&self, run: &Run) -> Result<(), Error>;
+
+    /// The run with this id.
+    async fn get_run(&self, id: &str) -> Result<Option<Run>, Error>;
+
+    /// Takes run `id` for `owner` until `lease_until` if `why` applies ([`Run::acquire`]),
+    /// atomically: of several processes trying at once, one gets it. Returns the run as taken.
+    async fn acquire_run(
+        &self,
+        id: &str,
+        why: Acquire<'_>,
+        owner: &str,
+        now: Millis,
+        lease_until: Millis,
+    ) -> Result<Option<Run>, Error>;
+
+    /// Writes `run` if `owner` still holds it (a process whose lease was taken over must not
+    /// overwrite the new executor's work). Returns false when it does not.
+    async fn save_run(&self, run: &Run, owner: &str) -> Result<bool, Error>;
+
+    /// Runs needing an executor whose lease ran out before `now` (their process died or stalled).
+    async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<String>, Error>;
 
     /// Sends `event` to every subscriber, in every process sharing this store.
     async fn publish(&self, event: &Event) -> Result<(), Error>;

@@ -37,6 +37,7 @@
 
 use super::{EVENT_BUFFER, Event, ListFilter, Shown, Store, StoreOptions};
 use crate::Error;
+use askbridge_core::run::{Acquire, Run, RunState};
 use askbridge_core::{
     Claim, ClaimOutcome, Millis, Question, QuestionId, Resolution, Status, Transition,
 };
@@ -115,6 +116,120 @@ static RECORD_SHOWN: LazyLock<Script> = LazyLock::new(|| {
     )
 });
 
+/// Creates a run unless its id exists. KEYS: run. ARGV: data, state, waiting_on, owner,
+/// lease_until, reported, updated_at.
+static INSERT_RUN: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+        if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+        redis.call('HSET', KEYS[1], 'data', ARGV[1], 'state', ARGV[2], 'waiting_on', ARGV[3],
+            'owner', ARGV[4], 'lease_until', ARGV[5], 'reported', ARGV[6], 'updated_at', ARGV[7])
+        return 1
+        ",
+    )
+});
+
+/// `Run::acquire` on the server. KEYS: run. ARGV: 'answer' or 'recovery', question id, owner, now,
+/// lease_until. Returns the run's data when taken, nil otherwise.
+static ACQUIRE_RUN: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+        local f = redis.call('HMGET', KEYS[1], 'state', 'waiting_on', 'lease_until', 'reported')
+        local state, waiting_on, lease, reported = f[1], f[2], tonumber(f[3]) or 0, f[4]
+        if not state then return false end
+        local allowed
+        if ARGV[1] == 'answer' then
+            allowed = state == 'waiting' and waiting_on == ARGV[2]
+        else
+            local unfinished = state == 'running' or ((state == 'done' or state == 'failed') and reported ~= '1')
+            allowed = unfinished and lease <= tonumber(ARGV[4])
+        end
+        if not allowed then return false end
+        if state == 'waiting' then state = 'running' end
+        redis.call('HSET', KEYS[1], 'state', state, 'owner', ARGV[3], 'lease_until', ARGV[5], 'updated_at', ARGV[4])
+        return redis.call('HGET', KEYS[1], 'data')
+        ",
+    )
+});
+
+/// Writes a run if `owner` holds it. KEYS: run. ARGV: owner, then the fields as for INSERT_RUN,
+/// then a TTL in ms (0 for none).
+static SAVE_RUN: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+        if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
+        redis.call('HSET', KEYS[1], 'data', ARGV[2], 'state', ARGV[3], 'waiting_on', ARGV[4],
+            'owner', ARGV[5], 'lease_until', ARGV[6], 'reported', ARGV[7], 'updated_at', ARGV[8])
+        if ARGV[9] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[9]) end
+        return 1
+        ",
+    )
+});
+
+/// A run's mutable fields, as the run hash holds them beside its JSON.
+struct RunFields {
+    data: String,
+    state: &'static str,
+    waiting_on: String,
+    owner: String,
+    lease_until: String,
+    reported: &'static str,
+    updated_at: String,
+}
+
+impl RunFields {
+    fn of(run: &Run) -> Self {
+        RunFields {
+            data: serde_json::to_string(run).expect("a run always serialises"),
+            state: run.state.as_str(),
+            waiting_on: run
+                .waiting_on
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+            owner: run.owner.clone().unwrap_or_default(),
+            lease_until: run.lease_until.map(|m| m.0.to_string()).unwrap_or_default(),
+            reported: if run.reported { "1" } else { "0" },
+            updated_at: run.updated_at.0.to_string(),
+        }
+    }
+
+    fn push(&self, invocation: &mut redis::ScriptInvocation<'_>) {
+        invocation
+            .arg(&self.data)
+            .arg(self.state)
+            .arg(&self.waiting_on)
+            .arg(&self.owner)
+            .arg(&self.lease_until)
+            .arg(self.reported)
+            .arg(&self.updated_at);
+    }
+}
+
+/// Rebuilds a run from its hash: the JSON, overridden by the fields scripts change.
+fn assemble_run(fields: &std::collections::HashMap<String, String>) -> Result<Option<Run>, Error> {
+    let Some(data) = fields.get("data") else {
+        return Ok(None);
+    };
+    let mut run: Run = serde_json::from_str(data).map_err(corrupt)?;
+    let field = |name: &str| fields.get(name).map(String::as_str).unwrap_or_default();
+    run.state = match field("state") {
+        "running" => RunState::Running,
+        "waiting" => RunState::Waiting,
+        "done" => RunState::Done,
+        "failed" => RunState::Failed,
+        other => return Err(corrupt(format!("run state {other}"))),
+    };
+    run.waiting_on = QuestionId::parse(field("waiting_on")).ok();
+    run.owner = Some(field("owner").to_owned()).filter(|o| !o.is_empty());
+    run.lease_until = field("lease_until").parse().ok().map(Millis);
+    run.reported = field("reported") == "1";
+    if let Ok(updated) = field("updated_at").parse() {
+        run.updated_at = Millis(updated);
+    }
+    Ok(Some(run))
+}
+
 /// Connection settings.
 #[derive(Clone, Debug)]
 pub struct RedisOptions {
@@ -172,6 +287,12 @@ impl Keys {
     }
     fn target(&self, target: &str) -> String {
         format!("{}:target:{target}", self.prefix)
+    }
+    fn run(&self, id: &str) -> String {
+        format!("{}:{{{id}}}:run", self.prefix)
+    }
+    fn run_leases(&self) -> String {
+        format!("{}:runs:leases", self.prefix)
     }
     fn seen(&self, key: &str) -> String {
         format!("{}:seen:{key}", self.prefix)
@@ -316,6 +437,36 @@ impl RedisStore {
                 _ => None,
             })
             .collect()
+    }
+
+    async fn run_fields(
+        &self,
+        id: &str,
+    ) -> Result<std::collections::HashMap<String, String>, Error> {
+        let key = self.keys.run(id);
+        retrying("hgetall", || {
+            let mut connection = self.connection();
+            let key = key.clone();
+            async move { connection.hgetall(key).await }
+        })
+        .await
+    }
+
+    /// Puts a run in the lease index (when it needs an executor) or takes it out. The index is
+    /// a hint for recovery: entries are added before the run changes and checked when read.
+    async fn index_run(&self, id: &str, lease_until: Option<Millis>) -> Result<(), Error> {
+        let key = self.keys.run_leases();
+        retrying("index run", || {
+            let mut connection = self.connection();
+            let key = key.clone();
+            async move {
+                match lease_until {
+                    Some(until) => connection.zadd::<_, _, _, ()>(key, id, until.0).await,
+                    None => connection.zrem::<_, _, ()>(key, id).await,
+                }
+            }
+        })
+        .await
     }
 
     async fn members(&self, key: String) -> Result<Vec<String>, Error> {
@@ -714,6 +865,114 @@ impl Store for RedisStore {
         })
         .await?;
         Ok(removed)
+    }
+
+    async fn insert_run(&self, run: &Run) -> Result<(), Error> {
+        if run.needs_executor() {
+            self.index_run(&run.id, Some(run.lease_until.unwrap_or_default()))
+                .await?;
+        }
+        let key = self.keys.run(&run.id);
+        let fields = RunFields::of(run);
+        let created: i64 = retrying("insert run", || {
+            let mut connection = self.connection();
+            let mut invocation = INSERT_RUN.key(&key);
+            fields.push(&mut invocation);
+            async move { invocation.invoke_async(&mut connection).await }
+        })
+        .await?;
+        if created == 1 {
+            return Ok(());
+        }
+        // As for questions: our own earlier attempt may have landed.
+        match self.get_run(&run.id).await? {
+            Some(stored) if stored.created_at == run.created_at && stored.flow == run.flow => {
+                Ok(())
+            }
+            _ => Err(Error::IdTaken),
+        }
+    }
+
+    async fn get_run(&self, id: &str) -> Result<Option<Run>, Error> {
+        assemble_run(&self.run_fields(id).await?)
+    }
+
+    async fn acquire_run(
+        &self,
+        id: &str,
+        why: Acquire<'_>,
+        owner: &str,
+        now: Millis,
+        lease_until: Millis,
+    ) -> Result<Option<Run>, Error> {
+        // Index first: a crash right after taking the run must leave it where recovery looks.
+        self.index_run(id, Some(lease_until)).await?;
+        let key = self.keys.run(id);
+        let (kind, question) = match why {
+            Acquire::Answer(question) => ("answer", question.to_string()),
+            Acquire::Recovery => ("recovery", String::new()),
+        };
+        let taken: Option<String> = retrying("acquire run", || {
+            let mut connection = self.connection();
+            let mut invocation = ACQUIRE_RUN.key(&key);
+            invocation
+                .arg(kind)
+                .arg(&question)
+                .arg(owner)
+                .arg(now.0)
+                .arg(lease_until.0);
+            async move { invocation.invoke_async(&mut connection).await }
+        })
+        .await?;
+        if taken.is_some() {
+            return self.get_run(id).await;
+        }
+        // Not ours: make the index tell the truth about this run again.
+        match self.get_run(id).await? {
+            Some(run) if run.needs_executor() => self.index_run(id, run.lease_until).await?,
+            _ => self.index_run(id, None).await?,
+        }
+        Ok(None)
+    }
+
+    async fn save_run(&self, run: &Run, owner: &str) -> Result<bool, Error> {
+        if run.needs_executor() {
+            self.index_run(&run.id, run.lease_until).await?;
+        }
+        let key = self.keys.run(&run.id);
+        let fields = RunFields::of(run);
+        let ttl = if run.state.is_final() && run.reported {
+            self.options.retention.as_millis() as u64
+        } else {
+            0
+        };
+        let saved: i64 = retrying("save run", || {
+            let mut connection = self.connection();
+            let mut invocation = SAVE_RUN.key(&key);
+            invocation.arg(owner);
+            fields.push(&mut invocation);
+            invocation.arg(ttl);
+            async move { invocation.invoke_async(&mut connection).await }
+        })
+        .await?;
+        if saved == 1 && !run.needs_executor() {
+            self.index_run(&run.id, None).await?;
+        }
+        Ok(saved == 1)
+    }
+
+    async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<String>, Error> {
+        let key = self.keys.run_leases();
+        retrying("expired runs", || {
+            let mut connection = self.connection();
+            let key = key.clone();
+            async move {
+                connection
+                    .zrangebyscore_limit(key, 0, now.0, 0, limit as isize)
+                    .await
+            }
+        })
+        .await
     }
 
     async fn publish(&self, event: &Event) -> Result<(), Error> {

@@ -61,12 +61,32 @@ async fn the_demo_runs_end_to_end() {
     stdin.write_all(b"1,3\n").await.unwrap();
     let _name = next_question(&mut transcript).await;
     stdin.write_all(b"Aurora\n").await.unwrap();
+    // The follow-up run: started by a message, each answer resumes it.
+    stdin.write_all(b"/release 2.0\n").await.unwrap();
+    let _channel = next_question(&mut transcript).await;
+    stdin.write_all(b"2\n").await.unwrap();
+    let _notes = next_question(&mut transcript).await;
+    stdin.write_all(b"First beta\n").await.unwrap();
+    let _publish = next_question(&mut transcript).await;
+    stdin.write_all(b"yes\n").await.unwrap();
     loop {
         let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
             .await
             .expect("output in time")
-            .unwrap();
-        let Some(line) = line else { break };
+            .unwrap()
+            .expect("still running");
+        transcript.push_str(&line);
+        transcript.push('\n');
+        if line.starts_with("✓ release:") {
+            break;
+        }
+    }
+    drop(stdin);
+    while let Some(line) = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        .await
+        .expect("output in time")
+        .unwrap()
+    {
         transcript.push_str(&line);
         transcript.push('\n');
     }
@@ -82,6 +102,8 @@ async fn the_demo_runs_end_to_end() {
         "→ features: got dark mode, CSV export",
         "→ release name: got Aurora",
         "The demo function is done.",
+        "▶ release started.",
+        "✓ release: Published 2.0 on beta at ",
     ] {
         assert!(
             transcript.contains(expected),

@@ -24,6 +24,9 @@ use tokio::sync::Notify;
 pub const BOT_ID: i64 = 999;
 pub const BOT_USERNAME: &str = "AskBot";
 
+/// Marks a queued copy that must be delivered again whatever the offset.
+const REDELIVERY: &str = "_redelivery";
+
 /// One recorded Bot API call.
 #[derive(Clone, Debug)]
 pub struct Call {
@@ -87,6 +90,7 @@ impl Sent {
 struct Inner {
     calls: Vec<Call>,
     queue: Vec<Value>,
+    history: Vec<Value>,
     next_update_id: i64,
     next_message_id: i64,
     messages: BTreeMap<(i64, i64), Sent>,
@@ -213,21 +217,24 @@ impl FakeTelegram {
         state.next_update_id += 1;
         let mut update = json!({"update_id": id});
         update[kind] = payload;
+        state.history.push(update.clone());
         state.queue.push(update);
         drop(state);
         self.new_update.notify_waiters();
         id
     }
 
-    /// Queues the same update again (a re-delivery).
+    /// Delivers an update again, as Telegram does when the bot's confirmation was lost (the
+    /// copy is sent whatever offset the bot has confirmed).
     pub fn redeliver(&self, update_id: i64) {
         let mut state = self.lock();
-        let copy = state
-            .queue
+        let mut copy = state
+            .history
             .iter()
             .find(|u| u["update_id"] == update_id)
             .cloned()
-            .expect("update still queued");
+            .expect("a pushed update");
+        copy[REDELIVERY] = json!(true);
         state.queue.push(copy);
         drop(state);
         self.new_update.notify_waiters();
@@ -345,12 +352,17 @@ async fn get_updates(state: &Arc<Mutex<Inner>>, new_update: &Notify, body: &Valu
         let notified = new_update.notified();
         {
             let mut state = state.lock().unwrap();
-            // An offset confirms every update below it.
-            state
-                .queue
-                .retain(|u| u["update_id"].as_i64().unwrap() >= offset);
+            // An offset confirms every update below it (a forced re-delivery aside).
+            state.queue.retain(|u| {
+                u["update_id"].as_i64().unwrap() >= offset || u.get(REDELIVERY).is_some()
+            });
             if !state.queue.is_empty() {
-                let updates = std::mem::take(&mut state.queue);
+                let mut updates = std::mem::take(&mut state.queue);
+                for update in &mut updates {
+                    if let Some(object) = update.as_object_mut() {
+                        object.remove(REDELIVERY);
+                    }
+                }
                 state.calls.push(Call {
                     method: "getupdates".into(),
                     body: body.clone(),

@@ -1,0 +1,792 @@
+//! Follow-up runs: a chat message starts a flow, its asks return "pending", the next message
+//! resumes it; steps run once; crashes and races resume exactly once; HTTP flows and callbacks.
+
+use crate::support::{
+    Call, FakeChannel, RedisServer, bridge_over, eventually, eventually_some, http, memory_bridge,
+};
+use askbridge::bridge::Bridge;
+use askbridge::config::Secret;
+use askbridge::flows::FlowContext;
+use askbridge::flows::http::HttpFlow;
+use askbridge::http::{AppState, app};
+use askbridge::signing;
+use askbridge::store::memory::MemoryStore;
+use askbridge::store::redis::{RedisOptions, RedisStore};
+use askbridge::store::{ListFilter, Store, StoreOptions};
+use askbridge::{BridgeOptions, Error};
+use askbridge_core::run::{Origin, RunState};
+use askbridge_core::{Actor, Answer, Inbound, Inbox, Millis, NewQuestion, Question, Transition};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+const WITHIN: Duration = Duration::from_secs(10);
+
+/// Counts how often the flow's code ran, and how often its step's side effect happened.
+#[derive(Clone, Default)]
+struct Counters {
+    executions: Arc<AtomicUsize>,
+    side_effects: Arc<AtomicUsize>,
+}
+
+/// A flow with three asks and a step: the shape the issue asks to test.
+fn register_trip(bridge: &Bridge, counters: &Counters) {
+    let counters = counters.clone();
+    bridge
+        .flow("trip", "plans a trip", move |ctx: FlowContext| {
+            let counters = counters.clone();
+            async move {
+                counters.executions.fetch_add(1, Ordering::SeqCst);
+                let city = ctx.input().to_owned();
+                let transport = ctx
+                    .ask(
+                        NewQuestion::ask(format!("How do we get to {city}?"))
+                            .options(["train", "plane", "car"]),
+                    )
+                    .await?;
+                let nights = match ctx
+                    .ask(NewQuestion::ask("How many nights?").options(["1", "2", "3"]))
+                    .await
+                {
+                    Ok(nights) => nights.to_string(),
+                    Err(Error::Declined { message }) => {
+                        format!("unknown ({})", message.unwrap_or_default())
+                    }
+                    Err(other) => return Err(other),
+                };
+                let side_effects = counters.side_effects.clone();
+                let booking = ctx
+                    .step("book", async move {
+                        format!(
+                            "booking #{}",
+                            side_effects.fetch_add(1, Ordering::SeqCst) + 1
+                        )
+                    })
+                    .await?;
+                let insure = ctx
+                    .confirm(
+                        NewQuestion::confirm("Add travel insurance?")
+                            .timeout(Duration::from_secs(600)),
+                    )
+                    .await?;
+                Ok(format!(
+                    "{city} by {transport}, {nights} nights, {booking}, insurance: {insure}"
+                ))
+            }
+        })
+        .unwrap();
+}
+
+fn message(sender: &str, chat: &str, text: &str) -> Inbound {
+    Inbound {
+        via: "chat".into(),
+        chat: chat.into(),
+        sender: sender.into(),
+        sender_name: Some(format!("@{}", sender.replace(':', "_"))),
+        text: text.into(),
+        private: false,
+        delivery_id: None,
+    }
+}
+
+async fn waiting_question(bridge: &Bridge, chat: &str, prompt_start: &str) -> Question {
+    let filter = ListFilter {
+        target: Some(chat.into()),
+        ..ListFilter::pending()
+    };
+    eventually_some(WITHIN, prompt_start, || {
+        let bridge = bridge.clone();
+        let filter = filter.clone();
+        async move {
+            bridge
+                .list(&filter)
+                .await
+                .unwrap()
+                .into_iter()
+                .find(|q| q.prompt.starts_with(prompt_start))
+        }
+    })
+    .await
+}
+
+fn said(channel: &FakeChannel) -> Vec<String> {
+    channel
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            Call::Say { text, .. } => Some(text),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn wait_said(channel: &Arc<FakeChannel>, needle: &str) -> String {
+    eventually_some(WITHIN, needle, || {
+        let channel = channel.clone();
+        let needle = needle.to_owned();
+        async move { said(&channel).into_iter().find(|t| t.contains(&needle)) }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_chat_message_starts_a_run_and_each_answer_resumes_it() {
+    let (bridge, chat) = memory_bridge().await;
+    let counters = Counters::default();
+    register_trip(&bridge, &counters);
+    let started = bridge
+        .handle(message("chat:7", "chat:1", "/trip Lisbon"))
+        .await
+        .unwrap();
+    assert_eq!(started.text, "▶ trip started.");
+    let first = waiting_question(&bridge, "chat:1", "How do we get to Lisbon?").await;
+    assert_eq!(
+        first.answerers,
+        vec!["chat:7".to_owned()],
+        "only the starter may answer"
+    );
+    assert!(bridge.waiters().is_empty(), "nothing waits in memory");
+    // A stranger cannot answer; the starter answers by command.
+    let refused = bridge
+        .handle(message(
+            "chat:8",
+            "chat:1",
+            &format!("/answer {} 2", first.id),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(refused.text, "You can't answer this question.");
+    bridge
+        .handle(message(
+            "chat:7",
+            "chat:1",
+            &format!("/answer {} 2", first.id),
+        ))
+        .await
+        .unwrap();
+    let second = waiting_question(&bridge, "chat:1", "How many nights?").await;
+    // A plain reply that does not fit keeps it waiting; one that fits answers it.
+    let wrong = bridge
+        .handle(message("chat:7", "chat:1", "a week"))
+        .await
+        .unwrap();
+    assert!(
+        wrong
+            .text
+            .contains("That doesn't answer \"How many nights?\""),
+        "{}",
+        wrong.text
+    );
+    assert!(bridge.get(&second.id).await.unwrap().is_pending());
+    bridge
+        .handle(message("chat:7", "chat:1", "3"))
+        .await
+        .unwrap();
+    let third = waiting_question(&bridge, "chat:1", "Add travel insurance?").await;
+    bridge
+        .handle(message("chat:7", "chat:1", "yes"))
+        .await
+        .unwrap();
+    let result = wait_said(&chat, "✓ trip:").await;
+    assert_eq!(
+        result,
+        "✓ trip: Lisbon by plane, 3 nights, booking #1, insurance: true"
+    );
+    assert_eq!(
+        counters.side_effects.load(Ordering::SeqCst),
+        1,
+        "the step ran once across all replays"
+    );
+    assert_eq!(
+        counters.executions.load(Ordering::SeqCst),
+        4,
+        "started once, resumed three times"
+    );
+    assert_eq!(
+        said(&chat)
+            .iter()
+            .filter(|t| t.starts_with("✓ trip"))
+            .count(),
+        1
+    );
+    let run_id = third.run_id.clone().unwrap();
+    let run = bridge.get_run(&run_id).await.unwrap();
+    assert_eq!((run.state, run.reported), (RunState::Done, true));
+    assert_eq!(run.journal.len(), 4, "three asks and a step");
+}
+
+#[tokio::test]
+async fn declines_and_expiry_reach_the_flow() {
+    let (bridge, chat) = memory_bridge().await;
+    let counters = Counters::default();
+    register_trip(&bridge, &counters);
+    bridge
+        .handle(message("chat:7", "chat:1", "/run trip Oslo"))
+        .await
+        .unwrap();
+    let first = waiting_question(&bridge, "chat:1", "How do we get to Oslo?").await;
+    bridge
+        .handle(message(
+            "chat:7",
+            "chat:1",
+            &format!("/answer {} train", first.id),
+        ))
+        .await
+        .unwrap();
+    let second = waiting_question(&bridge, "chat:1", "How many nights?").await;
+    bridge
+        .handle(message(
+            "chat:7",
+            "chat:1",
+            &format!("/decline {} ask Bob", second.id),
+        ))
+        .await
+        .unwrap();
+    let third = waiting_question(&bridge, "chat:1", "Add travel insurance?").await;
+    // Let the last question expire: the flow's confirm reads a timeout as no.
+    bridge
+        .store()
+        .claim(
+            &third,
+            &askbridge_core::Claim {
+                transition: Transition::Expire,
+                actor: Actor::timeout(),
+                at: Millis::now(),
+            },
+        )
+        .await
+        .unwrap();
+    bridge
+        .store()
+        .reschedule(&third.id, Millis::now())
+        .await
+        .unwrap();
+    let result = wait_said(&chat, "✓ trip:").await;
+    assert_eq!(
+        result,
+        "✓ trip: Oslo by train, unknown (ask Bob) nights, booking #1, insurance: false"
+    );
+}
+
+#[tokio::test]
+async fn a_flow_error_and_a_changed_flow_fail_in_one_clear_line() {
+    let (bridge, chat) = memory_bridge().await;
+    bridge
+        .flow("boom", "fails", |_ctx| async {
+            Err(Error::Flow("the disk is full".into()))
+        })
+        .unwrap();
+    bridge
+        .handle(message("chat:7", "chat:1", "/boom"))
+        .await
+        .unwrap();
+    assert_eq!(
+        wait_said(&chat, "boom").await,
+        "✗ boom failed: the disk is full"
+    );
+    bridge
+        .flow("shape", "v1", |ctx| async move {
+            ctx.ask(NewQuestion::ask("Old question?"))
+                .await
+                .map(|a| a.to_string())
+        })
+        .unwrap();
+    bridge
+        .handle(message("chat:7", "chat:1", "/shape"))
+        .await
+        .unwrap();
+    let old = waiting_question(&bridge, "chat:1", "Old question?").await;
+    // The flow's code changes while the run waits.
+    bridge
+        .flow("shape", "v2", |ctx| async move {
+            ctx.ask(NewQuestion::ask("New question?"))
+                .await
+                .map(|a| a.to_string())
+        })
+        .unwrap();
+    bridge
+        .handle(message(
+            "chat:7",
+            "chat:1",
+            &format!("/answer {} hello", old.id),
+        ))
+        .await
+        .unwrap();
+    let failure = wait_said(&chat, "shape failed").await;
+    assert_eq!(
+        failure,
+        "✗ shape failed: The flow changed while the run waited: it now asks \"New question?\" where its journal recorded the question \"Old question?\"."
+    );
+    let unknown = bridge
+        .handle(message("chat:7", "chat:1", "/run nothing"))
+        .await
+        .unwrap();
+    assert_eq!(
+        unknown.text,
+        "There is no flow `nothing`. Send /help to see the flows."
+    );
+    let help = bridge
+        .handle(message("chat:7", "chat:1", "/help"))
+        .await
+        .unwrap();
+    assert!(
+        help.text.contains("/boom  fails") && help.text.contains("/shape  v2"),
+        "{}",
+        help.text
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_runs_hold_no_task_and_no_memory_in_the_process() {
+    let (bridge, _) = memory_bridge().await;
+    let counters = Counters::default();
+    register_trip(&bridge, &counters);
+    let metrics = tokio::runtime::Handle::current().metrics();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let baseline = metrics.num_alive_tasks();
+    const RUNS: usize = 2000;
+    for n in 0..RUNS {
+        let origin = Origin {
+            chat: Some("chat:1".into()),
+            user: format!("chat:{n}"),
+            user_name: None,
+        };
+        bridge.start_run("trip", "Rome", origin).await.unwrap();
+    }
+    eventually(
+        Duration::from_secs(30),
+        "every run parked on its first question",
+        || {
+            let bridge = bridge.clone();
+            async move {
+                bridge
+                    .list(&ListFilter {
+                        limit: usize::MAX,
+                        ..ListFilter::pending()
+                    })
+                    .await
+                    .unwrap()
+                    .len()
+                    == RUNS
+            }
+        },
+    )
+    .await;
+    eventually(Duration::from_secs(30), "their tasks ended", || async {
+        metrics.num_alive_tasks() <= baseline + 5
+    })
+    .await;
+    assert!(bridge.waiters().is_empty());
+    assert_eq!(counters.executions.load(Ordering::SeqCst), RUNS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_between_the_answer_and_the_resume_is_picked_up_at_startup() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::default());
+    let counters = Counters::default();
+    let (first, _) = bridge_over(store.clone()).await;
+    register_trip(&first, &counters);
+    first
+        .handle(message("chat:7", "chat:1", "/trip Paris"))
+        .await
+        .unwrap();
+    let question = waiting_question(&first, "chat:1", "How do we get to Paris?").await;
+    first.shutdown();
+    // The first process wins the claim, then dies before its effects (the resume) run.
+    let claim = askbridge_core::Claim {
+        transition: Transition::Answer {
+            value: Answer::Text("car".into()),
+        },
+        actor: Actor::new("chat:7", "chat"),
+        at: Millis::now(),
+    };
+    store.claim(&question, &claim).await.unwrap();
+    // A new process on the same store finds the resolved question in the outbox.
+    let (second, _) = bridge_over(store.clone()).await;
+    register_trip(&second, &counters);
+    let next = waiting_question(&second, "chat:1", "How many nights?").await;
+    assert_eq!(next.run_id, question.run_id);
+    assert_eq!(
+        counters.executions.load(Ordering::SeqCst),
+        2,
+        "resumed exactly once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_processes_on_one_redis_resume_a_run_once() {
+    let server = RedisServer::start();
+    let connect = || async {
+        let store = RedisStore::connect(RedisOptions {
+            url: server.url(),
+            prefix: "askbridge".into(),
+            store: StoreOptions::default(),
+        })
+        .await
+        .unwrap();
+        Arc::new(store) as Arc<dyn Store>
+    };
+    let counters = Counters::default();
+    let (a, chat_a) = bridge_over(connect().await).await;
+    let (b, chat_b) = bridge_over(connect().await).await;
+    register_trip(&a, &counters);
+    register_trip(&b, &counters);
+    a.handle(message("chat:7", "chat:1", "/trip Rome"))
+        .await
+        .unwrap();
+    let first = waiting_question(&a, "chat:1", "How do we get to Rome?").await;
+    // B gets the answer; A's sweeper is made to settle the same question at the same time.
+    let answering = b.handle(message(
+        "chat:7",
+        "chat:1",
+        &format!("/answer {} 1", first.id),
+    ));
+    let sweeping = async {
+        a.store()
+            .reschedule(&first.id, Millis::now())
+            .await
+            .unwrap();
+        a.sweep_once().await.unwrap();
+    };
+    let (reply, ()) = tokio::join!(answering, sweeping);
+    assert!(reply.unwrap().text.starts_with("✓ Answered: train"));
+    let second = waiting_question(&b, "chat:1", "How many nights?").await;
+    for bridge in [&a, &b] {
+        bridge
+            .store()
+            .reschedule(&first.id, Millis::now())
+            .await
+            .unwrap();
+        bridge.sweep_once().await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        counters.executions.load(Ordering::SeqCst),
+        2,
+        "one start, one resume"
+    );
+    a.resolve(
+        &second.id,
+        Transition::Answer {
+            value: Answer::Text("2".into()),
+        },
+        Actor::new("chat:7", "chat"),
+        "chat:1",
+    )
+    .await
+    .unwrap();
+    let third = waiting_question(&a, "chat:1", "Add travel insurance?").await;
+    b.handle(message(
+        "chat:7",
+        "chat:1",
+        &format!("/answer {} no", third.id),
+    ))
+    .await
+    .unwrap();
+    let chats = [chat_a, chat_b];
+    eventually(WITHIN, "the result posted once", || async {
+        chats
+            .iter()
+            .map(|c| said(c).iter().filter(|t| t.starts_with("✓ trip")).count())
+            .sum::<usize>()
+            == 1
+    })
+    .await;
+    assert_eq!(counters.side_effects.load(Ordering::SeqCst), 1);
+    assert_eq!(counters.executions.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test]
+async fn blocking_mode_runs_the_same_flow_with_waiting_asks() {
+    let (bridge, _) = memory_bridge().await;
+    let counters = Counters::default();
+    register_trip(&bridge, &counters);
+    let session = bridge.session("blocking-1");
+    let running = {
+        let bridge = bridge.clone();
+        tokio::spawn(async move { bridge.run_blocking("trip", "Vienna", session).await })
+    };
+    for (prompt, answer) in [
+        ("How do we get to Vienna?", "train"),
+        ("How many nights?", "1"),
+        ("Add travel insurance?", "no"),
+    ] {
+        let q = waiting_question(&bridge, "chat:1", prompt).await;
+        let transition = q.read_typed(answer).unwrap();
+        bridge
+            .resolve(&q.id, transition, Actor::new("chat:7", "chat"), "chat:1")
+            .await
+            .unwrap();
+    }
+    let result = tokio::time::timeout(WITHIN, running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        result,
+        "Vienna by train, 1 nights, booking #1, insurance: false"
+    );
+    assert_eq!(
+        counters.executions.load(Ordering::SeqCst),
+        1,
+        "blocking mode runs once, without replays"
+    );
+}
+
+/// A flow endpoint in the test: checks askbridge's signature with its own secret, then plays a
+/// two-question flow from the journal it receives.
+async fn flow_endpoint(secret: &'static str) -> (String, Arc<std::sync::Mutex<Vec<Value>>>) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let recorder = seen.clone();
+    let route = axum::routing::post(
+        move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+            let recorder = recorder.clone();
+            async move {
+                let signature = headers
+                    .get(signing::SIGNATURE_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default();
+                if signing::verify(
+                    secret.as_bytes(),
+                    signature,
+                    &body,
+                    Millis::now(),
+                    signing::DEFAULT_TOLERANCE,
+                )
+                .is_err()
+                {
+                    return (
+                        axum::http::StatusCode::UNAUTHORIZED,
+                        axum::Json(json!({"error": "bad signature"})),
+                    );
+                }
+                let request: Value = serde_json::from_slice(&body).unwrap();
+                recorder.lock().unwrap().push(request.clone());
+                let journal = request["journal"].as_array().unwrap();
+                let reply = match journal.len() {
+                    0 => json!({"ask": {"prompt": "Which region?", "options": ["eu", "us"]}}),
+                    1 => {
+                        json!({"ask": {"kind": "confirm", "prompt": format!("Scale {} to 3 nodes?", journal[0]["value"].as_str().unwrap())}})
+                    }
+                    _ => {
+                        json!({"reply": format!("scaled {} ({})", journal[0]["value"].as_str().unwrap(), journal[1]["value"])})
+                    }
+                };
+                (axum::http::StatusCode::OK, axum::Json(reply))
+            }
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/flow", listener.local_addr().unwrap());
+    tokio::spawn(
+        async move { axum::serve(listener, axum::Router::new().route("/flow", route)).await },
+    );
+    (url, seen)
+}
+
+#[tokio::test]
+async fn an_http_flow_endpoint_is_called_signed_and_resumed_with_its_journal() {
+    let (url, seen) = flow_endpoint("endpoint-secret").await;
+    let (bridge, chat) = memory_bridge().await;
+    bridge
+        .register_flow(
+            "scale",
+            Arc::new(HttpFlow::new("scale", &url, Secret::new("endpoint-secret"))),
+        )
+        .unwrap();
+    bridge
+        .handle(message("chat:7", "chat:1", "/scale web"))
+        .await
+        .unwrap();
+    let region = waiting_question(&bridge, "chat:1", "Which region?").await;
+    bridge
+        .handle(message("chat:7", "chat:1", "eu"))
+        .await
+        .unwrap();
+    waiting_question(&bridge, "chat:1", "Scale eu to 3 nodes?").await;
+    bridge
+        .handle(message("chat:7", "chat:1", "y"))
+        .await
+        .unwrap();
+    assert_eq!(
+        wait_said(&chat, "✓ scale").await,
+        "✓ scale: scaled eu (true)"
+    );
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[0]["input"], "web");
+    assert_eq!(requests[0]["origin"]["user"], "chat:7");
+    assert_eq!(requests[1]["journal"][0]["question_id"], region.id.as_str());
+    assert_eq!(requests[1]["journal"][0]["status"], "answered");
+    assert_eq!(requests[2]["journal"][1]["value"], true);
+}
+
+#[tokio::test]
+async fn an_http_flow_refusing_a_wrong_signature_fails_the_run_clearly() {
+    let (url, seen) = flow_endpoint("endpoint-secret").await;
+    let (bridge, chat) = memory_bridge().await;
+    bridge
+        .register_flow(
+            "scale",
+            Arc::new(HttpFlow::new("scale", &url, Secret::new("not-the-secret"))),
+        )
+        .unwrap();
+    bridge
+        .handle(message("chat:7", "chat:1", "/scale web"))
+        .await
+        .unwrap();
+    assert_eq!(
+        wait_said(&chat, "scale failed").await,
+        "✗ scale failed: the flow endpoint answered 401 Unauthorized"
+    );
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "the endpoint acted on nothing"
+    );
+}
+
+#[tokio::test]
+async fn callback_urls_get_the_resolved_question_signed() {
+    let received = Arc::new(std::sync::Mutex::new(Vec::<(String, Value)>::new()));
+    let recorder = received.clone();
+    let route = axum::routing::post(
+        move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+            let recorder = recorder.clone();
+            async move {
+                let signature = headers
+                    .get(signing::SIGNATURE_HEADER)
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .to_owned();
+                let ok = signing::verify(
+                    b"callback-secret",
+                    &signature,
+                    &body,
+                    Millis::now(),
+                    signing::DEFAULT_TOLERANCE,
+                )
+                .is_ok();
+                recorder
+                    .lock()
+                    .unwrap()
+                    .push((ok.to_string(), serde_json::from_slice(&body).unwrap()));
+                axum::http::StatusCode::NO_CONTENT
+            }
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let callback = format!("http://{}/done", listener.local_addr().unwrap());
+    tokio::spawn(
+        async move { axum::serve(listener, axum::Router::new().route("/done", route)).await },
+    );
+    let bridge = Bridge::new(
+        Arc::new(MemoryStore::default()),
+        BridgeOptions {
+            signing_secret: Some(Secret::new("callback-secret")),
+            ..BridgeOptions::default()
+        },
+    );
+    bridge.start().await.unwrap();
+    let router = app(AppState::new(bridge.clone(), None));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let body =
+        json!({"session_id": "cb", "prompt": "Ship?", "kind": "confirm", "callback_url": callback});
+    let q: Value = http()
+        .post(format!("{base}/api/questions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = q["id"].as_str().unwrap();
+    http()
+        .post(format!("{base}/api/questions/{id}/reply"))
+        .json(&json!({"answer": true}))
+        .send()
+        .await
+        .unwrap();
+    let (verified, question) = eventually_some(WITHIN, "the callback", || {
+        let received = received.clone();
+        async move { received.lock().unwrap().first().cloned() }
+    })
+    .await;
+    assert_eq!(verified, "true", "signed with the shared secret");
+    assert_eq!(question["id"], id);
+    assert_eq!(question["resolution"]["value"], true);
+    // Without a secret configured, callback URLs are refused rather than sent unsigned.
+    let (plain, _) = memory_bridge().await;
+    let mut with_callback = NewQuestion::ask("x").session("s");
+    with_callback.callback_url = Some("http://127.0.0.1:9/cb".into());
+    assert!(matches!(
+        plain.create(with_callback).await,
+        Err(Error::Model(askbridge_core::Error::Invalid {
+            field: "callback_url",
+            ..
+        }))
+    ));
+}
+
+#[tokio::test]
+async fn runs_start_over_the_http_api_too() {
+    let (bridge, _) = memory_bridge().await;
+    let counters = Counters::default();
+    register_trip(&bridge, &counters);
+    let router = app(AppState::new(bridge.clone(), None));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let response = http()
+        .post(format!("{base}/api/runs"))
+        .json(&json!({"flow": "trip", "input": "Bern"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let run: Value = response.json().await.unwrap();
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let question = eventually_some(WITHIN, "the run's question", || {
+        let bridge = bridge.clone();
+        let run_id = run_id.clone();
+        async move {
+            bridge
+                .list(&ListFilter::pending())
+                .await
+                .unwrap()
+                .into_iter()
+                .find(|q| q.run_id.as_deref() == Some(&run_id))
+        }
+    })
+    .await;
+    assert!(question.targets.is_empty(), "no chat: answered over HTTP");
+    assert_eq!(question.answerers, vec!["api".to_owned()]);
+    let r = http()
+        .post(format!("{base}/api/questions/{}/reply", question.id))
+        .json(&json!({"answer": "car"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let bad = http()
+        .post(format!("{base}/api/runs"))
+        .json(&json!({"flow": "nope"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 422);
+    let stored: Value = http()
+        .get(format!("{base}/api/runs/{run_id}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stored["flow"], "trip");
+}
