@@ -14,9 +14,11 @@
 //! | `GET /api/questions/{id}/wait?timeout_s=N` | long-poll until resolved |
 //! | `POST /api/sessions/{session_id}/cancel` | cancel a session's pending questions |
 //! | `GET /api/events?session_id=` | Server-Sent Events, pending questions replayed first |
+//! | `GET /api/stats` | pending now, outcomes in the last hour, time to answer ([`stats`]) |
 //! | `GET /healthz`, `GET /metrics` | health (checks the store), Prometheus metrics |
 
 mod events;
+pub mod stats;
 
 use crate::Error;
 use crate::bridge::Bridge;
@@ -86,6 +88,7 @@ pub fn app(state: AppState) -> Router {
         .route("/questions/{id}/wait", get(wait))
         .route("/sessions/{session_id}/cancel", post(cancel_session))
         .route("/events", get(events::stream))
+        .route("/stats", get(stats::stats))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     let extra = state.extra.clone();
     let router = Router::new()

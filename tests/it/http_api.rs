@@ -377,6 +377,83 @@ async fn healthz_and_metrics() {
     assert!(text.contains("askbridge_resolve_seconds_count 1"), "{text}");
 }
 
+#[tokio::test]
+async fn stats_count_the_last_hour_and_time_to_answer() {
+    let (router, bridge) = router().await;
+    let (_, empty) = call(&router, "GET", "/api/stats", None).await;
+    assert_eq!(
+        empty,
+        json!({"pending": 0, "last_hour": {"answered": 0, "declined": 0, "expired": 0, "cancelled": 0},
+               "time_to_answer_s": {"p50": null, "p99": null}})
+    );
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let (_, q) = call(&router, "POST", "/api/questions", Some(ask_body())).await;
+        ids.push(q["id"].as_str().unwrap().to_owned());
+    }
+    let expired = json!({"session_id": "s2", "prompt": "Soon?", "timeout_s": 0.05});
+    call(&router, "POST", "/api/questions", Some(expired)).await;
+    for id in &ids[..2] {
+        let (status, _) = call(
+            &router,
+            "POST",
+            &format!("/api/questions/{id}/reply"),
+            Some(json!({"answer": "dayjs"})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    call(
+        &router,
+        "POST",
+        &format!("/api/questions/{}/reject", ids[2]),
+        None,
+    )
+    .await;
+    let stats = eventually_some(
+        Duration::from_secs(10),
+        "the short question expired",
+        || {
+            let router = router.clone();
+            async move {
+                let (status, stats) = call(&router, "GET", "/api/stats", None).await;
+                assert_eq!(status, StatusCode::OK);
+                (stats["last_hour"]["expired"] == 1).then_some(stats)
+            }
+        },
+    )
+    .await;
+    assert_eq!(stats["pending"], 2, "{stats}");
+    assert_eq!(stats["last_hour"]["answered"], 2, "{stats}");
+    assert_eq!(stats["last_hour"]["declined"], 1, "{stats}");
+    assert_eq!(stats["last_hour"]["cancelled"], 0, "{stats}");
+    // Both answers came within this test's few seconds of their question.
+    let answered: Vec<askbridge::core::Question> = serde_json::from_value(
+        call(&router, "GET", "/api/questions?status=answered", None)
+            .await
+            .1["questions"]
+            .clone(),
+    )
+    .unwrap();
+    let mut waits: Vec<f64> = answered
+        .iter()
+        .map(|q| {
+            let at = q.resolution.as_ref().unwrap().at;
+            at.since(q.created_at).as_millis() as f64 / 1000.0
+        })
+        .collect();
+    waits.sort_by(f64::total_cmp);
+    assert_eq!(stats["time_to_answer_s"]["p50"], json!(waits[0]), "{stats}");
+    assert_eq!(stats["time_to_answer_s"]["p99"], json!(waits[1]), "{stats}");
+    bridge
+        .cancel_session("s1", askbridge::core::Actor::new("api", "api"))
+        .await
+        .unwrap();
+    let (_, stats) = call(&router, "GET", "/api/stats", None).await;
+    assert_eq!(stats["pending"], 0, "{stats}");
+    assert_eq!(stats["last_hour"]["cancelled"], 2, "{stats}");
+}
+
 /// Serves the app on a real socket for tests that need streaming.
 async fn served() -> (String, askbridge::Bridge) {
     let (bridge, _) = memory_bridge().await;
