@@ -16,8 +16,10 @@
 //! | `GET /api/events?session_id=` | Server-Sent Events, pending questions replayed first |
 //! | `GET /api/stats` | pending now, outcomes in the last hour, time to answer ([`stats`]) |
 //! | `GET /healthz`, `GET /metrics` | health (checks the store), Prometheus metrics |
+//! | `GET /` | the ops page ([`ops_page`]), outside the token layer: it holds no data |
 
 mod events;
+pub mod ops_page;
 pub mod stats;
 
 use crate::Error;
@@ -93,6 +95,7 @@ pub fn app(state: AppState) -> Router {
     let extra = state.extra.clone();
     let router = Router::new()
         .nest("/api", api)
+        .merge(ops_page::routes())
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .fallback(not_found)

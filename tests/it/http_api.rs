@@ -454,6 +454,61 @@ async fn stats_count_the_last_hour_and_time_to_answer() {
     assert_eq!(stats["last_hour"]["cancelled"], 2, "{stats}");
 }
 
+#[tokio::test]
+async fn the_ops_page_is_served_without_a_token_under_a_strict_policy() {
+    let (bridge, _) = memory_bridge().await;
+    let router = app(AppState::new(bridge, Some(&Secret::new("s3cret"))));
+    for (path, content_type, must_contain) in [
+        (
+            "/",
+            "text/html; charset=utf-8",
+            r#"<script src="ops.js" defer>"#,
+        ),
+        ("/ops.js", "text/javascript; charset=utf-8", "api/events"),
+        ("/ops.css", "text/css; charset=utf-8", ":focus-visible"),
+    ] {
+        let request = Request::builder().uri(path).body(Body::empty()).unwrap();
+        let response = router.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        let headers = response.headers().clone();
+        assert_eq!(headers["content-type"], content_type, "{path}");
+        assert_eq!(
+            headers["content-security-policy"],
+            askbridge::http::ops_page::CONTENT_SECURITY_POLICY,
+            "{path}"
+        );
+        assert_eq!(headers["x-content-type-options"], "nosniff");
+        assert_eq!(headers["x-frame-options"], "DENY");
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let text = String::from_utf8(body.to_vec()).unwrap();
+        assert!(text.contains(must_contain), "{path} lacks {must_contain}");
+        // Works offline: nothing is loaded from another host.
+        for remote in ["http://", "https://", "//cdn", "@import", "url("] {
+            assert!(!text.contains(remote), "{path} refers to {remote}");
+        }
+    }
+    let policy = askbridge::http::ops_page::CONTENT_SECURITY_POLICY;
+    for directive in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "connect-src 'self'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(policy.contains(directive), "{directive}");
+    }
+    assert!(!policy.contains("unsafe"), "{policy}");
+    let (status, _) = call_with(&router, "GET", "/api/stats", None, None).await;
+    assert_eq!(
+        status,
+        StatusCode::UNAUTHORIZED,
+        "the data stays behind the token"
+    );
+    let (status, _) = call_with(&router, "GET", "/api/stats", None, Some("s3cret")).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
 /// Serves the app on a real socket for tests that need streaming.
 async fn served() -> (String, askbridge::Bridge) {
     let (bridge, _) = memory_bridge().await;
