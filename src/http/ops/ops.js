@@ -687,11 +687,22 @@
     return el('button', { type: 'button', class: kind, text, onclick });
   }
 
+  // Not `disabled`: a disabled button drops the keyboard focus to the top of the page. Busy
+  // controls keep the focus, look inactive, and send() ignores them until the answer is back.
   function setBusy(id, busy) {
     const card = findCard(id);
     if (!card) return;
     card.setAttribute('aria-busy', busy ? 'true' : 'false');
-    for (const control of card.querySelectorAll('button, input')) control.disabled = busy;
+    for (const control of card.querySelectorAll('button')) {
+      if (busy) control.setAttribute('aria-disabled', 'true');
+      else control.removeAttribute('aria-disabled');
+    }
+    for (const input of card.querySelectorAll('input[type=text]')) input.readOnly = busy;
+  }
+
+  function isBusy(id) {
+    const card = findCard(id);
+    return Boolean(card) && card.getAttribute('aria-busy') === 'true';
   }
 
   function notice(id, text, kind) {
@@ -704,6 +715,7 @@
 
   async function send(q, action, payload) {
     const id = q.id;
+    if (isBusy(id)) return; // one answer at a time from this card
     setBusy(id, true);
     notice(id, 'Sending…', 'info');
     let response;
