@@ -3,6 +3,7 @@
 //! askbridge's integration tests: one test binary (link time on 2 cores), one module per area.
 //! Redis tests start their own `redis-server` on a free loopback port in a temp dir.
 
+mod cdp;
 mod redis_server;
 mod support;
 
@@ -13,3 +14,4 @@ mod demo;
 mod http_api;
 mod restart;
 mod store_conformance;
+mod web;
