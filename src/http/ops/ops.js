@@ -70,7 +70,7 @@
 
   function seconds(s) {
     if (s === null || s === undefined) return '–';
-    if (s < 1) return `${Math.round(s * 1000)} ms`;
+    if (s < 1) return 'under 1 s'; // people answer; milliseconds would be noise
     if (s < 10) return `${s.toFixed(1)} s`;
     if (s < 60) return `${Math.round(s)} s`;
     const m = Math.floor(s / 60);
