@@ -947,6 +947,13 @@ async fn seed_every_kind(server: &InProcess) -> Seeded {
     }
 }
 
+/// Writes past the test harness's capture (which keeps `println!` to itself unless a test
+/// fails), so that `cargo test` says where the screenshots are.
+fn shown_in_test_output(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn screenshot_of_every_kind_at_desktop_and_phone_width() {
     let server = in_process().await;
@@ -989,7 +996,7 @@ async fn screenshot_of_every_kind_at_desktop_and_phone_width() {
 
     let path = artifacts_dir().join("ops-page.png");
     page.screenshot(&path).await;
-    println!("ops page screenshot: {}", path.display());
+    shown_in_test_output(&format!("ops page screenshot: {}", path.display()));
 
     // Phone width: nothing wider than the screen, every control still there.
     page.set_viewport(390, 844, true).await;
@@ -1002,7 +1009,10 @@ async fn screenshot_of_every_kind_at_desktop_and_phone_width() {
     .await;
     let path = artifacts_dir().join("ops-page-phone.png");
     page.screenshot(&path).await;
-    println!("ops page screenshot at phone width: {}", path.display());
+    shown_in_test_output(&format!(
+        "ops page screenshot at phone width: {}",
+        path.display()
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
