@@ -33,6 +33,7 @@
     stale: new Set(), // pending ids not confirmed since the connection was lost
     filters: { session: '', surface: '' },
     skewMs: 0, // server clock minus browser clock
+    epoch: 0, // changes when the token is forgotten or refused; see api()
   };
 
   const conn = { generation: 0, controller: null, timer: null, attempt: 0, liveSince: 0 };
@@ -153,6 +154,9 @@
   // ---- the API ------------------------------------------------------------------------------
 
   class NeedToken extends Error {}
+  // The token was forgotten or refused while a request was out: its answer belongs to a view
+  // that no longer exists and must not land in the new one.
+  class Outdated extends Error {}
 
   function authHeaders(extra) {
     const headers = new Headers(extra || {});
@@ -170,8 +174,11 @@
     return `askbridge answered ${response.status} ${response.statusText}`.trim();
   }
 
+  // A request and its JSON body (null when there is none). Throws NeedToken on 401 and
+  // Outdated when the token changed meanwhile, so callers only ever apply current answers.
   async function api(path, options) {
     const { method = 'GET', json } = options || {};
+    const epoch = state.epoch;
     const init = { method, headers: authHeaders({ Accept: 'application/json' }), cache: 'no-store' };
     if (json !== undefined) {
       init.headers.set('Content-Type', 'application/json');
@@ -179,12 +186,25 @@
     }
     const sentAt = Date.now();
     const response = await fetch(path, init);
+    if (epoch !== state.epoch) throw new Outdated();
     noteClock(response, sentAt);
+    let body = null;
+    try {
+      body = await response.json();
+    } catch (_) {
+      // not JSON: the status says enough
+    }
+    if (epoch !== state.epoch) throw new Outdated();
     if (response.status === 401) {
-      needToken(await errorText(response));
+      needToken(errorOf(response, body));
       throw new NeedToken();
     }
-    return response;
+    return { response, body };
+  }
+
+  function errorOf(response, body) {
+    if (body && typeof body.error === 'string') return body.error;
+    return `askbridge answered ${response.status} ${response.statusText}`.trim();
   }
 
   // ---- the token ----------------------------------------------------------------------------
@@ -240,6 +260,7 @@
   }
 
   function forgetEverything() {
+    state.epoch += 1;
     state.pending.clear();
     state.resolved.clear();
     state.finished.clear();
@@ -366,7 +387,7 @@
   function dispatch(name, data) {
     if (name === 'resync') {
       // The server dropped events for this slow client: rebuild from the lists.
-      reconcile().catch(ignoreTokenLoss);
+      quietly(reconcile());
       return;
     }
     if (!name.startsWith('question.')) return;
@@ -379,12 +400,12 @@
     apply(question);
   }
 
-  function ignoreTokenLoss(error) {
-    if (!(error instanceof NeedToken)) throw error;
+  // Background refreshes: a failure leaves the view as it was until the next one.
+  function quietly(promise) {
+    promise.catch(() => {});
   }
 
   function afterConnect() {
-    const quietly = (promise) => promise.catch(() => {});
     quietly(reconcile());
     quietly(loadRecent());
     quietly(refreshStats());
@@ -394,19 +415,18 @@
   // resolved meanwhile: fetch each to show how. The list is read after the stream subscribed, so
   // anything pending is either in it or arrives as an event.
   async function reconcile() {
-    const response = await api('api/questions?limit=1000');
-    if (!response.ok) return;
-    const { questions } = await response.json();
+    const { response, body } = await api('api/questions?limit=1000');
+    if (!response.ok || !body) return;
     const listed = new Set();
-    for (const q of questions) {
+    for (const q of body.questions) {
       listed.add(q.id);
       apply(q);
     }
     for (const id of [...state.stale]) {
       if (listed.has(id) || !state.pending.has(id)) continue;
       const one = await api(`api/questions/${encodeURIComponent(id)}`);
-      if (one.ok) apply(await one.json());
-      else if (one.status === 404) dropPending(id);
+      if (one.response.ok) apply(one.body);
+      else if (one.response.status === 404) dropPending(id);
     }
   }
 
@@ -414,8 +434,8 @@
     const since = now() - RECENT_MS;
     const lists = await Promise.all(
       STATUSES.map(async (status) => {
-        const response = await api(`api/questions?status=${status}&limit=20`);
-        return response.ok ? (await response.json()).questions : [];
+        const { response, body } = await api(`api/questions?status=${status}&limit=20`);
+        return response.ok && body ? body.questions : [];
       }),
     );
     for (const q of lists.flat()) {
@@ -719,22 +739,17 @@
     setBusy(id, true);
     notice(id, 'Sending…', 'info');
     let response;
+    let body;
     try {
-      response = await api(`api/questions/${encodeURIComponent(id)}/${action}`, {
+      ({ response, body } = await api(`api/questions/${encodeURIComponent(id)}/${action}`, {
         method: 'POST',
         json: payload,
-      });
+      }));
     } catch (error) {
-      if (error instanceof NeedToken) return;
+      if (error instanceof NeedToken || error instanceof Outdated) return;
       setBusy(id, false);
       notice(id, 'askbridge could not be reached, so the answer may not have arrived. Try again.', 'error');
       return;
-    }
-    let body = null;
-    try {
-      body = await response.json();
-    } catch (_) {
-      // a non-JSON body: the status says enough
     }
     if (response.ok && body) {
       apply(body);
@@ -743,8 +758,7 @@
     // 409 carries the question as it is now: show who won before saying why this one lost.
     if (body && body.question) apply(body.question);
     setBusy(id, false);
-    const why = body && typeof body.error === 'string' ? body.error : `askbridge answered ${response.status}`;
-    notice(id, why, 'error');
+    notice(id, errorOf(response, body), 'error');
   }
 
   // ---- recently resolved --------------------------------------------------------------------
@@ -903,13 +917,12 @@
 
   async function refreshStats() {
     statsLast = Date.now();
-    const response = await api('api/stats');
+    const { response, body: s } = await api('api/stats');
     const summary = $('summary');
-    if (!response.ok) {
-      summary.textContent = `Summary unavailable: ${await errorText(response)}`;
+    if (!response.ok || !s) {
+      summary.textContent = `Summary unavailable: ${errorOf(response, s)}`;
       return;
     }
-    const s = await response.json();
     const h = s.last_hour;
     const parts = [`${h.answered} answered`, `${h.declined} declined`, `${h.expired} expired`];
     if (h.cancelled) parts.push(`${h.cancelled} cancelled`);
