@@ -459,12 +459,23 @@ pub struct PageEvents {
 impl PageEvents {
     /// The next event of this page named `method`.
     pub async fn next(&mut self, method: &str, within: Duration) -> Value {
+        self.next_where(method, within, |_| true).await
+    }
+
+    /// The next event of this page named `method` whose parameters pass `wanted`.
+    pub async fn next_where(
+        &mut self,
+        method: &str,
+        within: Duration,
+        wanted: impl Fn(&Value) -> bool,
+    ) -> Value {
         let found = tokio::time::timeout(within, async {
             loop {
                 match self.receiver.recv().await {
                     Ok(event)
                         if event.method == method
-                            && event.session.as_deref() == Some(&self.session) =>
+                            && event.session.as_deref() == Some(&self.session)
+                            && wanted(&event.params) =>
                     {
                         return event.params;
                     }
