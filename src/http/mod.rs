@@ -15,9 +15,13 @@
 //! | `POST /api/sessions/{session_id}/cancel` | cancel a session's pending questions |
 //! | `POST /api/runs`, `GET /api/runs/{id}` | start a flow without blocking; read a run |
 //! | `GET /api/events?session_id=` | Server-Sent Events, pending questions replayed first |
+//! | `GET /api/stats` | pending now, outcomes in the last hour, time to answer ([`stats`]) |
 //! | `GET /healthz`, `GET /metrics` | health (checks the store), Prometheus metrics |
+//! | `GET /` | the ops page ([`ops_page`]), outside the token layer: it holds no data |
 
 mod events;
+pub mod ops_page;
+pub mod stats;
 
 use crate::Error;
 use crate::bridge::Bridge;
@@ -90,10 +94,12 @@ pub fn app(state: AppState) -> Router {
         .route("/runs", post(start_run))
         .route("/runs/{id}", get(get_run))
         .route("/events", get(events::stream))
+        .route("/stats", get(stats::stats))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     let extra = state.extra.clone();
     let router = Router::new()
         .nest("/api", api)
+        .merge(ops_page::routes())
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .fallback(not_found)

@@ -1,8 +1,10 @@
 #![allow(unreachable_pub, missing_debug_implementations, clippy::unwrap_used)]
 
 //! askbridge's integration tests: one test binary (link time on 2 cores), one module per area.
-//! Redis tests start their own `redis-server` on a free loopback port in a temp dir.
+//! Redis tests start their own `redis-server` on a free loopback port in a temp dir; browser tests
+//! start their own headless Chromium.
 
+mod cdp;
 mod fakes;
 mod redis_server;
 mod support;
@@ -17,3 +19,4 @@ mod restart;
 mod runs_crash;
 mod store_conformance;
 mod telegram;
+mod web;

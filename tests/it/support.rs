@@ -206,7 +206,11 @@ impl Process {
     /// Starts `askbridge <args>` with `env` (and a clean environment for askbridge's variables),
     /// waiting for /healthz.
     pub fn spawn(args: &[&str], env: &[(&str, String)]) -> Self {
-        let port = free_port();
+        Process::spawn_at(free_port(), args, env)
+    }
+
+    /// [`Process::spawn`] on a given port: a restarted askbridge where the old one was.
+    pub fn spawn_at(port: u16, args: &[&str], env: &[(&str, String)]) -> Self {
         let mut command = Command::new(askbridge_binary());
         command
             .args(args)
@@ -248,6 +252,29 @@ impl Process {
             std::thread::sleep(Duration::from_millis(50));
         }
         panic!("askbridge at {} did not become healthy", self.base);
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.base.rsplit(':').next().unwrap().parse().unwrap()
+    }
+
+    /// SIGTERM, as a service manager stops it; then waits up to `within` for it to exit.
+    /// Returns whether it did.
+    pub fn terminate(&mut self, within: Duration) -> bool {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -TERM failed");
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if self.child.try_wait().unwrap().is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
     }
 
     /// SIGKILL, like a crash.
