@@ -3,6 +3,7 @@
 //! askbridge's integration tests: one test binary (link time on 2 cores), one module per area.
 //! Redis tests start their own `redis-server` on a free loopback port in a temp dir.
 
+mod fakes;
 mod redis_server;
 mod support;
 
@@ -10,6 +11,7 @@ mod bridge;
 mod claim_race;
 mod console;
 mod demo;
+mod discord;
 mod http_api;
 mod restart;
 mod store_conformance;

@@ -219,7 +219,7 @@ impl Discord {
             }
             tokio::select! {
                 _ = tokio::time::sleep(backoff) => {}
-                _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
+                _ = stopped(&mut shutdown) => return Ok(()),
             }
             backoff = (backoff * 2).min(MAX_GATEWAY_BACKOFF);
         }
@@ -253,7 +253,7 @@ impl Discord {
                 Ok(()) => Ok(Ended::Disconnected),
                 Err(error) => Err(gateway_error(rest.redactor(), error)),
             },
-            _ = shutdown.wait_for(|stop| *stop) => {
+            _ = stopped(shutdown) => {
                 manager.shutdown_all().await;
                 Ok(Ended::Shutdown)
             }
@@ -268,6 +268,12 @@ impl Discord {
         id.map(ChannelId::new)
             .ok_or_else(|| Error::BadTarget(target.to_owned()))
     }
+}
+
+/// Resolves when `shutdown` turns true (or its sender is gone). The receiver's guard is dropped
+/// here, so that callers may await after it (it is not `Send`).
+async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
 }
 
 /// How one gateway session ended.

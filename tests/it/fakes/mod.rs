@@ -1,0 +1,3 @@
+//! Fake chat platforms on loopback, for the adapters' tests.
+
+pub mod discord;
