@@ -163,11 +163,41 @@ fn warn_if_exposed(config: &Config) {
     }
 }
 
+/// Discord, when `DISCORD_BOT_TOKEN` is set: its channel, its interactions endpoint (when a public
+/// key is set) beside the API, and its gateway client, which stops with the bridge.
+async fn with_discord(
+    config: &Config,
+    bridge: &Bridge,
+    state: AppState,
+) -> anyhow::Result<AppState> {
+    let Some(settings) = &config.discord else {
+        return Ok(state);
+    };
+    let discord = askbridge_discord::Discord::connect(askbridge_discord::DiscordOptions {
+        token: settings.token.expose().to_owned(),
+        api_url: settings.api_url.clone(),
+        public_key: settings.public_key.clone(),
+    })
+    .await
+    .with_context(|| format!("cannot start Discord ({})", config::DISCORD_BOT_TOKEN))?;
+    bridge.add_channel(discord.channel());
+    let inbox: Arc<dyn askbridge_core::Inbox> = Arc::new(bridge.clone());
+    let state = state.with_routes(discord.routes(inbox.clone()));
+    let shutdown = bridge.shutdown_signal();
+    tokio::spawn(async move {
+        if let Err(error) = discord.run(inbox, shutdown).await {
+            tracing::error!(%error, "Discord is off until askbridge restarts");
+        }
+    });
+    Ok(state)
+}
+
 async fn serve(args: Args) -> anyhow::Result<()> {
     let config = load_config(&args)?;
     init_logging(&config.log);
     let (bridge, _) = start_bridge(&config, config.default_targets.clone()).await?;
     let state = AppState::new(bridge.clone(), config.api_token.as_ref());
+    let state = with_discord(&config, &bridge, state).await?;
     let tasks = bridge.start().await?;
     let listener = bind(&config).await?;
     warn_if_exposed(&config);
@@ -199,6 +229,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     let listener = bind(&config).await?;
     let addr = listener.local_addr()?;
     let state = AppState::new(bridge.clone(), config.api_token.as_ref());
+    let state = with_discord(&config, &bridge, state).await?;
     let server_bridge = bridge.clone();
     let server = tokio::spawn(runtime::serve(listener, app(state), async move {
         let mut signal = server_bridge.shutdown_signal();

@@ -1191,3 +1191,115 @@ mod endpoint {
         assert_eq!(status, StatusCode::NOT_FOUND);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// `askbridge serve` with Discord's settings from the environment.
+
+mod binary {
+    use super::*;
+    use crate::support::{Process, askbridge_binary, free_port, http};
+    use ed25519_dalek::{Signer, SigningKey};
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    // Multi-threaded: `Process::spawn` blocks while it waits for /healthz, and the fake must
+    // answer the process meanwhile.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn serve_runs_discord_from_its_settings() {
+        let fake = FakeDiscord::start().await;
+        let key = SigningKey::from_bytes(&[9u8; 32]);
+        let process = Process::spawn(
+            &["serve", "--ephemeral"],
+            &[
+                ("DISCORD_BOT_TOKEN", TOKEN.to_owned()),
+                ("DISCORD_API_URL", fake.base.clone()),
+                ("DISCORD_PUBLIC_KEY", hex(key.verifying_key().as_bytes())),
+            ],
+        );
+        fake.wait_ready().await;
+        let created: Value = http()
+            .post(format!("{}/api/questions", process.base))
+            .json(&json!({"session_id": "s1", "prompt": "Which library?", "options": ["dayjs", "luxon"], "targets": [channel().target()]}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let id = created["id"].as_str().unwrap().to_owned();
+        let message = eventually_some(WITHIN, "the question appears on Discord", || async {
+            fake.posted(CHANNEL)
+                .into_iter()
+                .find(|r| r.body["content"].as_str().unwrap().contains(&id))
+        })
+        .await;
+        assert_eq!(components(&message.body)[0][1].2, format!("/answer {id} 2"));
+        let message_id = fake.message_containing(&id).unwrap();
+        fake.click(&alice(), channel(), message_id, &format!("/answer {id} 2"));
+        eventually(WITHIN, "answered through the binary", || async {
+            let question: Value = http()
+                .get(format!("{}/api/questions/{id}", process.base))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            question["status"] == "answered" && question["resolution"]["value"] == "luxon"
+        })
+        .await;
+        eventually(WITHIN, "the message is withdrawn", || async {
+            fake.message(message_id)
+                .is_some_and(|m| m["components"] == json!([]))
+        })
+        .await;
+
+        // The signed endpoint is served beside the API.
+        let ping = fake.ping_payload().to_string();
+        let timestamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            .to_string();
+        let signature = key.sign(format!("{timestamp}{ping}").as_bytes());
+        let pong = http()
+            .post(format!("{}/discord/interactions", process.base))
+            .header("x-signature-ed25519", hex(&signature.to_bytes()))
+            .header("x-signature-timestamp", timestamp)
+            .body(ping)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(pong.status(), 200);
+        assert_eq!(pong.json::<Value>().await.unwrap()["type"], 1);
+    }
+
+    #[tokio::test]
+    async fn serve_stops_on_a_refused_token_without_printing_it() {
+        let fake = FakeDiscord::start().await;
+        let wrong = "wrong-token.c2VjcmV0.xyz";
+        let run = tokio::process::Command::new(askbridge_binary())
+            .args(["serve", "--ephemeral"])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", std::env::temp_dir())
+            .env("ASKBRIDGE_HTTP_ADDR", format!("127.0.0.1:{}", free_port()))
+            .env("DISCORD_BOT_TOKEN", wrong)
+            .env("DISCORD_API_URL", &fake.base)
+            .current_dir(std::env::temp_dir())
+            .kill_on_drop(true)
+            .output();
+        let output = tokio::time::timeout(WITHIN, run)
+            .await
+            .expect("askbridge stops")
+            .unwrap();
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("DISCORD_BOT_TOKEN"), "{stderr}");
+        assert!(stderr.contains("refused the bot token"), "{stderr}");
+        assert!(!stderr.contains(wrong), "{stderr}");
+        assert_eq!(fake.requests_to("GET", "/users/@me").len(), 1);
+    }
+}

@@ -271,6 +271,15 @@ impl FakeDiscord {
         messages.get(&id).map(|m| m.json.clone())
     }
 
+    /// The id of a stored message whose content contains `text`.
+    pub fn message_containing(&self, text: &str) -> Option<u64> {
+        let messages = self.state.messages.lock().unwrap();
+        messages
+            .iter()
+            .find(|(_, m)| m.json["content"].as_str().unwrap_or("").contains(text))
+            .map(|(id, _)| *id)
+    }
+
     /// The messages posted successfully to `channel`, in order, as the bodies sent.
     pub fn posted(&self, channel: u64) -> Vec<Recorded> {
         self.requests_to("POST", &format!("/channels/{channel}/messages"))
