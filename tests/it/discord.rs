@@ -1000,6 +1000,35 @@ async fn say_posts_plain_text_and_errors_name_no_token() {
 }
 
 #[tokio::test]
+async fn a_token_the_gateway_refuses_stops_the_client_with_an_error() {
+    let fake = FakeDiscord::start().await;
+    let wrong = "wrong-token.c2VjcmV0.xyz";
+    let http = HttpBuilder::new(wrong)
+        .proxy(&fake.base)
+        .ratelimiter_disabled(true)
+        .build();
+    let discord = Discord::with_http(Arc::new(http));
+    let (bridge, _) = memory_bridge().await;
+    let inbox: Arc<dyn Inbox> = Arc::new(bridge.clone());
+    let result = tokio::time::timeout(WITHIN, discord.run(inbox, bridge.shutdown_signal()))
+        .await
+        .expect("run returns instead of reconnecting forever");
+    let error = result.unwrap_err();
+    assert!(
+        matches!(error, askbridge_discord::Error::Unauthorized(_)),
+        "{error:?}"
+    );
+    assert!(!error.to_string().contains(wrong));
+    // Refused by the gateway itself (Get Gateway needs no token).
+    assert!(identified(&fake));
+    bridge.shutdown();
+}
+
+fn identified(fake: &FakeDiscord) -> bool {
+    fake.gateway_frames().iter().any(|f| f["op"] == 2)
+}
+
+#[tokio::test]
 async fn a_discord_outage_loses_nothing() {
     // A port with nothing listening: Discord is down.
     let reserved = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -17,7 +17,7 @@
 //!   for bots configured with an interactions endpoint URL, checking Discord's Ed25519 signature
 //!   and the freshness of its timestamp.
 //!
-//! REST calls go through [`rest`], which keeps serenity's rate limiter in production and waits out
+//! REST calls go through `rest.rs`, which keeps serenity's rate limiter in production and waits out
 //! 429s itself when the limiter is off (a proxy base, the tests). Errors never carry the bot token
 //! or interaction tokens (see [`Error`]).
 //!

@@ -8,7 +8,8 @@
 //! never answers 5xx. Every REST request is recorded in order (method, path, JSON body, status,
 //! time) so that tests can check what was sent and in which order.
 //!
-//! The gateway speaks HELLO -> IDENTIFY -> READY, answers heartbeats, and then sends whatever the
+//! The gateway speaks HELLO -> IDENTIFY -> READY (or closes with 4004 for a wrong token), answers
+//! heartbeats, and then sends whatever the
 //! test dispatches (INTERACTION_CREATE, MESSAGE_CREATE) with every field serenity's models need.
 
 use axum::Router;
@@ -26,6 +27,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message as Frame;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 /// The bot token the fake accepts.
 pub const TOKEN: &str = "fake-token.MTIzNDU2.abcdefXYZ";
@@ -729,9 +732,12 @@ async fn route(
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let authorized = headers.get("authorization").and_then(|v| v.to_str().ok())
         == Some(format!("Bot {TOKEN}").as_str());
-    let webhook =
-        segments.first() == Some(&"webhooks") || segments.first() == Some(&"interactions");
-    if !authorized && !webhook {
+    // Webhook and interaction routes are authorised by their token; Get Gateway needs none.
+    let open = matches!(
+        segments.first(),
+        Some(&"webhooks") | Some(&"interactions") | Some(&"gateway")
+    ) && segments.get(1) != Some(&"bot");
+    if !authorized && !open {
         return error(StatusCode::UNAUTHORIZED, 0, "401: Unauthorized");
     }
     let bot = FakeUser::askbridge();
@@ -889,6 +895,15 @@ async fn gateway_connection(state: Arc<Shared>, stream: TcpStream) {
                         if sink.send(Frame::Text(ack.to_string())).await.is_err() { break }
                     }
                     Some(2) if !identified => {
+                        let token = value["d"]["token"].as_str().unwrap_or("");
+                        if token != TOKEN && token != format!("Bot {TOKEN}") {
+                            let close = CloseFrame {
+                                code: CloseCode::Library(4004),
+                                reason: "Authentication failed.".into(),
+                            };
+                            let _ = sink.send(Frame::Close(Some(close))).await;
+                            break;
+                        }
                         identified = true;
                         let ready = json!({
                             "op": 0,
