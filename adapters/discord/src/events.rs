@@ -177,15 +177,16 @@ impl Core {
     /// The first response to an interaction, over REST (the gateway path). A failure is logged
     /// and the interaction still handled: the person's click counts even if Discord shows it
     /// as failed, and a replayed interaction fails here because it was acknowledged before.
+    /// `text` is the interaction's command, for the log.
     pub(crate) async fn respond_first(
         &self,
-        interaction: &str,
+        text: &str,
         id: serenity::all::InteractionId,
         token: &str,
         response: &CreateInteractionResponse,
     ) {
         if let Err(error) = self.rest.respond(id, token, response).await {
-            tracing::warn!(question_id = %question_id_in(interaction), interaction_id = %id, %error, "cannot acknowledge a Discord interaction");
+            tracing::warn!(question_id = %question_id_in(text), interaction_id = %id, %error, "cannot acknowledge a Discord interaction");
         }
     }
 

@@ -204,7 +204,13 @@ impl Discord {
             if *shutdown.borrow() {
                 return Ok(());
             }
-            match self.run_once(inbox.clone(), &mut shutdown).await {
+            let started = tokio::time::Instant::now();
+            let ended = self.run_once(inbox.clone(), &mut shutdown).await;
+            // A session that stayed up a while was no failure to connect: start backing off anew.
+            if started.elapsed() > MAX_GATEWAY_BACKOFF {
+                backoff = Duration::from_secs(1);
+            }
+            match ended {
                 Ok(Ended::Shutdown) => return Ok(()),
                 Ok(Ended::Disconnected) => {
                     tracing::warn!(retry_in = ?backoff, "Discord gateway client stopped; reconnecting");
