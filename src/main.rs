@@ -9,6 +9,7 @@ use askbridge::http::{AppState, app};
 use askbridge::store::StoreOptions;
 use askbridge::{BridgeOptions, runtime};
 use askbridge_core::{Inbox, Question, render};
+use askbridge_discord::{Discord, DiscordOptions};
 use askbridge_telegram::{Telegram, TelegramOptions, WebhookOptions};
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -192,6 +193,24 @@ async fn start_chat_adapters(
             }
         }));
     }
+    if let Some(settings) = &config.discord {
+        let options = DiscordOptions {
+            token: settings.token.expose().to_owned(),
+            api_url: settings.api_url.clone(),
+            public_key: settings.public_key.clone(),
+        };
+        let discord = Discord::connect(options)
+            .await
+            .with_context(|| format!("cannot start Discord ({})", config::DISCORD_BOT_TOKEN))?;
+        bridge.add_channel(discord.channel());
+        state = state.with_routes(discord.routes(Arc::clone(&inbox)));
+        let (inbox, shutdown) = (Arc::clone(&inbox), bridge.shutdown_signal());
+        tasks.push(tokio::spawn(async move {
+            if let Err(error) = discord.run(inbox, shutdown).await {
+                tracing::error!(%error, "Discord is off until askbridge restarts");
+            }
+        }));
+    }
     Ok(state)
 }
 
@@ -255,10 +274,12 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     register_flows(&config, &bridge, true)?;
     let console = Console::stdout();
     bridge.add_channel(Arc::new(console.clone()));
-    let tasks = bridge.start().await?;
+    let mut tasks = Vec::new();
+    let state = AppState::new(bridge.clone(), config.api_token.as_ref());
+    let state = start_chat_adapters(&config, &bridge, state, &mut tasks).await?;
+    tasks.extend(bridge.start().await?);
     let listener = bind(&config).await?;
     let addr = listener.local_addr()?;
-    let state = AppState::new(bridge.clone(), config.api_token.as_ref());
     let server_bridge = bridge.clone();
     let server = tokio::spawn(runtime::serve(listener, app(state), async move {
         let mut signal = server_bridge.shutdown_signal();

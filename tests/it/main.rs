@@ -2,7 +2,7 @@
 
 //! askbridge's integration tests: one test binary (link time on 2 cores), one module per area.
 //! Redis tests start their own `redis-server` on a free loopback port in a temp dir; browser tests
-//! start their own headless Chromium.
+//! start their own headless Chromium; chat adapters talk to fakes on loopback.
 
 mod cdp;
 mod fakes;
@@ -13,6 +13,7 @@ mod bridge;
 mod claim_race;
 mod console;
 mod demo;
+mod discord;
 mod flows;
 mod http_api;
 mod restart;

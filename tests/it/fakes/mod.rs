@@ -1,5 +1,6 @@
 //! Fake chat platforms on loopback, for the real client libraries.
 
+pub mod discord;
 pub mod telegram;
 
 use axum::Router;
