@@ -176,7 +176,8 @@ pub trait Store: Send + Sync + 'static {
     /// Questions passing `filter`, newest first.
     async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>, Error>;
 
-    /// How many questions are pending.
+    /// How many questions are pending. May count questions resolved in the last moments whose
+    /// effects are still running (Redis counts its open index, to stay O(1)).
     async fn count_pending(&self) -> Result<usize, Error>;
 
     /// Records that a channel showed the question in `shown.target`.

@@ -185,6 +185,8 @@ async fn lists_filter_by_status_session_and_target(f: Fixture) {
         .claim(&b, &claim(answer("dayjs"), "x:1"))
         .await
         .unwrap();
+    // As the bridge does once a resolution's effects are done.
+    f.store.settle(&b.id, Some(&b)).await.unwrap();
     let ids = |questions: Vec<Question>| {
         let mut ids: Vec<String> = questions.into_iter().map(|q| q.id.to_string()).collect();
         ids.sort();
