@@ -52,9 +52,13 @@ pub const FLOW_SECRET: &str = "ASKBRIDGE_FLOW_SECRET";
 pub const RUN_LEASE: &str = "ASKBRIDGE_RUN_LEASE_S";
 /// `true` to offer the example flows (`/release`) in `serve`, as the demo does.
 pub const EXAMPLE_FLOWS: &str = "ASKBRIDGE_EXAMPLE_FLOWS";
+/// Comma-separated identities who may approve approvals that name none, and manage rules.
+pub const APPROVERS: &str = "ASKBRIDGE_APPROVERS";
+/// How long audit records are kept, in seconds. Default 7776000 (90 days).
+pub const AUDIT_RETENTION: &str = "ASKBRIDGE_AUDIT_RETENTION_S";
 
 /// Every variable, for `--help`.
-pub const ALL: [(&str, &str); 20] = [
+pub const ALL: [(&str, &str); 22] = [
     (HTTP_ADDR, "HTTP API address (default 127.0.0.1:8080)"),
     (
         API_TOKEN,
@@ -102,6 +106,11 @@ pub const ALL: [(&str, &str); 20] = [
         "seconds a process holds a run it executes (default 30)",
     ),
     (EXAMPLE_FLOWS, "true to offer the example flows in serve"),
+    (APPROVERS, "identities who may approve (default: none)"),
+    (
+        AUDIT_RETENTION,
+        "seconds audit records are kept (default 7776000)",
+    ),
 ];
 
 /// A secret string: never printed by `Debug`.
@@ -198,6 +207,10 @@ pub struct Config {
     pub run_lease: Duration,
     /// See [`EXAMPLE_FLOWS`].
     pub example_flows: bool,
+    /// See [`APPROVERS`].
+    pub approvers: Vec<String>,
+    /// See [`AUDIT_RETENTION`].
+    pub audit_retention: Duration,
 }
 
 impl Config {
@@ -278,6 +291,7 @@ impl Config {
             api_url: get(DISCORD_API_URL),
             public_key: get(DISCORD_PUBLIC_KEY),
         });
+        let approvers = identities(&get, APPROVERS)?;
         let default_targets: Vec<String> = get(DEFAULT_TARGETS)
             .map(|list| {
                 list.split(',')
@@ -333,7 +347,36 @@ impl Config {
             flow_secret,
             run_lease: seconds(&get, RUN_LEASE, 30)?,
             example_flows,
+            approvers,
+            audit_retention: seconds(&get, AUDIT_RETENTION, 90 * 24 * 3600)?,
         })
+    }
+}
+
+/// A comma-separated list of identities.
+fn identities(
+    get: &impl Fn(&str) -> Option<String>,
+    variable: &'static str,
+) -> Result<Vec<String>, Error> {
+    let list: Vec<String> = get(variable)
+        .map(|text| {
+            text.split(',')
+                .map(|t| t.trim().to_owned())
+                .filter(|t| !t.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    match list
+        .iter()
+        .find(|t| !askbridge_core::identity::is_well_formed(t))
+    {
+        Some(bad) => Err(Error::Config {
+            variable,
+            reason: format!(
+                "`{bad}` is not an identity like telegram:42, discord:1234, console or api"
+            ),
+        }),
+        None => Ok(list),
     }
 }
 
@@ -432,6 +475,8 @@ mod tests {
             (FLOWS, "deploy"),
             (RUN_LEASE, "0"),
             (EXAMPLE_FLOWS, "maybe"),
+            (APPROVERS, "alice"),
+            (AUDIT_RETENTION, "forever"),
         ] {
             match config(&[(variable, value)]) {
                 Err(Error::Config {

@@ -8,6 +8,7 @@ use askbridge::flows::http::HttpFlow;
 use askbridge::http::{AppState, app};
 use askbridge::store::StoreOptions;
 use askbridge::{BridgeOptions, runtime};
+use askbridge_core::audit::AuditEntry;
 use askbridge_core::{Inbox, Question, render};
 use askbridge_discord::{Discord, DiscordOptions};
 use askbridge_telegram::{Telegram, TelegramOptions, WebhookOptions};
@@ -22,6 +23,8 @@ Usage:
   askbridge serve [--ephemeral]    run the bridge with the configured store and channels
   askbridge pending [--session S] [--json] [--url URL]
                                    list pending questions of a running askbridge
+  askbridge audit [--session S] [--since 2h|RFC3339] [--json] [--url URL]
+                                   the audit trail: resolutions, refusals, rules
   askbridge help | --help          this text
   askbridge version | --version    the version
 
@@ -36,6 +39,7 @@ struct Args {
     json: bool,
     session: Option<String>,
     url: Option<String>,
+    since: Option<String>,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -47,6 +51,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--json" => args.json = true,
             "--session" => args.session = Some(words.next().context("--session needs a value")?),
             "--url" => args.url = Some(words.next().context("--url needs a value")?),
+            "--since" => args.since = Some(words.next().context("--since needs a value")?),
             "-h" | "--help" => args.command = "help".into(),
             "-V" | "--version" => args.command = "version".into(),
             flag if flag.starts_with('-') => bail!("unknown option {flag}; see `askbridge --help`"),
@@ -87,6 +92,7 @@ async fn run() -> anyhow::Result<()> {
         "demo" => demo(args).await,
         "serve" => serve(args).await,
         "pending" => pending(args).await,
+        "audit" => audit(args).await,
         "help" | "" => {
             print_usage();
             Ok(())
@@ -124,6 +130,7 @@ async fn open_bridge(config: &Config, default_targets: Vec<String>) -> anyhow::R
         &config.store,
         StoreOptions {
             retention: config.retention,
+            audit_retention: config.audit_retention,
         },
     )
     .await
@@ -138,6 +145,7 @@ async fn open_bridge(config: &Config, default_targets: Vec<String>) -> anyhow::R
         default_targets,
         run_lease: config.run_lease,
         signing_secret: config.flow_secret.clone(),
+        approvers: config.approvers.clone(),
     };
     Ok(Bridge::new(store, options))
 }
@@ -326,15 +334,20 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn pending(args: Args) -> anyhow::Result<()> {
+/// GETs `path` from a running askbridge's API (with the configured token) and returns the JSON.
+async fn api_get(
+    args: &Args,
+    path: &str,
+    query: &[(&str, String)],
+) -> anyhow::Result<serde_json::Value> {
     let config = Config::from_env()?;
     let base = args
         .url
         .clone()
         .unwrap_or_else(|| format!("http://{}", config.http_addr));
     let mut request = reqwest::Client::new()
-        .get(format!("{}/api/questions", base.trim_end_matches('/')))
-        .query(&[("session_id", args.session.clone().unwrap_or_default())]);
+        .get(format!("{}{path}", base.trim_end_matches('/')))
+        .query(query);
     if let Some(token) = &config.api_token {
         request = request.bearer_auth(token.expose());
     }
@@ -355,6 +368,12 @@ async fn pending(args: Args) -> anyhow::Result<()> {
             body["error"].as_str().unwrap_or("no detail")
         );
     }
+    Ok(body)
+}
+
+async fn pending(args: Args) -> anyhow::Result<()> {
+    let query = [("session_id", args.session.clone().unwrap_or_default())];
+    let body = api_get(&args, "/api/questions", &query).await?;
     let questions: Vec<Question> =
         serde_json::from_value(body["questions"].clone()).context("unexpected answer shape")?;
     if args.json {
@@ -363,6 +382,62 @@ async fn pending(args: Args) -> anyhow::Result<()> {
     }
     print!("{}", pending_table(&questions));
     Ok(())
+}
+
+async fn audit(args: Args) -> anyhow::Result<()> {
+    let since = match &args.since {
+        Some(text) => since_param(text)?,
+        None => String::new(),
+    };
+    let query = [
+        ("session_id", args.session.clone().unwrap_or_default()),
+        ("since", since),
+    ];
+    let body = api_get(&args, "/api/audit", &query).await?;
+    let entries: Vec<AuditEntry> =
+        serde_json::from_value(body["entries"].clone()).context("unexpected answer shape")?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&entries)?);
+        return Ok(());
+    }
+    if entries.is_empty() {
+        println!("No audit records.");
+    }
+    for entry in entries {
+        let value = entry.value.map(|v| format!(" {v}")).unwrap_or_default();
+        let status = entry.status.map(|s| format!(" {s}")).unwrap_or_default();
+        let rule = entry
+            .rule_id
+            .map(|r| format!(" rule={r}"))
+            .unwrap_or_default();
+        let message = entry.message.map(|m| format!(" — {m}")).unwrap_or_default();
+        println!(
+            "{}  {:<12} {:<10} by {} via {}{status}{value}{rule}{message}",
+            entry.at,
+            format!("{:?}", entry.event).to_lowercase(),
+            entry.question_id.unwrap_or_default(),
+            entry.by,
+            entry.via,
+        );
+    }
+    Ok(())
+}
+
+/// `--since`: an RFC 3339 time, or a span back from now (`30m`, `2h`, `7d`).
+fn since_param(text: &str) -> anyhow::Result<String> {
+    if askbridge_core::Millis::parse_rfc3339(text).is_some() {
+        return Ok(text.to_owned());
+    }
+    let (number, unit) = text.split_at(text.len().saturating_sub(1));
+    let seconds = match (number.parse::<u64>(), unit) {
+        (Ok(n), "s") => n,
+        (Ok(n), "m") => n * 60,
+        (Ok(n), "h") => n * 3600,
+        (Ok(n), "d") => n * 86_400,
+        _ => bail!("--since `{text}` is neither an RFC 3339 time nor a span like 30m, 2h or 7d"),
+    };
+    let now = askbridge_core::Millis::now();
+    Ok(askbridge_core::Millis(now.0.saturating_sub(seconds * 1000)).to_rfc3339())
 }
 
 fn pending_table(questions: &[Question]) -> String {

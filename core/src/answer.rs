@@ -12,8 +12,10 @@ use crate::question::{Answer, Kind, MAX_ANSWER_CHARS, Question, Transition};
 
 /// Approval replies.
 pub const APPROVE_ONCE: &str = "once";
-/// See [`APPROVE_ONCE`].
+/// See [`APPROVE_ONCE`]: allow, and allow the same action again in this session.
 pub const APPROVE_ALWAYS: &str = "always";
+/// See [`APPROVE_ONCE`]: allow, and allow the same action again everywhere.
+pub const APPROVE_ALWAYS_EVERYWHERE: &str = "always everywhere";
 /// See [`APPROVE_ONCE`].
 pub const REJECT: &str = "reject";
 
@@ -38,11 +40,11 @@ impl Question {
         match (self.kind, answer) {
             (Kind::Confirm, Answer::Bool(yes)) => Ok(Answer::Bool(yes)),
             (Kind::Confirm, Answer::Text(text)) => Ok(Answer::Bool(self.read_yes_no(&text)?)),
-            (Kind::Approval, Answer::Text(text)) => match text.trim().to_lowercase().as_str() {
-                APPROVE_ONCE => Ok(Answer::Text(APPROVE_ONCE.into())),
-                APPROVE_ALWAYS => Ok(Answer::Text(APPROVE_ALWAYS.into())),
-                _ => Err(self.not_fit("")),
-            },
+            (Kind::Approval, Answer::Text(text)) => {
+                let words: Vec<String> = text.split_whitespace().map(str::to_lowercase).collect();
+                let words: Vec<&str> = words.iter().map(String::as_str).collect();
+                self.approval_value(&words).map(Answer::Text)
+            }
             (Kind::Ask, Answer::Text(text)) if self.multi => {
                 self.check_multi(std::slice::from_ref(&text))
             }
@@ -61,11 +63,40 @@ impl Question {
         }
     }
 
+    /// The transition a program's reply asks for: the checked answer, or for approvals also
+    /// `reject` with `message` as its feedback. `digest`, when given, must be this approval's.
+    pub fn reply_transition(
+        &self,
+        answer: Answer,
+        message: Option<String>,
+        digest: Option<&str>,
+    ) -> Result<Transition, Error> {
+        if let Some(digest) = digest {
+            self.check_digest(digest)?;
+        }
+        if self.kind == Kind::Approval {
+            if let Answer::Text(text) = &answer {
+                if text.trim().eq_ignore_ascii_case(REJECT) {
+                    let message = message
+                        .map(|m| truncate_chars(m.trim()))
+                        .filter(|m| !m.is_empty());
+                    return Ok(Transition::Decline { message });
+                }
+            }
+        }
+        Ok(Transition::Answer {
+            value: self.check_answer(answer)?,
+        })
+    }
+
     /// One line telling a person what would fit.
     pub fn choices_hint(&self) -> String {
         match self.kind {
             Kind::Confirm => "Reply yes or no.".into(),
-            Kind::Approval => "Reply once, always, or reject with an optional reason.".into(),
+            Kind::Approval => {
+                "Reply once, always (or always everywhere), or reject with an optional reason."
+                    .into()
+            }
             Kind::Ask if self.options.is_empty() => "Reply with your answer in words.".into(),
             Kind::Ask => {
                 let n = self.options.len();
@@ -106,19 +137,55 @@ impl Question {
         }
     }
 
+    /// `once`, `always [everywhere|session]` or `reject [feedback]`, optionally with the
+    /// action's digest (`#3fa9c1d2`, as buttons carry it) before the feedback.
     fn read_approval(&self, raw: &str) -> Result<Transition, Error> {
-        let (word, rest) = raw.split_once(char::is_whitespace).unwrap_or((raw, ""));
-        match word.to_lowercase().as_str() {
-            APPROVE_ONCE | APPROVE_ALWAYS if rest.trim().is_empty() => Ok(Transition::Answer {
-                value: Answer::Text(word.to_lowercase()),
-            }),
-            REJECT => {
-                let feedback = rest.trim();
-                Ok(Transition::Decline {
-                    message: (!feedback.is_empty()).then(|| truncate_chars(feedback)),
-                })
-            }
+        let mut words: Vec<&str> = raw.split_whitespace().collect();
+        let digest_at = words.iter().position(|w| w.starts_with('#'));
+        if let Some(at) = digest_at.filter(|at| *at <= 2) {
+            self.check_digest(&words[at][1..])?;
+            words.remove(at);
+        }
+        let first = words.first().map(|w| w.to_lowercase()).unwrap_or_default();
+        if first == REJECT {
+            let feedback = words[1..].join(" ");
+            return Ok(Transition::Decline {
+                message: (!feedback.is_empty()).then(|| truncate_chars(&feedback)),
+            });
+        }
+        let lowered: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+        let lowered: Vec<&str> = lowered.iter().map(String::as_str).collect();
+        let value = self.approval_value(&lowered)?;
+        Ok(Transition::Answer {
+            value: Answer::Text(value),
+        })
+    }
+
+    fn approval_value(&self, words: &[&str]) -> Result<String, Error> {
+        match words {
+            [APPROVE_ONCE] => Ok(APPROVE_ONCE.into()),
+            [APPROVE_ALWAYS] | [APPROVE_ALWAYS, "session"] => Ok(APPROVE_ALWAYS.into()),
+            [APPROVE_ALWAYS, "everywhere"] => Ok(APPROVE_ALWAYS_EVERYWHERE.into()),
             _ => Err(self.not_fit("")),
+        }
+    }
+
+    /// Refuses a reply bound to another action than this approval's.
+    pub fn check_digest(&self, digest: &str) -> Result<(), Error> {
+        let Some(action) = &self.action else {
+            return Ok(());
+        };
+        let digest = digest.trim().trim_start_matches('#').to_lowercase();
+        let full = action.digest();
+        if digest.len() >= 4 && full.starts_with(&digest) {
+            Ok(())
+        } else {
+            Err(Error::NotFit {
+                reason: format!(
+                    "This reply is for another action (digest {digest}); this approval is for digest {}. Nothing was approved.",
+                    action.short_digest()
+                ),
+            })
         }
     }
 
@@ -361,7 +428,9 @@ mod tests {
 
     #[test]
     fn approval_replies() {
-        let q = question(Kind::Approval, &[], false, false);
+        let mut q = question(Kind::Ask, &[], false, false);
+        q.kind = Kind::Approval;
+        q.allow_custom = false;
         assert_eq!(typed(&q, "once").unwrap(), text("once"));
         assert_eq!(typed(&q, "ALWAYS").unwrap(), text("always"));
         assert_eq!(
@@ -375,6 +444,43 @@ mod tests {
             Transition::Decline { message: None }
         );
         assert!(q.read_typed("sure").is_err());
+        assert_eq!(
+            typed(&q, "always everywhere").unwrap(),
+            text("always everywhere")
+        );
+        assert_eq!(
+            q.check_answer(text("Always Everywhere")).unwrap(),
+            text("always everywhere")
+        );
+    }
+
+    #[test]
+    fn approval_replies_are_bound_to_the_action_digest() {
+        use crate::approval::Action;
+        let mut q = question(Kind::Ask, &[], false, false);
+        q.kind = Kind::Approval;
+        q.allow_custom = false;
+        q.action = Some(Action::new(
+            "shell",
+            serde_json::json!({"command": "rm -rf build/"}),
+        ));
+        let digest = q.action.as_ref().unwrap().short_digest();
+        assert_eq!(typed(&q, &format!("once #{digest}")).unwrap(), text("once"));
+        assert_eq!(
+            q.read_typed(&format!("reject #{digest} not on Fridays"))
+                .unwrap(),
+            Transition::Decline {
+                message: Some("not on Fridays".into())
+            }
+        );
+        let Err(Error::NotFit { reason }) = q.read_typed("once #00000000") else {
+            panic!()
+        };
+        assert!(
+            reason.starts_with("This reply is for another action"),
+            "{reason}"
+        );
+        assert!(q.check_digest(&digest).is_ok() && q.check_digest("ffff").is_err());
     }
 
     #[test]

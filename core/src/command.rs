@@ -89,6 +89,8 @@ pub enum Command {
     Pending,
     /// `/run <flow> [input]`: starts a flow.
     Run(RunCommand),
+    /// `/rules` lists "always allow" rules; `/rules revoke <id>` revokes one.
+    Rules(RulesCommand),
     /// `/help` or `/start`.
     Help,
     /// `/whoami`: the sender's identity and the chat's target, for configuring answerers and
@@ -107,6 +109,7 @@ impl Command {
             "show" => Command::Show(ShowCommand::parse(args)?),
             "pending" => Command::Pending,
             "run" => Command::Run(RunCommand::parse(args)?),
+            "rules" => Command::Rules(RulesCommand::parse(args)?),
             "help" | "start" => Command::Help,
             "whoami" => Command::WhoAmI,
             _ => Command::Other(OtherCommand {
@@ -126,6 +129,7 @@ impl fmt::Display for Command {
             Command::Show(c) => c.fmt(f),
             Command::Pending => f.write_str("/pending"),
             Command::Run(c) => c.fmt(f),
+            Command::Rules(c) => c.fmt(f),
             Command::Help => f.write_str("/help"),
             Command::WhoAmI => f.write_str("/whoami"),
             Command::Other(c) => c.fmt(f),
@@ -312,6 +316,37 @@ impl fmt::Display for RunCommand {
             write!(f, " {}", self.input)?;
         }
         Ok(())
+    }
+}
+
+/// `/rules [revoke <id>]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RulesCommand {
+    /// The rule to revoke; `None` lists them.
+    pub revoke: Option<String>,
+}
+
+impl RulesCommand {
+    const USAGE: &'static str = "/rules, or /rules revoke <rule id>";
+
+    fn parse(args: &str) -> Result<Self, Error> {
+        let words: Vec<&str> = args.split_whitespace().collect();
+        match words.as_slice() {
+            [] => Ok(RulesCommand { revoke: None }),
+            ["revoke", id] => Ok(RulesCommand {
+                revoke: Some((*id).to_owned()),
+            }),
+            _ => Err(Error::Usage(Self::USAGE)),
+        }
+    }
+}
+
+impl fmt::Display for RulesCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.revoke {
+            Some(id) => write!(f, "/rules revoke {id}"),
+            None => f.write_str("/rules"),
+        }
     }
 }
 
@@ -504,6 +539,10 @@ mod tests {
             Command::Run(RunCommand {
                 flow: "deploy".into(),
                 input: "staging now".into(),
+            }),
+            Command::Rules(RulesCommand { revoke: None }),
+            Command::Rules(RulesCommand {
+                revoke: Some("rule-k3f9x2m8qa".into()),
             }),
         ];
         for command in commands {

@@ -10,6 +10,8 @@
 //! - [`question`]: the question, its outcomes, and [`Question::apply`], the claim-once state
 //!   machine every store runs.
 //! - [`answer`]: which answers fit which question, read from typed text or from program values.
+//! - [`approval`]: actions to approve, their digests, and "always allow" rules; [`audit`]: the
+//!   records of who resolved what.
 //! - [`command`]: the command grammar (`/answer <id> <choice>`, `/decline`, `/pending` ...) shared by
 //!   typed text and button payloads.
 //! - [`render`]: the words and buttons every surface shows.
@@ -19,6 +21,8 @@
 //!   instants, constant-time secret comparison.
 
 pub mod answer;
+pub mod approval;
+pub mod audit;
 pub mod channel;
 pub mod command;
 pub mod id;
@@ -29,6 +33,7 @@ pub mod run;
 pub mod secret;
 pub mod time;
 
+pub use approval::{Action, Approval, Rule, Scope};
 pub use channel::{Channel, Inbound, Inbox, Reply, Tone};
 pub use id::{IdRef, QuestionId};
 pub use question::{

@@ -6,6 +6,7 @@
 //! same steps on the server (the shared conformance suite checks that they agree). Keeping the
 //! rule in one place is what makes "first answer wins" mean the same thing on every store.
 
+use crate::approval::Action;
 use crate::id::QuestionId;
 use crate::time::Millis;
 use crate::{Error, identity};
@@ -133,6 +134,9 @@ pub struct Resolution {
     pub at: Millis,
     /// A decline's (or cancel's) message.
     pub message: Option<String>,
+    /// For approvals: the rule that allowed it, or that its "always" created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_id: Option<String>,
 }
 
 /// A question, as stored and as sent over the HTTP API.
@@ -174,6 +178,9 @@ pub struct Question {
     /// Where the resolved question is POSTed (signed), so HTTP callers need not long-poll.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_url: Option<String>,
+    /// What an approval is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<Action>,
 }
 
 /// A request to ask something: what the HTTP API and the Rust API accept.
@@ -219,6 +226,9 @@ pub struct NewQuestion {
     /// See [`Question::callback_url`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_url: Option<String>,
+    /// See [`Question::action`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<Action>,
 }
 
 impl NewQuestion {
@@ -303,6 +313,13 @@ impl NewQuestion {
         self
     }
 
+    /// Makes this an approval of `action`.
+    pub fn approve(mut self, action: Action) -> Self {
+        self.kind = Kind::Approval;
+        self.action = Some(action);
+        self
+    }
+
     /// Sets where the question is shown.
     pub fn targets<I, S>(mut self, targets: I) -> Self
     where
@@ -340,6 +357,24 @@ impl NewQuestion {
         if let Some(url) = &self.callback_url {
             check_url("callback_url", url)?;
         }
+        match (&self.kind, &self.action) {
+            (Kind::Approval, Some(action)) => action.check()?,
+            (Kind::Approval, None) => {
+                return Err(Error::Invalid {
+                    field: "action",
+                    reason:
+                        "an approval needs the action it approves: {\"tool\": ..., \"args\": {...}}"
+                            .into(),
+                });
+            }
+            (_, Some(_)) => {
+                return Err(Error::Invalid {
+                    field: "action",
+                    reason: "only approvals carry an action".into(),
+                });
+            }
+            (_, None) => {}
+        }
         let mut question = Question {
             id,
             session_id: self.session_id,
@@ -359,6 +394,7 @@ impl NewQuestion {
             resolution: None,
             run_id: self.run_id,
             callback_url: self.callback_url,
+            action: self.action,
         };
         if let Some(default) = self.default {
             let fitted = question.check_answer(default).map_err(|e| Error::Invalid {
@@ -583,6 +619,21 @@ pub struct Claim {
     pub actor: Actor,
     /// When it happens (it decides whether the deadline has passed).
     pub at: Millis,
+    /// For approvals: the rule allowing it, or the rule its "always" creates.
+    #[serde(default)]
+    pub rule_id: Option<String>,
+}
+
+impl Claim {
+    /// A claim with no rule, at `at`.
+    pub fn new(transition: Transition, actor: Actor, at: Millis) -> Self {
+        Claim {
+            transition,
+            actor,
+            at,
+            rule_id: None,
+        }
+    }
 }
 
 /// What [`Question::apply`] did.
@@ -642,6 +693,7 @@ impl Question {
             via: claim.actor.via.clone(),
             at: claim.at,
             message,
+            rule_id: claim.rule_id.clone(),
         };
         (status, resolution)
     }
@@ -656,6 +708,7 @@ impl Question {
             via: actor.via,
             at,
             message: None,
+            rule_id: None,
         };
         (Status::Expired, resolution)
     }
@@ -668,6 +721,11 @@ impl Question {
     pub fn may_answer(&self, sender: &str, chat: &str) -> bool {
         if !self.answerers.is_empty() {
             return self.answerers.iter().any(|a| a == sender);
+        }
+        // An approval without approvers is approvable by nobody: being able to see it (say,
+        // in a group) never makes anyone an approver.
+        if self.kind == Kind::Approval {
+            return false;
         }
         chat == identity::API || self.targets.iter().any(|t| t == chat)
     }
@@ -693,11 +751,11 @@ mod tests {
     }
 
     fn claim(transition: Transition, at: u64) -> Claim {
-        Claim {
+        Claim::new(
             transition,
-            actor: Actor::new("telegram:42", "telegram"),
-            at: Millis(at),
-        }
+            Actor::new("telegram:42", "telegram"),
+            Millis(at),
+        )
     }
 
     fn answer(text: &str) -> Transition {

@@ -5,7 +5,7 @@
 //! buttons are listed here, not in the adapters, so that one property test can check every payload
 //! any adapter will send against the platforms' limits.
 
-use crate::answer::{APPROVE_ALWAYS, APPROVE_ONCE, REJECT};
+use crate::answer::{APPROVE_ALWAYS, APPROVE_ALWAYS_EVERYWHERE, APPROVE_ONCE, REJECT};
 use crate::command::{AnswerCommand, DeclineCommand, PickCommand};
 use crate::id::IdRef;
 use crate::question::{Kind, Question, Resolution, Status};
@@ -75,21 +75,24 @@ pub fn buttons(question: &Question, selection: &[usize]) -> Vec<Button> {
             return buttons;
         }
         Kind::Approval => {
+            // Each payload names the action's digest: the tap approves what the message showed.
+            let bound = |word: &str| match &question.action {
+                Some(action) => {
+                    AnswerCommand::word(id, &format!("{word} #{}", action.short_digest()))
+                }
+                None => AnswerCommand::word(id, word),
+            };
             buttons.push(Button::new(
                 "Allow once",
-                AnswerCommand::word(id, APPROVE_ONCE),
+                bound(APPROVE_ONCE),
                 ButtonRole::Accept,
             ));
             buttons.push(Button::new(
                 "Always allow",
-                AnswerCommand::word(id, APPROVE_ALWAYS),
+                bound(APPROVE_ALWAYS),
                 ButtonRole::Accept,
             ));
-            buttons.push(Button::new(
-                "Reject",
-                AnswerCommand::word(id, REJECT),
-                ButtonRole::Refuse,
-            ));
+            buttons.push(Button::new("Reject", bound(REJECT), ButtonRole::Refuse));
             return buttons;
         }
         Kind::Ask if question.multi => {
@@ -219,6 +222,11 @@ fn compose(
         text.push_str("\n\n");
         text.push_str(detail);
     }
+    if let Some(action) = &question.action {
+        text.push_str("\n\n");
+        // Shortened with the labels, whole when the message has room (`/show` always is).
+        text.push_str(&action.block(label_chars.is_none() && detail.is_some()));
+    }
     if !question.options.is_empty() {
         text.push('\n');
         for (index, label) in question.options.iter().enumerate() {
@@ -239,7 +247,7 @@ pub fn commands_hint(question: &Question) -> String {
     let answer = match question.kind {
         Kind::Confirm => format!("Answer: /answer {id} yes  or  /answer {id} no"),
         Kind::Approval => format!(
-            "Allow: /answer {id} once  or  /answer {id} always\nReject: /answer {id} reject [reason]"
+            "Allow: /answer {id} once  or  /answer {id} always [everywhere]\nReject: /answer {id} reject [reason]"
         ),
         Kind::Ask if question.options.is_empty() => format!("Answer: /answer {id} <your answer>"),
         Kind::Ask => {
@@ -287,9 +295,16 @@ pub fn outcome_line(question: &Question) -> String {
                 .as_ref()
                 .map(ToString::to_string)
                 .unwrap_or_default();
+            if question.kind == Kind::Approval && via == "rule" {
+                let rule = resolution.rule_id.as_deref().unwrap_or("?");
+                return format!("Allowed by rule {rule}");
+            }
             let value = match (question.kind, value.as_str()) {
                 (Kind::Approval, APPROVE_ONCE) => "allowed once".to_owned(),
-                (Kind::Approval, APPROVE_ALWAYS) => "always allowed".to_owned(),
+                (Kind::Approval, APPROVE_ALWAYS) => "always allowed in this session".to_owned(),
+                (Kind::Approval, APPROVE_ALWAYS_EVERYWHERE) => {
+                    "always allowed everywhere".to_owned()
+                }
                 _ => value,
             };
             format!("Answered: {value}, by {by} via {via}")
@@ -387,10 +402,17 @@ mod tests {
         } else {
             0
         };
+        let action = (kind == Kind::Approval).then(|| {
+            crate::approval::Action::new(
+                "shell",
+                serde_json::json!({"command": random_label(rng, 0)}),
+            )
+        });
         NewQuestion {
             kind,
             options: (0..count).map(|i| random_label(rng, i)).collect(),
             multi: kind == Kind::Ask && rng.below(2) == 0,
+            action,
             ..NewQuestion::new("s", "q")
         }
         .into_question(QuestionId::random(), Millis(0), DEFAULT_TIMEOUT)
@@ -494,6 +516,7 @@ mod tests {
             via: "discord".into(),
             at: Millis(0),
             message: None,
+            rule_id: None,
         });
         assert_eq!(
             outcome_line(&question),

@@ -263,6 +263,9 @@ pub fn fingerprint(question: &Question) -> String {
         hasher.update([1]);
     }
     hasher.update([u8::from(question.multi), u8::from(question.allow_custom)]);
+    if let Some(action) = &question.action {
+        hasher.update(action.digest().as_bytes());
+    }
     hasher.finalize()[..8]
         .iter()
         .map(|b| format!("{b:02x}"))

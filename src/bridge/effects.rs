@@ -12,6 +12,7 @@ use crate::Error;
 use crate::flows::Resume;
 use crate::signing;
 use crate::store::{Event, Shown};
+use askbridge_core::audit::AuditEntry;
 use askbridge_core::{Actor, Millis, Question, QuestionId, Transition, identity};
 use std::time::Duration;
 
@@ -30,6 +31,8 @@ const PURGE_EVERY: Duration = Duration::from_secs(300);
 
 const EFFECT_EVENT: &str = "event";
 const EFFECT_RESUME: &str = "resume";
+const EFFECT_AUDIT: &str = "audit";
+const EFFECT_RULE: &str = "rule";
 const EFFECT_CALLBACK: &str = "callback";
 /// A run not yet parked on its resolved question is tried again this soon.
 const RESUME_RETRY: Duration = Duration::from_millis(500);
@@ -116,6 +119,14 @@ impl Bridge {
             if store.mark_effect(id, EFFECT_EVENT).await? {
                 self.inner.metrics.resolved(question);
             }
+        }
+        if !done.iter().any(|e| e == EFFECT_AUDIT) {
+            store.append_audit(&AuditEntry::resolved(question)).await?;
+            store.mark_effect(id, EFFECT_AUDIT).await?;
+        }
+        if !done.iter().any(|e| e == EFFECT_RULE) {
+            self.create_rule(question).await?;
+            store.mark_effect(id, EFFECT_RULE).await?;
         }
         // The soonest time something left undone should be tried again, if anything is.
         let mut retry: Option<Duration> = None;

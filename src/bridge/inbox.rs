@@ -8,7 +8,7 @@ use super::Bridge;
 use crate::Error;
 use crate::store::ListFilter;
 use askbridge_core::command::{
-    AnswerCommand, Command, CommandLine, DeclineCommand, PickCommand, ShowCommand,
+    AnswerCommand, Command, CommandLine, DeclineCommand, PickCommand, RulesCommand, ShowCommand,
 };
 use askbridge_core::run::Origin;
 use askbridge_core::{
@@ -30,6 +30,7 @@ multi-choice (1,3 or 1-3), yes/no, or your own words where allowed\n\
 /pending  list the questions waiting for you here\n\
 /show <id>  show a whole question\n\
 /run <flow> [input]  start a flow (also /<flow> [input])\n\
+/rules  the always-allow rules (approvers only; /rules revoke <id>)\n\
 /whoami  your identity and this chat's target, for configuring askbridge\n\
 /help  this text\n\
 \n\
@@ -49,6 +50,9 @@ fn refusal(error: Error) -> Reply {
     match error {
         Error::AlreadyResolved(question) => {
             Reply::refused(render::already_resolved_line(&question)).about(*question)
+        }
+        Error::NotFound(id) if id.starts_with("rule-") => {
+            Reply::refused(format!("There is no rule {id}."))
         }
         Error::NotFound(id) => Reply::refused(format!(
             "There is no question {id}. It may have been resolved long ago; send /pending to see what is waiting."
@@ -144,7 +148,14 @@ impl Turn<'_> {
             Ok(None) => return self.plain_message().await,
             Ok(Some(line)) => line,
         };
+        // An attempt to resolve a question that is refused goes to the audit trail.
+        let attempted = match &line.command {
+            Command::Answer(command) => Some(command.id.to_string()),
+            Command::Decline(command) => Some(command.id.to_string()),
+            _ => None,
+        };
         let result = match line.command {
+            Command::Rules(command) => self.rules_command(command).await,
             Command::Answer(command) => self.answer_command(command).await,
             Command::Decline(command) => self.decline_command(command).await,
             Command::Pick(command) => self.pick_command(command).await,
@@ -167,7 +178,58 @@ impl Turn<'_> {
                 other.name
             ))),
         };
-        Some(result.unwrap_or_else(refusal))
+        match result {
+            Ok(reply) => Some(reply),
+            Err(error) => {
+                let question = match &error {
+                    Error::AlreadyResolved(question) => Some((**question).clone()),
+                    _ => None,
+                };
+                let reply = refusal(error);
+                if let (Some(id), false) = (attempted, self.preview) {
+                    let actor = actor_of(self.message);
+                    self.bridge
+                        .audit_refusal(&actor, Some(id), question.as_ref(), &reply.text)
+                        .await;
+                }
+                Some(reply)
+            }
+        }
+    }
+
+    /// `/rules` and `/rules revoke <id>`, for approvers only.
+    async fn rules_command(&self, command: RulesCommand) -> Result<Reply, Error> {
+        if !self.bridge.is_approver(&self.message.sender) {
+            return Ok(Reply::refused(
+                "Only approvers (ASKBRIDGE_APPROVERS) may see and revoke rules.",
+            ));
+        }
+        match command.revoke {
+            Some(id) if self.preview => Ok(Reply::new(Tone::Info, format!("Revoking rule {id}…"))),
+            Some(id) => {
+                self.bridge
+                    .revoke_rule(&id, &actor_of(self.message))
+                    .await?;
+                Ok(Reply::new(Tone::Done, format!("✓ Rule {id} revoked.")))
+            }
+            None => {
+                let rules = self.bridge.rules().await?;
+                if rules.is_empty() {
+                    return Ok(Reply::new(Tone::Info, "No rules: every approval is asked."));
+                }
+                let lines: Vec<String> = rules
+                    .iter()
+                    .map(|r| format!("• {}", r.describe()))
+                    .collect();
+                Ok(Reply::new(
+                    Tone::Info,
+                    format!(
+                        "Always-allow rules (revoke with /rules revoke <id>):\n{}",
+                        lines.join("\n")
+                    ),
+                ))
+            }
+        }
     }
 
     /// The question a typed id or prefix names. Prefixes are looked up among the questions the
@@ -267,11 +329,8 @@ impl Turn<'_> {
         actor: Actor,
     ) -> Result<Question, Error> {
         let mut copy = question.clone();
-        let claim = Claim {
-            transition,
-            actor,
-            at: Millis::now(),
-        };
+        let mut claim = Claim::new(transition, actor, Millis::now());
+        claim.rule_id = super::approvals::rule_created_by(question, &claim.transition);
         match copy.apply(&claim) {
             ClaimOutcome::Won => Ok(copy),
             ClaimOutcome::Expired | ClaimOutcome::AlreadyResolved => {

@@ -14,9 +14,13 @@
 //! - `inbox.rs`: the command grammar's meaning: what `/answer`, `/decline`, `/pending` and plain
 //!   replies do.
 
+mod approvals;
 mod effects;
 mod inbox;
 mod waiters;
+
+pub use approvals::approval_of;
+pub(crate) use approvals::decide;
 
 pub use waiters::Waiters;
 
@@ -27,8 +31,8 @@ use crate::metrics::Metrics;
 use crate::store::{ListFilter, Store};
 use askbridge_core::question::DEFAULT_TIMEOUT;
 use askbridge_core::{
-    Actor, Answer, Channel, Claim, ClaimOutcome, Kind, Millis, NewQuestion, Question, QuestionId,
-    Status, Transition, identity,
+    Actor, Answer, Approval, Channel, Claim, ClaimOutcome, Kind, Millis, NewQuestion, Question,
+    QuestionId, Status, Transition, identity,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -44,6 +48,28 @@ const EXPIRY_GRACE: Duration = Duration::from_secs(2);
 /// How many times creation retries with a new id after a collision.
 const ID_ATTEMPTS: usize = 3;
 
+/// A reply given by a program (HTTP API, Rust API) rather than typed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProgramReply {
+    /// The answer: a label, labels, a boolean; for approvals `once`, `always`,
+    /// `always everywhere` or `reject`.
+    pub answer: Answer,
+    /// An approval rejection's feedback.
+    pub message: Option<String>,
+    /// The action digest the replier saw; refused when it is not the question's.
+    pub digest: Option<String>,
+}
+
+impl From<Answer> for ProgramReply {
+    fn from(answer: Answer) -> Self {
+        ProgramReply {
+            answer,
+            message: None,
+            digest: None,
+        }
+    }
+}
+
 /// Settings of a bridge.
 #[derive(Clone, Debug)]
 pub struct BridgeOptions {
@@ -56,6 +82,9 @@ pub struct BridgeOptions {
     pub run_lease: Duration,
     /// Key signing what askbridge POSTs to flow endpoints and callback URLs.
     pub signing_secret: Option<Secret>,
+    /// Who may approve approvals that name no answerers (`ASKBRIDGE_APPROVERS`), and manage
+    /// rules from a chat. Empty: approvals must name their approvers.
+    pub approvers: Vec<String>,
 }
 
 impl Default for BridgeOptions {
@@ -65,6 +94,7 @@ impl Default for BridgeOptions {
             default_targets: Vec::new(),
             run_lease: Duration::from_secs(30),
             signing_secret: None,
+            approvers: Vec::new(),
         }
     }
 }
@@ -250,10 +280,11 @@ impl Bridge {
     /// same run under that id is returned as it is, neither stored nor shown again.
     pub(crate) async fn create_as(
         &self,
-        request: NewQuestion,
+        mut request: NewQuestion,
         id: Option<QuestionId>,
     ) -> Result<Question, Error> {
         self.check_targets(&request.targets)?;
+        self.name_approvers(&mut request)?;
         if request.callback_url.is_some() && self.inner.options.signing_secret.is_none() {
             return Err(askbridge_core::Error::Invalid {
                 field: "callback_url",
@@ -298,6 +329,9 @@ impl Bridge {
             .await
         {
             tracing::warn!(question_id = %question.id, %error, "could not publish question.asked");
+        }
+        if let Some(allowed) = self.allow_by_rule(&question).await? {
+            return Ok(allowed);
         }
         for target in &question.targets {
             self.spawn_delivery(question.clone(), target.clone());
@@ -347,11 +381,13 @@ impl Bridge {
         if !question.is_pending() {
             return Err(Error::AlreadyResolved(Box::new(question.clone())));
         }
-        let claim = Claim {
-            transition,
-            actor,
-            at: Millis::now(),
-        };
+        let mut claim = Claim::new(transition, actor, Millis::now());
+        claim.rule_id = approvals::rule_created_by(question, &claim.transition);
+        self.apply_claim(question, claim).await
+    }
+
+    /// Applies `claim` in the store and starts the effects of a win.
+    async fn apply_claim(&self, question: &Question, claim: Claim) -> Result<Question, Error> {
         let Some((outcome, resolved)) = self.inner.store.claim(question, &claim).await? else {
             return Err(Error::NotFound(question.id.to_string()));
         };
@@ -364,7 +400,15 @@ impl Bridge {
                     via = %claim.actor.via,
                     "question resolved"
                 );
-                self.spawn_settle(resolved.clone());
+                if approvals::creates_rule(&claim) {
+                    // "Always allow": the rule exists (and matching pending approvals are
+                    // allowed) before the approver's reply returns.
+                    if let Err(error) = self.settle(&resolved).await {
+                        tracing::warn!(question_id = %resolved.id, %error, "effects interrupted; the sweeper will retry");
+                    }
+                } else {
+                    self.spawn_settle(resolved.clone());
+                }
                 Ok(resolved)
             }
             ClaimOutcome::Expired => {
@@ -376,11 +420,13 @@ impl Bridge {
         }
     }
 
-    /// Answers question `id` with a program-given value (HTTP API, Rust API), checking it fits.
+    /// Answers question `id` with a program-given value (HTTP API, Rust API), checking it fits;
+    /// for approvals, `reject` with `message` as feedback, and `digest` binding the reply to the
+    /// action (see [`Question::reply_transition`]).
     pub async fn answer(
         &self,
         id: &QuestionId,
-        answer: Answer,
+        reply: ProgramReply,
         actor: Actor,
         chat: &str,
     ) -> Result<Question, Error> {
@@ -391,9 +437,9 @@ impl Bridge {
         if !question.is_pending() {
             return Err(Error::AlreadyResolved(Box::new(question)));
         }
-        let value = question.check_answer(answer)?;
-        self.claim(&question, Transition::Answer { value }, actor)
-            .await
+        let transition =
+            question.reply_transition(reply.answer, reply.message, reply.digest.as_deref())?;
+        self.claim(&question, transition, actor).await
     }
 
     /// Waits until question `id` leaves `pending` or `timeout` passes; returns it as it is then.
@@ -520,6 +566,23 @@ impl Session {
                 false
             }
         }
+    }
+
+    /// Asks for approval of an action (`NewQuestion::ask(prompt).approve(action)`) and waits.
+    /// Returns how it was allowed (once, always, or by an existing rule, without asking), or
+    /// [`Error::Declined`] with the approver's feedback, or [`Error::Timeout`] (denied, unless
+    /// the question's default allows), or [`Error::Cancelled`].
+    pub async fn approve(&self, request: NewQuestion) -> Result<Approval, Error> {
+        let question = self
+            .bridge
+            .create(self.prepare(request.kind(Kind::Approval))?)
+            .await?;
+        let done = if question.is_pending() {
+            self.bridge.wait_for_outcome(&question.id).await?
+        } else {
+            question
+        };
+        approval_of(done)
     }
 
     /// Cancels this session's pending questions.

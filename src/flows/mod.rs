@@ -47,7 +47,7 @@ pub(crate) use executor::Resume;
 use crate::bridge::Bridge;
 use crate::{Error, Session};
 use askbridge_core::run::{AskRecord, JournalEntry, Origin, Run, fingerprint_of};
-use askbridge_core::{Answer, Kind, Millis, NewQuestion, QuestionId, Status};
+use askbridge_core::{Answer, Approval, Kind, Millis, NewQuestion, QuestionId, Status};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::future::Future;
@@ -285,18 +285,64 @@ impl FlowContext {
         if let Mode::Blocking(session) = &self.inner.mode {
             return session.ask(request).await;
         }
+        outcome_of(self.recorded(request).await?)
+    }
+
+    /// Asks for approval of an action (`NewQuestion::ask(prompt).approve(action)`): how it was
+    /// allowed, or `Declined` with the approver's feedback, `Timeout`, `Cancelled`; `Pending`
+    /// while nobody has decided. In a run, approvers are `ASKBRIDGE_APPROVERS` when set, else the
+    /// person who started the run, unless the request names its own.
+    pub async fn approve(&self, request: NewQuestion) -> Result<Approval, Error> {
+        let request = request.kind(Kind::Approval);
+        if let Mode::Blocking(session) = &self.inner.mode {
+            return session.approve(request).await;
+        }
+        let digest = request
+            .action
+            .as_ref()
+            .map(|a| a.digest())
+            .unwrap_or_default();
+        let mut request = request;
+        if request.answerers.is_empty() {
+            request.answerers = self.inner.bridge.options().approvers.clone();
+        }
+        let record = self.recorded(request).await?;
+        let id = record.question_id.to_string();
+        crate::bridge::decide(
+            &id,
+            record.status,
+            record.value.as_ref(),
+            record.message,
+            &record.by,
+            None,
+            digest,
+        )
+    }
+
+    /// The journal's record of this ask: replayed, or — for a question the run meets for the
+    /// first time — registered (and `Pending` returned), unless a rule decided it at once.
+    async fn recorded(&self, request: NewQuestion) -> Result<AskRecord, Error> {
         let request = self.complete(request);
         let fingerprint = fingerprint_of(&request)?;
         match self.next_ask(&request, &fingerprint)? {
-            AskAt::Recorded(record) => outcome_of(record),
+            AskAt::Recorded(record) => Ok(record),
             AskAt::New(question_id) => {
-                self.inner
+                let question = self
+                    .inner
                     .bridge
                     .create_for_run(request, question_id.clone())
                     .await?;
-                if let Some(mut replay) = self.replay() {
-                    replay.suspended = Some(question_id.clone());
+                let mut replay = self.replay().expect("run mode");
+                if !question.is_pending() {
+                    // Decided at once (an "always allow" rule): no need to wait.
+                    replay.run.absorb(&question);
+                    replay.cursor += 1;
+                    return match replay.run.journal.last() {
+                        Some(JournalEntry::Ask(record)) => Ok(record.clone()),
+                        _ => unreachable!("absorb appends an ask"),
+                    };
                 }
+                replay.suspended = Some(question_id.clone());
                 Err(Error::Pending {
                     question_id: question_id.to_string(),
                 })
@@ -406,6 +452,13 @@ impl FlowContext {
                 let record = record.clone();
                 replay.cursor += 1;
                 Ok(AskAt::Recorded(record))
+            }
+            Some(JournalEntry::Ask(record)) if record.prompt == request.prompt.trim() => {
+                Err(Error::Diverged {
+                    // Same words, different question: other options, or another action to approve.
+                    expected: format!("\"{}\" with other options or another action", record.prompt),
+                    found: format!("asks \"{}\" differently", request.prompt),
+                })
             }
             Some(JournalEntry::Ask(record)) => Err(Error::Diverged {
                 expected: format!("the question \"{}\"", record.prompt),

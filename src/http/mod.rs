@@ -14,6 +14,8 @@
 //! | `GET /api/questions/{id}/wait?timeout_s=N` | long-poll until resolved |
 //! | `POST /api/sessions/{session_id}/cancel` | cancel a session's pending questions |
 //! | `POST /api/runs`, `GET /api/runs/{id}` | start a flow without blocking; read a run |
+//! | `GET /api/rules`, `DELETE /api/rules/{id}` | "always allow" rules |
+//! | `GET /api/audit?session_id=&since=` | the audit trail |
 //! | `GET /api/events?session_id=` | Server-Sent Events, pending questions replayed first |
 //! | `GET /api/stats` | pending now, outcomes in the last hour, time to answer ([`stats`]) |
 //! | `GET /healthz`, `GET /metrics` | health (checks the store), Prometheus metrics |
@@ -24,13 +26,14 @@ pub mod ops_page;
 pub mod stats;
 
 use crate::Error;
-use crate::bridge::Bridge;
+use crate::bridge::{Bridge, ProgramReply};
 use crate::config::Secret;
 use crate::store::ListFilter;
+use askbridge_core::audit::AuditFilter;
 use askbridge_core::run::{Origin, Run};
 use askbridge_core::secret::secrets_equal;
 use askbridge_core::{
-    Actor, Answer, NewQuestion, Question, QuestionId, Status, Transition, identity,
+    Actor, Answer, Millis, NewQuestion, Question, QuestionId, Status, Transition, identity,
 };
 use axum::body::Bytes;
 use axum::extract::rejection::JsonRejection;
@@ -91,6 +94,9 @@ pub fn app(state: AppState) -> Router {
         .route("/questions/{id}/reject", post(reject))
         .route("/questions/{id}/wait", get(wait))
         .route("/sessions/{session_id}/cancel", post(cancel_session))
+        .route("/rules", get(list_rules))
+        .route("/rules/{id}", axum::routing::delete(revoke_rule))
+        .route("/audit", get(audit))
         .route("/runs", post(start_run))
         .route("/runs/{id}", get(get_run))
         .route("/events", get(events::stream))
@@ -339,6 +345,12 @@ struct ReplyBody {
     answer: Answer,
     #[serde(default)]
     by: Option<String>,
+    /// An approval rejection's feedback.
+    #[serde(default)]
+    message: Option<String>,
+    /// The approved action's digest as the replier saw it.
+    #[serde(default)]
+    digest: Option<String>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -373,12 +385,38 @@ async fn reply(
 ) -> Result<Json<Question>, ApiError> {
     let id = parse_id(&id)?;
     let actor = api_actor(body.by)?;
-    Ok(Json(
-        state
-            .bridge
-            .answer(&id, body.answer, actor, identity::API)
-            .await?,
-    ))
+    let reply = ProgramReply {
+        answer: body.answer,
+        message: body.message,
+        digest: body.digest,
+    };
+    let result = state
+        .bridge
+        .answer(&id, reply, actor.clone(), identity::API)
+        .await;
+    Ok(Json(audited(&state, &actor, &id, result).await?))
+}
+
+/// Passes a result on, recording a refused attempt in the audit trail first.
+async fn audited(
+    state: &AppState,
+    actor: &Actor,
+    id: &QuestionId,
+    result: Result<Question, Error>,
+) -> Result<Question, Error> {
+    if let Err(error) = &result {
+        let question = match error {
+            Error::AlreadyResolved(question) => Some(question.as_ref()),
+            _ => None,
+        };
+        if !matches!(error, Error::Redis(_) | Error::Embedded(_)) {
+            state
+                .bridge
+                .audit_refusal(actor, Some(id.to_string()), question, &error.to_string())
+                .await;
+        }
+    }
+    result
 }
 
 async fn reject(
@@ -392,11 +430,60 @@ async fn reject(
     let transition = Transition::Decline {
         message: body.message.filter(|m| !m.trim().is_empty()),
     };
+    let result = state
+        .bridge
+        .resolve(&id, transition, actor.clone(), identity::API)
+        .await;
+    Ok(Json(audited(&state, &actor, &id, result).await?))
+}
+
+async fn list_rules(State(state): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+    Ok(Json(json!({ "rules": state.bridge.rules().await? })))
+}
+
+async fn revoke_rule(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    state
+        .bridge
+        .revoke_rule(&id, &Actor::new(identity::API, identity::API))
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Deserialize)]
+struct AuditQuery {
+    session_id: Option<String>,
+    since: Option<String>,
+    limit: Option<usize>,
+}
+
+async fn audit(
+    State(state): State<AppState>,
+    Query(query): Query<AuditQuery>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let since = match query.since.as_deref().filter(|s| !s.is_empty()) {
+        None => None,
+        Some(text) => Some(
+            Millis::parse_rfc3339(text)
+                .or_else(|| text.parse().ok().map(Millis))
+                .ok_or_else(|| {
+                    ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        format!("since `{text}` is not an RFC 3339 time or epoch milliseconds"),
+                    )
+                    .with("field", json!("since"))
+                })?,
+        ),
+    };
+    let filter = AuditFilter {
+        session_id: query.session_id.filter(|s| !s.is_empty()),
+        since,
+        limit: query.limit.unwrap_or(0),
+    };
     Ok(Json(
-        state
-            .bridge
-            .resolve(&id, transition, actor, identity::API)
-            .await?,
+        json!({ "entries": state.bridge.audit(&filter).await? }),
     ))
 }
 

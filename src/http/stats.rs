@@ -140,6 +140,7 @@ mod tests {
             via: "api".into(),
             at: Millis(NOW.0 - resolved_ms_ago),
             message: None,
+            rule_id: None,
         });
         question
     }

@@ -7,6 +7,8 @@
 
 use super::{EVENT_BUFFER, Event, ListFilter, Shown, Store, StoreOptions};
 use crate::Error;
+use askbridge_core::Rule;
+use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run};
 use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Status};
 use async_trait::async_trait;
@@ -30,6 +32,9 @@ const SEEN: TableDefinition<&str, u64> = TableDefinition::new("seen");
 const RUNS: TableDefinition<&str, &str> = TableDefinition::new("runs");
 const RUN_LEASES: TableDefinition<(u64, &str), ()> = TableDefinition::new("run_leases");
 const RUN_LEASE_AT: TableDefinition<&str, u64> = TableDefinition::new("run_lease_at");
+const RULES: TableDefinition<&str, &str> = TableDefinition::new("rules");
+/// Audit records by (time, sequence): ordered, and unique within a time.
+const AUDIT: TableDefinition<(u64, u64), &str> = TableDefinition::new("audit");
 
 /// Ids sort below this string, so `(key, "")..(key, ID_END)` spans every id under `key`.
 const ID_END: &str = "~";
@@ -105,6 +110,8 @@ impl EmbeddedStore {
             txn.open_table(RUNS)?;
             txn.open_table(RUN_LEASES)?;
             txn.open_table(RUN_LEASE_AT)?;
+            txn.open_table(RULES)?;
+            txn.open_table(AUDIT)?;
             txn.commit()?;
             Ok(db)
         })
@@ -461,6 +468,9 @@ impl Store for EmbeddedStore {
 
     async fn purge(&self, now: Millis) -> Result<usize, Error> {
         let retention = self.options.retention;
+        let audit_cutoff = now
+            .0
+            .saturating_sub(self.options.audit_retention.as_millis() as u64);
         self.blocking(move |db| {
             let txn = db.begin_write()?;
             let removed;
@@ -491,6 +501,8 @@ impl Store for EmbeddedStore {
                 }
                 removed = old.len();
                 txn.open_table(SEEN)?.retain(|_, until| until > now.0)?;
+                txn.open_table(AUDIT)?
+                    .retain_in((0, 0)..(audit_cutoff, 0), |_, _| false)?;
                 txn.open_table(RUNS)?.retain(|_, json| {
                     decode_run(json).is_ok_and(|run| {
                         !(run.state.is_final()
@@ -594,6 +606,88 @@ impl Store for EmbeddedStore {
                 ids.push(entry?.0.value().1.to_owned());
             }
             Ok(ids)
+        })
+        .await
+    }
+
+    async fn put_rule(&self, rule: &Rule) -> Result<(), Error> {
+        let rule = rule.clone();
+        self.blocking(move |db| {
+            let json = serde_json::to_string(&rule).expect("a rule serialises");
+            let txn = db.begin_write()?;
+            txn.open_table(RULES)?
+                .insert(rule.id.as_str(), json.as_str())?;
+            txn.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn rules(&self) -> Result<Vec<Rule>, Error> {
+        self.blocking(|db| {
+            let table = db.begin_read()?.open_table(RULES)?;
+            let mut rules = Vec::new();
+            for entry in table.iter()? {
+                let json = entry?.1;
+                rules.push(
+                    serde_json::from_str(json.value())
+                        .map_err(|e| Error::Embedded(format!("corrupt rule: {e}")))?,
+                );
+            }
+            Ok(rules)
+        })
+        .await
+    }
+
+    async fn delete_rule(&self, id: &str) -> Result<bool, Error> {
+        let id = id.to_owned();
+        self.blocking(move |db| {
+            let txn = db.begin_write()?;
+            let existed = txn.open_table(RULES)?.remove(id.as_str())?.is_some();
+            txn.commit()?;
+            Ok(existed)
+        })
+        .await
+    }
+
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<(), Error> {
+        let entry = entry.clone();
+        self.blocking(move |db| {
+            let json = serde_json::to_string(&entry).expect("an audit record serialises");
+            let txn = db.begin_write()?;
+            {
+                let mut audit = txn.open_table(AUDIT)?;
+                // The next free sequence number at this instant.
+                let sequence = audit
+                    .range((entry.at.0, 0)..=(entry.at.0, u64::MAX))?
+                    .next_back()
+                    .transpose()?
+                    .map_or(0, |(key, _)| key.value().1 + 1);
+                audit.insert((entry.at.0, sequence), json.as_str())?;
+            }
+            txn.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>, Error> {
+        let filter = filter.clone();
+        self.blocking(move |db| {
+            let table = db.begin_read()?.open_table(AUDIT)?;
+            let since = filter.since.map_or(0, |m| m.0);
+            let mut found = Vec::new();
+            for entry in table.range((since, 0)..)? {
+                let record: AuditEntry = serde_json::from_str(entry?.1.value())
+                    .map_err(|e| Error::Embedded(format!("corrupt audit record: {e}")))?;
+                if filter.accepts(&record) {
+                    found.push(record);
+                    if found.len() == filter.effective_limit() {
+                        break;
+                    }
+                }
+            }
+            Ok(found)
         })
         .await
     }

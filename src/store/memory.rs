@@ -3,10 +3,12 @@
 
 use super::{EVENT_BUFFER, Event, ListFilter, Shown, Store, StoreOptions};
 use crate::Error;
+use askbridge_core::Rule;
+use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run};
 use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId};
 use async_trait::async_trait;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::broadcast;
@@ -30,6 +32,8 @@ struct State {
     /// Delivery keys and when they may be forgotten.
     seen: HashMap<String, Millis>,
     runs: HashMap<String, Run>,
+    rules: BTreeMap<String, Rule>,
+    audit: Vec<AuditEntry>,
 }
 
 impl State {
@@ -236,6 +240,8 @@ impl Store for MemoryStore {
             state.effects.remove(id);
         }
         state.seen.retain(|_, until| *until > now);
+        let audit_retention = self.options.audit_retention;
+        state.audit.retain(|e| e.at.after(audit_retention) > now);
         state.runs.retain(|_, run| {
             !(run.state.is_final() && run.reported && run.updated_at.after(retention) <= now)
         });
@@ -292,6 +298,37 @@ impl Store for MemoryStore {
             .take(limit)
             .map(|run| run.id.clone())
             .collect())
+    }
+
+    async fn put_rule(&self, rule: &Rule) -> Result<(), Error> {
+        self.state().rules.insert(rule.id.clone(), rule.clone());
+        Ok(())
+    }
+
+    async fn rules(&self) -> Result<Vec<Rule>, Error> {
+        Ok(self.state().rules.values().cloned().collect())
+    }
+
+    async fn delete_rule(&self, id: &str) -> Result<bool, Error> {
+        Ok(self.state().rules.remove(id).is_some())
+    }
+
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<(), Error> {
+        self.state().audit.push(entry.clone());
+        Ok(())
+    }
+
+    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>, Error> {
+        let state = self.state();
+        let mut found: Vec<AuditEntry> = state
+            .audit
+            .iter()
+            .filter(|e| filter.accepts(e))
+            .cloned()
+            .collect();
+        found.sort_by_key(|e| e.at);
+        found.truncate(filter.effective_limit());
+        Ok(found)
     }
 
     async fn publish(&self, event: &Event) -> Result<(), Error> {

@@ -24,6 +24,8 @@ pub mod memory;
 pub mod redis;
 
 use crate::Error;
+use askbridge_core::Rule;
+use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run};
 use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Status};
 use async_trait::async_trait;
@@ -242,6 +244,21 @@ pub trait Store: Send + Sync + 'static {
     /// Runs needing an executor whose lease ran out before `now` (their process died or stalled).
     async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<String>, Error>;
 
+    /// Stores an "always allow" rule (replacing one with the same id).
+    async fn put_rule(&self, rule: &Rule) -> Result<(), Error>;
+
+    /// Every rule.
+    async fn rules(&self) -> Result<Vec<Rule>, Error>;
+
+    /// Deletes a rule; false when there was none.
+    async fn delete_rule(&self, id: &str) -> Result<bool, Error>;
+
+    /// Appends to the audit trail.
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<(), Error>;
+
+    /// Audit records passing `filter`, oldest first.
+    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>, Error>;
+
     /// Sends `event` to every subscriber, in every process sharing this store.
     async fn publish(&self, event: &Event) -> Result<(), Error>;
 
@@ -254,12 +271,15 @@ pub trait Store: Send + Sync + 'static {
 pub struct StoreOptions {
     /// How long resolved questions are kept.
     pub retention: Duration,
+    /// How long audit records are kept.
+    pub audit_retention: Duration,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             retention: Duration::from_secs(7 * 24 * 3600),
+            audit_retention: Duration::from_secs(90 * 24 * 3600),
         }
     }
 }

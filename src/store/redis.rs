@@ -37,6 +37,8 @@
 
 use super::{EVENT_BUFFER, Event, ListFilter, Shown, Store, StoreOptions};
 use crate::Error;
+use askbridge_core::Rule;
+use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run, RunState};
 use askbridge_core::{
     Claim, ClaimOutcome, Millis, Question, QuestionId, Resolution, Status, Transition,
@@ -293,6 +295,12 @@ impl Keys {
     }
     fn run_leases(&self) -> String {
         format!("{}:runs:leases", self.prefix)
+    }
+    fn rules(&self) -> String {
+        format!("{}:rules", self.prefix)
+    }
+    fn audit(&self) -> String {
+        format!("{}:audit", self.prefix)
     }
     fn seen(&self, key: &str) -> String {
         format!("{}:seen:{key}", self.prefix)
@@ -975,6 +983,107 @@ impl Store for RedisStore {
             }
         })
         .await
+    }
+
+    async fn put_rule(&self, rule: &Rule) -> Result<(), Error> {
+        let (key, json) = (
+            self.keys.rules(),
+            serde_json::to_string(rule).expect("a rule serialises"),
+        );
+        retrying("put rule", || {
+            let mut connection = self.connection();
+            let (key, json) = (key.clone(), json.clone());
+            async move { connection.hset::<_, _, _, ()>(key, &rule.id, json).await }
+        })
+        .await
+    }
+
+    async fn rules(&self) -> Result<Vec<Rule>, Error> {
+        let key = self.keys.rules();
+        let stored: Vec<String> = retrying("rules", || {
+            let mut connection = self.connection();
+            let key = key.clone();
+            async move { connection.hvals(key).await }
+        })
+        .await?;
+        stored
+            .iter()
+            .map(|json| serde_json::from_str(json).map_err(corrupt))
+            .collect()
+    }
+
+    async fn delete_rule(&self, id: &str) -> Result<bool, Error> {
+        let key = self.keys.rules();
+        let removed: i64 = retrying("delete rule", || {
+            let mut connection = self.connection();
+            let key = key.clone();
+            async move { connection.hdel(key, id).await }
+        })
+        .await?;
+        Ok(removed == 1)
+    }
+
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<(), Error> {
+        let key = self.keys.audit();
+        let json = serde_json::to_string(entry).expect("an audit record serialises");
+        // Stream ids are milliseconds: MINID trims what is older than the retention.
+        let oldest = Millis::now()
+            .0
+            .saturating_sub(self.options.audit_retention.as_millis() as u64);
+        retrying("audit", || {
+            let mut connection = self.connection();
+            let (key, json) = (key.clone(), json.clone());
+            async move {
+                redis::cmd("XADD")
+                    .arg(key)
+                    .arg("MINID")
+                    .arg("~")
+                    .arg(oldest)
+                    .arg("*")
+                    .arg("data")
+                    .arg(json)
+                    .query_async::<String>(&mut connection)
+                    .await
+            }
+        })
+        .await
+        .map(drop)
+    }
+
+    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>, Error> {
+        let key = self.keys.audit();
+        let mut start = filter
+            .since
+            .map_or_else(|| "-".to_owned(), |m| m.0.to_string());
+        let mut found = Vec::new();
+        // Read in pages until the limit is met or the stream ends.
+        loop {
+            let page: redis::streams::StreamRangeReply = retrying("xrange", || {
+                let mut connection = self.connection();
+                let (key, start) = (key.clone(), start.clone());
+                async move { connection.xrange_count(key, start, "+", 500).await }
+            })
+            .await?;
+            let Some(last) = page.ids.last().map(|entry| entry.id.clone()) else {
+                return Ok(found);
+            };
+            for entry in &page.ids {
+                let Some(data) = entry.get::<String>("data") else {
+                    continue;
+                };
+                let record: AuditEntry = serde_json::from_str(&data).map_err(corrupt)?;
+                if filter.accepts(&record) {
+                    found.push(record);
+                    if found.len() == filter.effective_limit() {
+                        return Ok(found);
+                    }
+                }
+            }
+            if page.ids.len() < 500 {
+                return Ok(found);
+            }
+            start = format!("({last}");
+        }
     }
 
     async fn publish(&self, event: &Event) -> Result<(), Error> {

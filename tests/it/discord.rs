@@ -443,26 +443,40 @@ async fn confirm_and_approval_questions_get_their_own_buttons() {
         ]]
     );
     let approval = rig
-        .ask(json!({"prompt": "Run `rm -rf build`?", "kind": "approval"}))
+        .ask(json!({
+            "prompt": "May the agent run this?",
+            "kind": "approval",
+            "action": {"tool": "shell", "args": {"command": "rm -rf build"}},
+            "answerers": ["discord:111000000000000001"],
+        }))
         .await;
-    let rows = components(&rig.shown_body(&approval, channel()).await);
+    let digest = approval.action.as_ref().unwrap().short_digest();
+    let body = rig.shown_body(&approval, channel()).await;
+    assert!(
+        body["content"]
+            .as_str()
+            .unwrap()
+            .contains("Action: shell\n  command: rm -rf build"),
+        "{body}"
+    );
+    let rows = components(&body);
     assert_eq!(
         rows,
         [vec![
             (
                 2,
                 "Allow once".to_owned(),
-                format!("/answer {} once", approval.id)
+                format!("/answer {} once #{digest}", approval.id)
             ),
             (
                 2,
                 "Always allow".to_owned(),
-                format!("/answer {} always", approval.id)
+                format!("/answer {} always #{digest}", approval.id)
             ),
             (
                 2,
                 "Reject".to_owned(),
-                format!("/answer {} reject", approval.id)
+                format!("/answer {} reject #{digest}", approval.id)
             ),
         ]]
     );
@@ -485,7 +499,7 @@ async fn confirm_and_approval_questions_get_their_own_buttons() {
         &alice(),
         channel(),
         message,
-        &format!("/answer {} always", approval.id),
+        &format!("/answer {} always #{digest}", approval.id),
     );
     rig.wait_status(&approval.id, Status::Answered).await;
     let edited = rig.withdrawn(message).await;
@@ -493,7 +507,7 @@ async fn confirm_and_approval_questions_get_their_own_buttons() {
         edited["content"]
             .as_str()
             .unwrap()
-            .ends_with("Answered: always allowed, by @alice via discord"),
+            .ends_with("Answered: always allowed in this session, by @alice via discord"),
         "{edited}"
     );
 }
@@ -853,7 +867,7 @@ async fn a_429_is_waited_out_and_the_request_sent_again() {
     rig.bridge
         .answer(
             &q.id,
-            askbridge_core::Answer::Text("a".into()),
+            askbridge_core::Answer::Text("a".into()).into(),
             Actor::new("api", "api"),
             "api",
         )

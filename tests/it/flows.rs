@@ -249,11 +249,7 @@ async fn declines_and_expiry_reach_the_flow() {
         .store()
         .claim(
             &third,
-            &askbridge_core::Claim {
-                transition: Transition::Expire,
-                actor: Actor::timeout(),
-                at: Millis::now(),
-            },
+            &askbridge_core::Claim::new(Transition::Expire, Actor::timeout(), Millis::now()),
         )
         .await
         .unwrap();
@@ -394,13 +390,13 @@ async fn a_crash_between_the_answer_and_the_resume_is_picked_up_at_startup() {
     let question = waiting_question(&first, "chat:1", "How do we get to Paris?").await;
     first.shutdown();
     // The first process wins the claim, then dies before its effects (the resume) run.
-    let claim = askbridge_core::Claim {
-        transition: Transition::Answer {
+    let claim = askbridge_core::Claim::new(
+        Transition::Answer {
             value: Answer::Text("car".into()),
         },
-        actor: Actor::new("chat:7", "chat"),
-        at: Millis::now(),
-    };
+        Actor::new("chat:7", "chat"),
+        Millis::now(),
+    );
     store.claim(&question, &claim).await.unwrap();
     // A new process on the same store finds the resolved question in the outbox.
     let (second, _) = bridge_over(store.clone()).await;
@@ -789,4 +785,79 @@ async fn runs_start_over_the_http_api_too() {
         .await
         .unwrap();
     assert_eq!(stored["flow"], "trip");
+}
+
+#[tokio::test]
+async fn a_run_asks_for_approval_and_is_bound_to_the_action() {
+    let (bridge, chat) = memory_bridge().await;
+    let command = Arc::new(std::sync::Mutex::new("rm -rf build/".to_owned()));
+    let current = command.clone();
+    bridge
+        .flow("clean", "cleans the build", move |ctx: FlowContext| {
+            let command = current.lock().unwrap().clone();
+            async move {
+                let action = askbridge_core::Action::new("shell", json!({"command": command}));
+                let approval = ctx
+                    .approve(NewQuestion::ask("May I clean?").approve(action.clone()))
+                    .await?;
+                assert!(approval.covers(&action));
+                Ok(format!("ran `{command}` ({approval:?})"))
+            }
+        })
+        .unwrap();
+    bridge
+        .handle(message("chat:7", "chat:1", "/clean"))
+        .await
+        .unwrap();
+    let q = waiting_question(&bridge, "chat:1", "May I clean?").await;
+    assert_eq!(
+        q.answerers,
+        vec!["chat:7".to_owned()],
+        "without ASKBRIDGE_APPROVERS, the starter approves"
+    );
+    bridge
+        .handle(message(
+            "chat:7",
+            "chat:1",
+            &format!("/answer {} once", q.id),
+        ))
+        .await
+        .unwrap();
+    assert!(
+        wait_said(&chat, "✓ clean")
+            .await
+            .starts_with("✓ clean: ran `rm -rf build/` (Once")
+    );
+    // The action changes while a second run waits: the approval does not stretch to it.
+    bridge
+        .handle(message("chat:7", "chat:1", "/clean"))
+        .await
+        .unwrap();
+    let second = eventually_some(WITHIN, "the second approval", || {
+        let bridge = bridge.clone();
+        let first = q.id.clone();
+        async move {
+            bridge
+                .list(&ListFilter::pending())
+                .await
+                .unwrap()
+                .into_iter()
+                .find(|p| p.id != first && p.prompt == "May I clean?")
+        }
+    })
+    .await;
+    *command.lock().unwrap() = "rm -rf /".to_owned();
+    bridge
+        .handle(message(
+            "chat:7",
+            "chat:1",
+            &format!("/answer {} once", second.id),
+        ))
+        .await
+        .unwrap();
+    let failure = wait_said(&chat, "clean failed").await;
+    assert!(
+        failure.starts_with("✗ clean failed: The flow changed while the run waited"),
+        "{failure}"
+    );
 }

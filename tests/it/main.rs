@@ -9,6 +9,7 @@ mod fakes;
 mod redis_server;
 mod support;
 
+mod approvals;
 mod bridge;
 mod claim_race;
 mod console;

@@ -5,8 +5,10 @@ use askbridge::Error;
 use askbridge::store::embedded::EmbeddedStore;
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::{Event, EventKind, ListFilter, Shown, Store, StoreOptions};
+use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::question::DEFAULT_TIMEOUT;
 use askbridge_core::run::{Acquire, JournalEntry, Origin, Run, RunState};
+use askbridge_core::{Action, Rule, Scope};
 use askbridge_core::{
     Actor, Answer, Claim, ClaimOutcome, Millis, NewQuestion, Question, QuestionId, Status,
     Transition,
@@ -56,11 +58,7 @@ fn question(session: &str, targets: &[&str], timeout: Duration) -> Question {
 }
 
 fn claim(transition: Transition, by: &str) -> Claim {
-    Claim {
-        transition,
-        actor: Actor::new(by, "test"),
-        at: Millis::now(),
-    }
+    Claim::new(transition, Actor::new(by, "test"), Millis::now())
 }
 
 fn answer(text: &str) -> Transition {
@@ -581,6 +579,71 @@ async fn saving_a_run_is_fenced_by_its_owner(f: Fixture) {
     assert_eq!(f.store.get_run(&r.id).await.unwrap().unwrap(), r);
 }
 
+async fn rules_are_stored_listed_and_deleted(f: Fixture) {
+    let action = Action::new("shell", serde_json::json!({"command": "make"}));
+    let rule = Rule::exact(
+        "rule-1".into(),
+        &action,
+        Scope::Everywhere,
+        "telegram:1",
+        Millis(5),
+        None,
+    );
+    f.store.put_rule(&rule).await.unwrap();
+    f.store.put_rule(&rule).await.unwrap();
+    assert_eq!(f.store.rules().await.unwrap(), vec![rule.clone()]);
+    assert!(f.store.delete_rule("rule-1").await.unwrap());
+    assert!(!f.store.delete_rule("rule-1").await.unwrap());
+    assert!(f.store.rules().await.unwrap().is_empty());
+}
+
+async fn the_audit_trail_keeps_order_and_filters(f: Fixture) {
+    let q = question("s1", &[], DEFAULT_TIMEOUT);
+    let mut entries = Vec::new();
+    for (n, session) in ["s1", "s2", "s1"].iter().enumerate() {
+        let mut entry = AuditEntry::refused(
+            &format!("chat:{n}"),
+            "chat",
+            Some(q.id.to_string()),
+            None,
+            "no",
+        );
+        entry.at = Millis(1_000 + n as u64);
+        entry.session_id = Some((*session).into());
+        f.store.append_audit(&entry).await.unwrap();
+        entries.push(entry);
+    }
+    let all = f.store.audit(&AuditFilter::default()).await.unwrap();
+    assert_eq!(all, entries, "oldest first");
+    let s1 = f
+        .store
+        .audit(&AuditFilter {
+            session_id: Some("s1".into()),
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(s1, vec![entries[0].clone(), entries[2].clone()]);
+    let recent = f
+        .store
+        .audit(&AuditFilter {
+            since: Some(Millis(1_001)),
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(recent, entries[1..].to_vec());
+    let one = f
+        .store
+        .audit(&AuditFilter {
+            limit: 1,
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(one, entries[..1].to_vec());
+}
+
 macro_rules! conformance {
     ($($test:ident),* $(,)?) => {
         mod memory_store {
@@ -601,7 +664,10 @@ fn options(test: &str) -> StoreOptions {
     } else {
         Duration::from_secs(3600)
     };
-    StoreOptions { retention }
+    StoreOptions {
+        retention,
+        ..StoreOptions::default()
+    }
 }
 
 conformance!(
@@ -621,6 +687,8 @@ conformance!(
     a_run_is_taken_for_its_answer_once,
     runs_are_recovered_only_after_their_lease,
     saving_a_run_is_fenced_by_its_owner,
+    rules_are_stored_listed_and_deleted,
+    the_audit_trail_keeps_order_and_filters,
 );
 
 /// Redis only: the store keeps working across a redis-server crash and restart (reconnection,

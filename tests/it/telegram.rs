@@ -286,7 +286,12 @@ async fn every_kind_renders_with_command_payloads() {
         "{label}"
     );
 
-    let approval = s.ask(json!({"session_id": "tg", "kind": "approval", "prompt": "Run rm -rf build/?", "targets": [target]})).await;
+    let approval = s
+        .ask(json!({
+            "session_id": "tg", "kind": "approval", "prompt": "May the agent run this?", "targets": [target],
+            "action": {"tool": "shell", "args": {"command": "rm -rf build/"}}, "answerers": ["telegram:7"],
+        }))
+        .await;
     let shown = s.shown(GROUP, approval["id"].as_str().unwrap()).await;
     let labels: Vec<Vec<String>> = shown
         .buttons()
@@ -697,4 +702,84 @@ async fn telegram_outages_are_retryable_and_never_show_the_token() {
         s.bridge.get(&question.id).await.unwrap().status,
         Status::Pending
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_on_telegram_once_reject_with_feedback_and_a_stranger_denied() {
+    let s = setup().await;
+    let target = format!("telegram:{GROUP}");
+    let body = |command: &str| {
+        json!({
+            "session_id": "agent", "kind": "approval", "prompt": "May the agent run this?", "targets": [target],
+            "action": {"tool": "shell", "args": {"command": command}}, "answerers": ["telegram:7"],
+        })
+    };
+    let once = s.ask(body("make clean")).await;
+    let id = once["id"].as_str().unwrap();
+    let shown = s.shown(GROUP, id).await;
+    assert!(
+        shown.text.contains("Action: shell\n  command: make clean"),
+        "{}",
+        shown.text
+    );
+    // A stranger in the group taps Allow: denied, audited, nothing changes.
+    s.fake
+        .tap(GROUP, shown.id, &mallory(), &shown.payload("Allow once"));
+    let fake = s.fake.clone();
+    eventually(WITHIN, "the stranger told", move || {
+        let fake = fake.clone();
+        async move {
+            fake.toasts()
+                .iter()
+                .any(|t| t == "You can't answer this question.")
+        }
+    })
+    .await;
+    assert_eq!(s.status(id).await, "pending");
+    s.fake
+        .tap(GROUP, shown.id, &alice(), &shown.payload("Allow once"));
+    s.wait_for_text(
+        GROUP,
+        shown.id,
+        "✅ Answered: allowed once, by @alice via telegram",
+    )
+    .await;
+    // Reject with feedback, typed: the words reach whoever asked.
+    let rejected = s.ask(body("rm -rf /")).await;
+    let rid = rejected["id"].as_str().unwrap();
+    let shown = s.shown(GROUP, rid).await;
+    s.fake.say(
+        GROUP,
+        &alice(),
+        &format!("/answer {rid} reject that would wipe the disk"),
+    );
+    s.wait_for_text(
+        GROUP,
+        shown.id,
+        "🚫 Rejected: that would wipe the disk (by @alice via telegram)",
+    )
+    .await;
+    let q: Value = http()
+        .get(format!("{}/api/questions/{rid}", s.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(q["resolution"]["message"], "that would wipe the disk");
+    let audit: Value = http()
+        .get(format!("{}/api/audit?session_id=agent", s.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let refused = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["event"] == "refused" && e["by"] == "telegram:66");
+    assert!(refused, "the stranger's tap is in the audit trail: {audit}");
 }

@@ -327,13 +327,13 @@ async fn every_kind_can_be_answered_on_the_page() {
         .ask(json!({"prompt": "Deploy now?", "options": ["now", "tonight"]}))
         .await;
     let once = api
-        .ask(json!({"kind": "approval", "prompt": "Run migrations?"}))
+        .ask(json!({"kind": "approval", "prompt": "Run migrations?", "answerers": ["api"], "action": {"tool": "shell", "args": {"command": "diesel migration run"}}}))
         .await;
     let always = api
-        .ask(json!({"kind": "approval", "prompt": "Read the logs?"}))
+        .ask(json!({"kind": "approval", "prompt": "Read the logs?", "answerers": ["api"], "action": {"tool": "shell", "args": {"command": "tail -n 100 app.log"}}}))
         .await;
     let rejected = api
-        .ask(json!({"kind": "approval", "prompt": "Drop the table?"}))
+        .ask(json!({"kind": "approval", "prompt": "Drop the table?", "answerers": ["api"], "action": {"tool": "shell", "args": {"command": "DROP TABLE users"}}}))
         .await;
     let browser = Browser::launch().await;
     let page = open(&browser, &server.base).await;
@@ -915,6 +915,8 @@ async fn seed_every_kind(server: &InProcess) -> Seeded {
             "prompt": "Run `terraform apply` on production?",
             "detail": "Plan: 2 to add, 1 to change, 0 to destroy.",
             "targets": ["discord:5678"],
+            "answerers": ["api", "discord:1234"],
+            "action": {"tool": "terraform", "args": {"command": "apply", "workspace": "production", "auto_approve": false}},
             "timeout_s": 7200,
         }))
         .await;
@@ -935,7 +937,7 @@ async fn seed_every_kind(server: &InProcess) -> Seeded {
         .bridge
         .answer(
             &QuestionId::parse(&answered).unwrap(),
-            Answer::Text("csv".into()),
+            Answer::Text("csv".into()).into(),
             alice,
             "telegram:-1001234",
         )

@@ -246,6 +246,9 @@ mod tests {
                 .map(|n| format!("{n}{}", "x".repeat(label_chars.saturating_sub(3))))
                 .collect(),
             multi,
+            action: (kind == Kind::Approval).then(|| {
+                askbridge_core::Action::new("shell", serde_json::json!({"command": "make"}))
+            }),
             ..NewQuestion::new("s", "Which?")
         }
         .into_question(QuestionId::random(), Millis(0), DEFAULT_TIMEOUT)
@@ -365,6 +368,7 @@ mod tests {
             via: "discord".into(),
             at: Millis(0),
             message: Some("m".repeat(4000)),
+            rule_id: None,
         });
         assert!(outcome_text(&q).chars().count() <= CONTENT_CHARS);
     }

@@ -154,12 +154,18 @@ mod tests {
             rows_confirm[0][1],
             ("No".to_owned(), "/answer k3f9x2m8qa no".to_owned())
         );
-        let approval = question(NewQuestion::ask("rm -rf build/?").kind(Kind::Approval));
+        let action =
+            askbridge_core::Action::new("shell", serde_json::json!({"command": "rm -rf build/"}));
+        let digest = action.short_digest();
+        let approval = question(NewQuestion::ask("Run it?").approve(action));
         let rows_approval = rows(&keyboard(&approval, &[]));
         assert_eq!(rows_approval[0].len(), 2);
         assert_eq!(
             rows_approval[1],
-            vec![("Reject".to_owned(), "/answer k3f9x2m8qa reject".to_owned())]
+            vec![(
+                "Reject".to_owned(),
+                format!("/answer k3f9x2m8qa reject #{digest}")
+            )]
         );
     }
 }

@@ -114,9 +114,11 @@
     const via = r.via;
     switch (q.status) {
       case 'answered': {
+        if (q.kind === 'approval' && via === 'rule') return `Allowed by rule ${r.rule_id || '?'}`;
         let value = answerText(r.value);
         if (q.kind === 'approval' && value === 'once') value = 'allowed once';
-        else if (q.kind === 'approval' && value === 'always') value = 'always allowed';
+        else if (q.kind === 'approval' && value === 'always') value = 'always allowed in this session';
+        else if (q.kind === 'approval' && value === 'always everywhere') value = 'always allowed everywhere';
         return `Answered: ${value}, by ${by} via ${via}`;
       }
       case 'declined': {
@@ -551,6 +553,18 @@
         el('p', { class: 'detail', tabindex: 0, text: q.detail }),
       );
     }
+    if (q.action) {
+      card.append(
+        el(
+          'div',
+          { class: 'action', role: 'group', 'aria-label': 'What is being approved' },
+          el('p', { class: 'action-tool', text: `Action: ${q.action.tool}` }),
+          // The whole arguments, as JSON: exactly what the approval approves.
+          el('pre', { class: 'action-args', tabindex: 0, text: JSON.stringify(q.action.args, null, 2) }),
+          el('p', { class: 'action-digest', text: `digest ${String(q.action.digest || '').slice(0, 8)}` }),
+        ),
+      );
+    }
     const who = q.answerers.length
       ? q.answerers.join(', ') +
         (q.answerers.includes('api') ? '' : ' (this page answers as api, not among them)')
@@ -603,8 +617,9 @@
         el(
           'div',
           { class: 'buttons', role: 'group', 'aria-label': 'Decide' },
-          button('Allow once', 'primary', () => send(q, 'reply', { answer: 'once' })),
-          button('Always allow', 'primary', () => send(q, 'reply', { answer: 'always' })),
+          // The digest binds the decision to the action shown on this card.
+          button('Allow once', 'primary', () => send(q, 'reply', { answer: 'once', digest: q.action && q.action.digest })),
+          button('Always allow', 'primary', () => send(q, 'reply', { answer: 'always', digest: q.action && q.action.digest })),
         ),
       );
       box.append(declineForm(q, 'Reject'));

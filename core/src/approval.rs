@@ -1,0 +1,401 @@
+//! Approvals: "may the agent run `rm -rf build/`?"
+//!
+//! An approval question carries the [`Action`] it is about — a tool name and its arguments — and
+//! is bound to the action's [`Action::digest`]: a reply that names another digest is refused, and
+//! the function holding an [`Approval`] can check that it covers the very action it is about to
+//! run ([`Approval::covers`]), so an approval never stretches to an action nobody saw.
+//!
+//! Replies are *allow once*, *allow always* (which creates a [`Rule`], for the session or
+//! everywhere) or *reject* with optional feedback, which reaches the function as the rejection's
+//! text. Later approvals a rule matches are allowed without asking.
+
+use crate::Error;
+use crate::time::Millis;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+/// How many hex characters of the digest people see (and buttons carry).
+pub const SHORT_DIGEST: usize = 8;
+/// Longest argument value shown in a message before `/show` is needed.
+const ARG_CHARS: usize = 120;
+
+/// What an approval is about: a tool and its arguments. In JSON it also carries its `digest`
+/// (computed, never read back), so clients can bind their replies to it.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Action {
+    /// The tool's name (`shell`, `http.post`, `deploy`).
+    pub tool: String,
+    /// Its arguments, as JSON (usually an object).
+    #[serde(default)]
+    pub args: serde_json::Value,
+}
+
+impl Serialize for Action {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = serializer.serialize_struct("Action", 3)?;
+        out.serialize_field("tool", &self.tool)?;
+        out.serialize_field("args", &self.args)?;
+        out.serialize_field("digest", &self.digest())?;
+        out.end()
+    }
+}
+
+impl Action {
+    /// An action of `tool` with `args`.
+    pub fn new(tool: impl Into<String>, args: serde_json::Value) -> Self {
+        Action {
+            tool: tool.into(),
+            args,
+        }
+    }
+
+    /// A digest of exactly this action: SHA-256 of its canonical JSON (object keys sorted), as
+    /// 16 hex characters.
+    pub fn digest(&self) -> String {
+        // serde_json's Value keeps object keys sorted (no `preserve_order`), so equal actions
+        // serialise identically.
+        let canonical =
+            serde_json::to_vec(&serde_json::json!({"tool": self.tool, "args": self.args}))
+                .expect("JSON values serialise");
+        Sha256::digest(&canonical)[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// The digest people see.
+    pub fn short_digest(&self) -> String {
+        self.digest()[..SHORT_DIGEST].to_owned()
+    }
+
+    /// Checks the action is well formed.
+    pub fn check(&self) -> Result<(), Error> {
+        let tool_ok = !self.tool.trim().is_empty() && self.tool.chars().count() <= 100;
+        if !tool_ok {
+            return Err(Error::Invalid {
+                field: "action",
+                reason: "the action needs a tool name of 1-100 characters".into(),
+            });
+        }
+        if serde_json::to_vec(&self.args).map_or(0, |v| v.len()) > 32_000 {
+            return Err(Error::Invalid {
+                field: "action",
+                reason: "the action's arguments are over 32 kB".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Each argument as `name`/value text (top-level keys of an object; the whole value under
+    /// `args` otherwise).
+    pub fn arguments(&self) -> Vec<(String, String)> {
+        match &self.args {
+            serde_json::Value::Object(map) => map
+                .iter()
+                .map(|(k, v)| (k.clone(), value_text(v)))
+                .collect(),
+            serde_json::Value::Null => Vec::new(),
+            other => vec![("args".to_owned(), value_text(other))],
+        }
+    }
+
+    /// The readable block shown in messages: the tool and its arguments, long values shortened.
+    pub fn block(&self, full: bool) -> String {
+        let mut text = format!("Action: {}", self.tool);
+        for (name, value) in self.arguments() {
+            let value = if full {
+                value
+            } else {
+                crate::render::shorten(&value, ARG_CHARS)
+            };
+            text.push_str(&format!("\n  {name}: {value}"));
+        }
+        text.push_str(&format!("\n(digest {})", self.short_digest()));
+        text
+    }
+}
+
+/// A JSON value as text: strings bare, anything else as compact JSON.
+fn value_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Where a rule applies.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Scope {
+    /// Within one session (one run, one conversation).
+    Session {
+        /// The session.
+        session_id: String,
+    },
+    /// Everywhere.
+    Everywhere,
+}
+
+/// "Always allow": approvals of `tool` whose arguments match `pattern` are allowed without asking.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rule {
+    /// Id (derived from the approval that created it, or random).
+    pub id: String,
+    /// The tool.
+    pub tool: String,
+    /// Argument name → glob (`*` matches anything); arguments not named are free.
+    pub pattern: BTreeMap<String, String>,
+    /// Where it applies.
+    pub scope: Scope,
+    /// Who created it.
+    pub created_by: String,
+    /// When.
+    pub created_at: Millis,
+    /// The approval whose "always" created it, if one did.
+    pub question_id: Option<String>,
+}
+
+impl Rule {
+    /// The rule that allows exactly `action` again (every argument must be equal).
+    pub fn exact(
+        id: String,
+        action: &Action,
+        scope: Scope,
+        created_by: &str,
+        at: Millis,
+        question_id: Option<String>,
+    ) -> Self {
+        let pattern = action
+            .arguments()
+            .into_iter()
+            .map(|(name, value)| (name, escape_glob(&value)))
+            .collect();
+        Rule {
+            id,
+            tool: action.tool.clone(),
+            pattern,
+            scope,
+            created_by: created_by.to_owned(),
+            created_at: at,
+            question_id,
+        }
+    }
+
+    /// Does it allow `action` in `session_id`?
+    pub fn matches(&self, session_id: &str, action: &Action) -> bool {
+        let in_scope = match &self.scope {
+            Scope::Everywhere => true,
+            Scope::Session { session_id: scoped } => scoped == session_id,
+        };
+        if !in_scope || self.tool != action.tool {
+            return false;
+        }
+        let arguments: BTreeMap<String, String> = action.arguments().into_iter().collect();
+        self.pattern.iter().all(|(name, glob)| {
+            arguments
+                .get(name)
+                .is_some_and(|value| glob_matches(glob, value))
+        })
+    }
+
+    /// One line for `/rules` and logs.
+    pub fn describe(&self) -> String {
+        let scope = match &self.scope {
+            Scope::Everywhere => "everywhere".to_owned(),
+            Scope::Session { session_id } => format!("in session {session_id}"),
+        };
+        let args: Vec<String> = self
+            .pattern
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        format!("{}: {} {} {}", self.id, self.tool, args.join(" "), scope).replace("  ", " ")
+    }
+}
+
+/// Makes `*` in `text` literal for [`glob_matches`].
+pub fn escape_glob(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('*', "\\*")
+}
+
+/// `*` matches any run of characters, `\*` a star, `\\` a backslash; everything else itself.
+pub fn glob_matches(glob: &str, text: &str) -> bool {
+    #[derive(PartialEq)]
+    enum Token {
+        Any,
+        Char(char),
+    }
+    let mut tokens = Vec::new();
+    let mut chars = glob.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => tokens.push(Token::Char(chars.next().unwrap_or('\\'))),
+            '*' => tokens.push(Token::Any),
+            other => tokens.push(Token::Char(other)),
+        }
+    }
+    let text: Vec<char> = text.chars().collect();
+    // Classic two-pointer wildcard matching with backtracking to the last star.
+    let (mut t, mut p) = (0usize, 0usize);
+    let (mut star, mut mark) = (None, 0usize);
+    while t < text.len() {
+        match tokens.get(p) {
+            Some(Token::Char(c)) if *c == text[t] => {
+                t += 1;
+                p += 1;
+            }
+            Some(Token::Any) => {
+                star = Some(p);
+                mark = t;
+                p += 1;
+            }
+            _ => match star {
+                Some(s) => {
+                    p = s + 1;
+                    mark += 1;
+                    t = mark;
+                }
+                None => return false,
+            },
+        }
+    }
+    tokens[p..].iter().all(|t| *t == Token::Any)
+}
+
+/// How an approval went, as the function that asked sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Approval {
+    /// Allowed this once.
+    Once {
+        /// Digest of the approved action.
+        digest: String,
+    },
+    /// Allowed, and a rule now allows it again.
+    Always {
+        /// The rule created.
+        rule_id: String,
+        /// Digest of the approved action.
+        digest: String,
+    },
+    /// Allowed without asking by an existing rule.
+    ByRule {
+        /// The rule that matched.
+        rule_id: String,
+        /// Digest of the approved action.
+        digest: String,
+    },
+}
+
+impl Approval {
+    /// True when this approval is for exactly `action`.
+    pub fn covers(&self, action: &Action) -> bool {
+        let digest = match self {
+            Approval::Once { digest }
+            | Approval::Always { digest, .. }
+            | Approval::ByRule { digest, .. } => digest,
+        };
+        *digest == action.digest()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn digests_are_canonical_and_specific() {
+        let a = Action::new("shell", json!({"command": "rm -rf build/", "cwd": "/repo"}));
+        let b: Action = serde_json::from_str(
+            r#"{"args": {"cwd": "/repo", "command": "rm -rf build/"}, "tool": "shell"}"#,
+        )
+        .unwrap();
+        assert_eq!(a.digest(), b.digest(), "key order does not matter");
+        assert_eq!(a.digest().len(), 16);
+        let c = Action::new("shell", json!({"command": "rm -rf /", "cwd": "/repo"}));
+        assert_ne!(a.digest(), c.digest());
+    }
+
+    #[test]
+    fn json_carries_the_digest_but_never_trusts_one() {
+        let a = Action::new("shell", json!({"command": "ls"}));
+        let json = serde_json::to_value(&a).unwrap();
+        assert_eq!(json["digest"], a.digest());
+        let forged: Action = serde_json::from_value(
+            json!({"tool": "shell", "args": {"command": "ls"}, "digest": "0000"}),
+        )
+        .unwrap();
+        assert_eq!(forged, a);
+    }
+
+    #[test]
+    fn blocks_shorten_long_values() {
+        let a = Action::new("shell", json!({"command": "x".repeat(500), "n": 3}));
+        let block = a.block(false);
+        assert!(
+            block.starts_with("Action: shell\n  command: xxx"),
+            "{block}"
+        );
+        assert!(block.contains("…") && block.contains("\n  n: 3"), "{block}");
+        assert!(a.block(true).contains(&"x".repeat(500)));
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_matches("rm -rf build/*", "rm -rf build/cache"));
+        assert!(glob_matches("*", ""));
+        assert!(glob_matches("a*b*c", "axxbyyc"));
+        assert!(!glob_matches("a*b*c", "axxbyy"));
+        assert!(!glob_matches("rm -rf build/*", "rm -rf /"));
+        assert!(glob_matches(&escape_glob("2 * 3"), "2 * 3"));
+        assert!(!glob_matches(&escape_glob("2 * 3"), "2 x 3"));
+    }
+
+    #[test]
+    fn exact_rules_match_only_their_action_in_their_scope() {
+        let action = Action::new("shell", json!({"command": "make *"}));
+        let rule = Rule::exact(
+            "r1".into(),
+            &action,
+            Scope::Session {
+                session_id: "s1".into(),
+            },
+            "telegram:1",
+            Millis(0),
+            None,
+        );
+        assert!(rule.matches("s1", &action));
+        assert!(!rule.matches("s2", &action), "another session");
+        assert!(
+            !rule.matches("s1", &Action::new("shell", json!({"command": "make all"}))),
+            "a literal star"
+        );
+        assert!(!rule.matches("s1", &Action::new("python", json!({"command": "make *"}))));
+        let everywhere = Rule {
+            scope: Scope::Everywhere,
+            ..rule.clone()
+        };
+        assert!(everywhere.matches("s9", &action));
+        let wide = Rule {
+            pattern: [("command".to_owned(), "make *".to_owned())].into(),
+            ..everywhere
+        };
+        assert!(wide.matches(
+            "s9",
+            &Action::new("shell", json!({"command": "make all", "extra": 1}))
+        ));
+    }
+
+    #[test]
+    fn approvals_cover_their_action_only() {
+        let action = Action::new("shell", json!({"command": "ls"}));
+        let approval = Approval::Once {
+            digest: action.digest(),
+        };
+        assert!(approval.covers(&action));
+        assert!(!approval.covers(&Action::new("shell", json!({"command": "ls -la"}))));
+    }
+}
