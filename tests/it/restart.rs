@@ -77,6 +77,16 @@ async fn kill_and_restart(env: Vec<(&'static str, String)>) {
         .map(|q| q["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, vec![keep.as_str()]);
+    // Ops see the same through `askbridge pending`.
+    let table = pending_cli(&base, &[]).await;
+    assert!(
+        table.starts_with("ID") && table.contains(&keep) && !table.contains(&overdue),
+        "{table}"
+    );
+    let json: Value =
+        serde_json::from_str(&pending_cli(&base, &["--json", "--session", "restart"]).await)
+            .unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 1);
     let r = http()
         .post(format!("{base}/api/questions/{keep}/reply"))
         .json(&json!({"answer": "yes"}))
@@ -100,4 +110,20 @@ async fn sigkill_and_restart_on_the_embedded_store_loses_nothing() {
         dir.path().display().to_string(),
     )])
     .await;
+}
+
+async fn pending_cli(base: &str, extra: &[&str]) -> String {
+    let output = tokio::process::Command::new(crate::support::askbridge_binary())
+        .args(["pending", "--url", base])
+        .args(extra)
+        .env_clear()
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
 }

@@ -141,6 +141,24 @@ impl Setup {
         .await
     }
 
+    /// A plain message (no reply, no keyboard) in `chat` starting with `prefix`: what a run posts.
+    async fn reply_to_plain(&self, chat: i64, prefix: &str) -> String {
+        let fake = self.fake.clone();
+        eventually_some(WITHIN, prefix, move || {
+            let fake = fake.clone();
+            let prefix = prefix.to_owned();
+            async move {
+                fake.sent_in(chat)
+                    .into_iter()
+                    .find(|m| {
+                        m.markup.is_none() && m.reply_to.is_none() && m.text.starts_with(&prefix)
+                    })
+                    .map(|m| m.text)
+            }
+        })
+        .await
+    }
+
     /// Waits until every queued update was taken and handled (the bot confirmed them), then a
     /// little more for handlers to finish their calls.
     async fn settle(&self) {
@@ -782,4 +800,129 @@ async fn approvals_on_telegram_once_reject_with_feedback_and_a_stranger_denied()
         .iter()
         .any(|e| e["event"] == "refused" && e["by"] == "telegram:66");
     assert!(refused, "the stranger's tap is in the audit trail: {audit}");
+}
+
+/// A flow with three asks and a step, driven entirely from Telegram.
+fn register_trip(bridge: &askbridge::Bridge, side_effects: Arc<std::sync::atomic::AtomicUsize>) {
+    bridge
+        .flow("trip", "plans a trip", move |ctx| {
+            let side_effects = side_effects.clone();
+            async move {
+                let city = ctx.input().to_owned();
+                let transport = ctx
+                    .ask(
+                        askbridge_core::NewQuestion::ask(format!("How do we get to {city}?"))
+                            .options(["train", "plane", "car"]),
+                    )
+                    .await?;
+                let nights = match ctx
+                    .ask(
+                        askbridge_core::NewQuestion::ask("How many nights?")
+                            .options(["1", "2", "3"]),
+                    )
+                    .await
+                {
+                    Ok(nights) => nights.to_string(),
+                    Err(askbridge::Error::Declined { message }) => {
+                        format!("? ({})", message.unwrap_or_default())
+                    }
+                    Err(other) => return Err(other),
+                };
+                let booking = ctx
+                    .step("book", async move {
+                        side_effects.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1
+                    })
+                    .await?;
+                let insured = ctx
+                    .confirm(
+                        askbridge_core::NewQuestion::confirm("Add insurance?")
+                            .timeout(Duration::from_millis(500)),
+                    )
+                    .await?;
+                Ok(format!(
+                    "{city} by {transport}, {nights} nights, booking #{booking}, insured: {insured}"
+                ))
+            }
+        })
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_started_by_a_message_is_answered_by_taps_plain_replies_declines_and_expiry() {
+    let s = setup().await;
+    let side_effects = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    register_trip(&s.bridge, side_effects.clone());
+    s.fake.say(7, &alice(), "/trip Lisbon");
+    s.reply_to(7, "▶ trip started.").await;
+    let fake = s.fake.clone();
+    let first = eventually_some(WITHIN, "the first question", move || {
+        let fake = fake.clone();
+        async move {
+            fake.sent_in(7)
+                .into_iter()
+                .find(|m| m.text.contains("How do we get to Lisbon?") && m.markup.is_some())
+        }
+    })
+    .await;
+    s.fake
+        .tap(7, first.id, &alice(), &first.payload("2. plane"));
+    let fake = s.fake.clone();
+    let second = eventually_some(WITHIN, "the second question", move || {
+        let fake = fake.clone();
+        async move {
+            fake.sent_in(7)
+                .into_iter()
+                .find(|m| m.text.contains("How many nights?") && m.markup.is_some())
+        }
+    })
+    .await;
+    s.fake.say(7, &alice(), "a week");
+    s.reply_to(7, "That doesn't answer \"How many nights?\"")
+        .await;
+    s.fake.say(7, &alice(), "2");
+    s.reply_to(7, "✓ Answered: 2, by @alice via telegram").await;
+    s.wait_for_text(7, second.id, "✅ Answered: 2").await;
+    // Nobody answers the insurance question: it expires, and the flow reads it as no.
+    let result = s.reply_to_plain(7, "✓ trip:").await;
+    assert_eq!(
+        result,
+        "✓ trip: Lisbon by plane, 2 nights, booking #1, insured: false"
+    );
+    // A second run declines the nights.
+    s.fake.say(7, &alice(), "/trip Porto");
+    let fake = s.fake.clone();
+    let first = eventually_some(WITHIN, "the second run's question", move || {
+        let fake = fake.clone();
+        async move {
+            fake.sent_in(7)
+                .into_iter()
+                .find(|m| m.text.contains("How do we get to Porto?") && m.markup.is_some())
+        }
+    })
+    .await;
+    s.fake
+        .tap(7, first.id, &alice(), &first.payload("1. train"));
+    let fake = s.fake.clone();
+    let nights = eventually_some(WITHIN, "the nights question again", move || {
+        let fake = fake.clone();
+        async move {
+            fake.sent_in(7)
+                .into_iter()
+                .filter(|m| m.text.contains("How many nights?") && m.markup.is_some())
+                .max_by_key(|m| m.id)
+        }
+    })
+    .await;
+    s.fake
+        .tap(7, nights.id, &alice(), &nights.payload("Decline"));
+    let result = s.reply_to_plain(7, "✓ trip: Porto").await;
+    assert_eq!(
+        result,
+        "✓ trip: Porto by train, ? () nights, booking #2, insured: false"
+    );
+    assert_eq!(
+        side_effects.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "one booking per run, whatever the replays"
+    );
 }
