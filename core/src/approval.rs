@@ -13,7 +13,6 @@ use crate::Error;
 use crate::time::Millis;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
 
 /// How many hex characters of the digest people see (and buttons carry).
 pub const SHORT_DIGEST: usize = 8;
@@ -138,66 +137,32 @@ pub enum Scope {
     Everywhere,
 }
 
-/// "Always allow": approvals of `tool` whose arguments match `pattern` are allowed without asking.
+/// "Always allow": later approvals of the very same action (tool and arguments, compared by
+/// digest, so an extra argument or a changed value is another action) are allowed without asking.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rule {
-    /// Id (derived from the approval that created it, or random).
+    /// Id (derived from the approval that created it).
     pub id: String,
-    /// The tool.
-    pub tool: String,
-    /// Argument name → glob (`*` matches anything); arguments not named are free.
-    pub pattern: BTreeMap<String, String>,
+    /// The action it allows again.
+    pub action: Action,
     /// Where it applies.
     pub scope: Scope,
-    /// Who created it.
+    /// Who created it; it only decides approvals this identity may answer.
     pub created_by: String,
     /// When.
     pub created_at: Millis,
-    /// The approval whose "always" created it, if one did.
+    /// The approval whose "always" created it.
     pub question_id: Option<String>,
 }
 
 impl Rule {
-    /// The rule that allows exactly `action` again (every argument must be equal).
-    pub fn exact(
-        id: String,
-        action: &Action,
-        scope: Scope,
-        created_by: &str,
-        at: Millis,
-        question_id: Option<String>,
-    ) -> Self {
-        let pattern = action
-            .arguments()
-            .into_iter()
-            .map(|(name, value)| (name, escape_glob(&value)))
-            .collect();
-        Rule {
-            id,
-            tool: action.tool.clone(),
-            pattern,
-            scope,
-            created_by: created_by.to_owned(),
-            created_at: at,
-            question_id,
-        }
-    }
-
     /// Does it allow `action` in `session_id`?
     pub fn matches(&self, session_id: &str, action: &Action) -> bool {
         let in_scope = match &self.scope {
             Scope::Everywhere => true,
             Scope::Session { session_id: scoped } => scoped == session_id,
         };
-        if !in_scope || self.tool != action.tool {
-            return false;
-        }
-        let arguments: BTreeMap<String, String> = action.arguments().into_iter().collect();
-        self.pattern.iter().all(|(name, glob)| {
-            arguments
-                .get(name)
-                .is_some_and(|value| glob_matches(glob, value))
-        })
+        in_scope && self.action.digest() == action.digest()
     }
 
     /// One line for `/rules` and logs.
@@ -206,62 +171,9 @@ impl Rule {
             Scope::Everywhere => "everywhere".to_owned(),
             Scope::Session { session_id } => format!("in session {session_id}"),
         };
-        let args: Vec<String> = self
-            .pattern
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        format!("{}: {} {} {}", self.id, self.tool, args.join(" "), scope).replace("  ", " ")
+        let args = crate::render::shorten(&self.action.args.to_string(), 120);
+        format!("{}: {} {args} {scope}", self.id, self.action.tool)
     }
-}
-
-/// Makes `*` in `text` literal for [`glob_matches`].
-pub fn escape_glob(text: &str) -> String {
-    text.replace('\\', "\\\\").replace('*', "\\*")
-}
-
-/// `*` matches any run of characters, `\*` a star, `\\` a backslash; everything else itself.
-pub fn glob_matches(glob: &str, text: &str) -> bool {
-    #[derive(PartialEq)]
-    enum Token {
-        Any,
-        Char(char),
-    }
-    let mut tokens = Vec::new();
-    let mut chars = glob.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => tokens.push(Token::Char(chars.next().unwrap_or('\\'))),
-            '*' => tokens.push(Token::Any),
-            other => tokens.push(Token::Char(other)),
-        }
-    }
-    let text: Vec<char> = text.chars().collect();
-    // Classic two-pointer wildcard matching with backtracking to the last star.
-    let (mut t, mut p) = (0usize, 0usize);
-    let (mut star, mut mark) = (None, 0usize);
-    while t < text.len() {
-        match tokens.get(p) {
-            Some(Token::Char(c)) if *c == text[t] => {
-                t += 1;
-                p += 1;
-            }
-            Some(Token::Any) => {
-                star = Some(p);
-                mark = t;
-                p += 1;
-            }
-            _ => match star {
-                Some(s) => {
-                    p = s + 1;
-                    mark += 1;
-                    t = mark;
-                }
-                None => return false,
-            },
-        }
-    }
-    tokens[p..].iter().all(|t| *t == Token::Any)
 }
 
 /// How an approval went, as the function that asked sees it.
@@ -344,49 +256,37 @@ mod tests {
     }
 
     #[test]
-    fn globs() {
-        assert!(glob_matches("rm -rf build/*", "rm -rf build/cache"));
-        assert!(glob_matches("*", ""));
-        assert!(glob_matches("a*b*c", "axxbyyc"));
-        assert!(!glob_matches("a*b*c", "axxbyy"));
-        assert!(!glob_matches("rm -rf build/*", "rm -rf /"));
-        assert!(glob_matches(&escape_glob("2 * 3"), "2 * 3"));
-        assert!(!glob_matches(&escape_glob("2 * 3"), "2 x 3"));
-    }
-
-    #[test]
-    fn exact_rules_match_only_their_action_in_their_scope() {
-        let action = Action::new("shell", json!({"command": "make *"}));
-        let rule = Rule::exact(
-            "r1".into(),
-            &action,
-            Scope::Session {
+    fn rules_match_only_their_exact_action_in_their_scope() {
+        let action = Action::new("shell", json!({"command": "make"}));
+        let rule = Rule {
+            id: "r1".into(),
+            action: action.clone(),
+            scope: Scope::Session {
                 session_id: "s1".into(),
             },
-            "telegram:1",
-            Millis(0),
-            None,
-        );
+            created_by: "telegram:1".into(),
+            created_at: Millis(0),
+            question_id: None,
+        };
         assert!(rule.matches("s1", &action));
         assert!(!rule.matches("s2", &action), "another session");
-        assert!(
-            !rule.matches("s1", &Action::new("shell", json!({"command": "make all"}))),
-            "a literal star"
-        );
-        assert!(!rule.matches("s1", &Action::new("python", json!({"command": "make *"}))));
+        for other in [
+            json!({"command": "make", "env": {"LD_PRELOAD": "x.so"}}),
+            json!({"command": "make all"}),
+            json!({"command": 1}),
+            json!({}),
+        ] {
+            assert!(
+                !rule.matches("s1", &Action::new("shell", other.clone())),
+                "{other}"
+            );
+        }
+        assert!(!rule.matches("s1", &Action::new("python", json!({"command": "make"}))));
         let everywhere = Rule {
             scope: Scope::Everywhere,
-            ..rule.clone()
+            ..rule
         };
         assert!(everywhere.matches("s9", &action));
-        let wide = Rule {
-            pattern: [("command".to_owned(), "make *".to_owned())].into(),
-            ..everywhere
-        };
-        assert!(wide.matches(
-            "s9",
-            &Action::new("shell", json!({"command": "make all", "extra": 1}))
-        ));
     }
 
     #[test]

@@ -110,13 +110,37 @@ pub(crate) fn decide(
     }
 }
 
+/// Does `rule` decide `question` (about `action`)? It must match the action in its scope, and its
+/// creator must be one who may approve this question: a rule never lets one approver decide for
+/// another's approvals.
+fn decides(rule: &Rule, question: &Question, action: &Action) -> bool {
+    rule.matches(&question.session_id, action)
+        && question.answerers.iter().any(|a| *a == rule.created_by)
+}
+
 impl Bridge {
     /// Gives an approval without approvers the configured ones; refuses one with none.
     pub(super) fn name_approvers(&self, request: &mut NewQuestion) -> Result<(), Error> {
-        if request.kind != Kind::Approval || !request.answerers.is_empty() {
+        if request.kind != Kind::Approval {
             return Ok(());
         }
-        if self.options().approvers.is_empty() {
+        let configured = &self.options().approvers;
+        if !request.answerers.is_empty() {
+            if configured.is_empty() {
+                return Ok(());
+            }
+            // With approvers configured, a caller cannot name others (say, itself).
+            request.answerers.retain(|a| configured.contains(a));
+            if request.answerers.is_empty() {
+                return Err(askbridge_core::Error::Invalid {
+                    field: "answerers",
+                    reason: "none of these answerers is among ASKBRIDGE_APPROVERS".into(),
+                }
+                .into());
+            }
+            return Ok(());
+        }
+        if configured.is_empty() {
             return Err(askbridge_core::Error::Invalid {
                 field: "answerers",
                 reason: "an approval needs approvers: list them in answerers, or set ASKBRIDGE_APPROVERS".into(),
@@ -140,10 +164,7 @@ impl Bridge {
             return Ok(None);
         };
         let rules = self.store().rules().await?;
-        let Some(rule) = rules
-            .iter()
-            .find(|rule| rule.matches(&question.session_id, action))
-        else {
+        let Some(rule) = rules.iter().find(|rule| decides(rule, question, action)) else {
             return Ok(None);
         };
         self.allow_with(question, rule).await.map(Some)
@@ -169,7 +190,7 @@ impl Bridge {
             .as_ref()
             .is_some_and(|r| r.via == RULE_VIA)
         {
-            self.spawn_settle(resolved.clone());
+            self.after_win(&resolved).await;
         }
         Ok(resolved)
     }
@@ -195,14 +216,14 @@ impl Bridge {
                 session_id: question.session_id.clone(),
             }
         };
-        let rule = Rule::exact(
-            rule_id,
-            action,
+        let rule = Rule {
+            id: rule_id,
+            action: action.clone(),
             scope,
-            &resolution.by,
-            resolution.at,
-            Some(question.id.to_string()),
-        );
+            created_by: resolution.by.clone(),
+            created_at: resolution.at,
+            question_id: Some(question.id.to_string()),
+        };
         self.store().put_rule(&rule).await?;
         let mut entry = AuditEntry::resolved(question);
         entry.event = AuditEvent::RuleCreated;
@@ -219,7 +240,7 @@ impl Bridge {
             if other
                 .action
                 .as_ref()
-                .is_some_and(|a| rule.matches(&other.session_id, a))
+                .is_some_and(|a| decides(&rule, other, a))
             {
                 self.allow_with(other, &rule).await?;
             }

@@ -29,7 +29,12 @@ const MAX_SHOW_BACKOFF: Duration = Duration::from_secs(60);
 /// Purging old records runs this often.
 const PURGE_EVERY: Duration = Duration::from_secs(300);
 
+/// How long after a resolution its outbox entry waits for the winner's own settle before any
+/// sweeper does it.
+const SETTLE_GRACE: Duration = Duration::from_secs(10);
+
 const EFFECT_EVENT: &str = "event";
+
 const EFFECT_RESUME: &str = "resume";
 const EFFECT_AUDIT: &str = "audit";
 const EFFECT_RULE: &str = "rule";
@@ -100,6 +105,27 @@ impl Bridge {
     }
 
     /// Runs the effects of a resolution in the background.
+    /// What follows a won claim: the question's outbox entry becomes due soon — so that if this
+    /// process dies before its effects are done, any process's sweeper does them within seconds,
+    /// not at the question's deadline — and the effects start here at once.
+    pub(super) async fn after_win(&self, resolved: &Question) {
+        let soon = Millis::now().after(SETTLE_GRACE);
+        if let Err(error) = self.inner.store.reschedule(&resolved.id, soon).await {
+            tracing::warn!(question_id = %resolved.id, %error, "cannot mark the resolution's effects as due");
+        }
+        self.spawn_settle(resolved.clone());
+    }
+
+    /// An approval's "always": creates its rule (and allows what it matches), once.
+    pub(super) async fn create_rule_now(&self, question: &Question) -> Result<(), Error> {
+        self.create_rule(question).await?;
+        self.inner
+            .store
+            .mark_effect(&question.id, EFFECT_RULE)
+            .await
+            .map(drop)
+    }
+
     pub(super) fn spawn_settle(&self, question: Question) {
         let bridge = self.clone();
         tokio::spawn(async move {
@@ -110,8 +136,19 @@ impl Bridge {
     }
 
     /// Does what a resolution requires and is not done yet; leaves the open index when all is.
+    /// One settle per question at a time in this process: a second one (a late delivery, a
+    /// sweep) is put off a moment instead of doing the same effects twice.
     pub(super) async fn settle(&self, question: &Question) -> Result<(), Error> {
+        let Some(_settling) = Settling::start(self, &question.id) else {
+            let later = Millis::now().after(Duration::from_secs(1));
+            return self.inner.store.reschedule(&question.id, later).await;
+        };
+        self.settle_effects(question).await
+    }
+
+    async fn settle_effects(&self, question: &Question) -> Result<(), Error> {
         let store = &self.inner.store;
+
         let id = &question.id;
         let done = store.effects_done(id).await?;
         if !done.iter().any(|e| e == EFFECT_EVENT) {
@@ -125,8 +162,7 @@ impl Bridge {
             store.mark_effect(id, EFFECT_AUDIT).await?;
         }
         if !done.iter().any(|e| e == EFFECT_RULE) {
-            self.create_rule(question).await?;
-            store.mark_effect(id, EFFECT_RULE).await?;
+            self.create_rule_now(question).await?;
         }
         // The soonest time something left undone should be tried again, if anything is.
         let mut retry: Option<Duration> = None;
@@ -352,5 +388,27 @@ impl Bridge {
                 hint: format!("no `{}` channel exists", identity::surface_of(target)),
             })?;
         channel.say(target, text).await.map_err(Error::from)
+    }
+}
+
+/// Marks a question as being settled by this process until dropped.
+struct Settling<'a> {
+    bridge: &'a Bridge,
+    id: QuestionId,
+}
+
+impl<'a> Settling<'a> {
+    fn start(bridge: &'a Bridge, id: &QuestionId) -> Option<Self> {
+        let first = bridge.settling().insert(id.clone());
+        first.then(|| Settling {
+            bridge,
+            id: id.clone(),
+        })
+    }
+}
+
+impl Drop for Settling<'_> {
+    fn drop(&mut self) {
+        self.bridge.settling().remove(&self.id);
     }
 }

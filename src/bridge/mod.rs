@@ -109,6 +109,8 @@ struct Inner {
     store: Arc<dyn Store>,
     channels: RwLock<HashMap<String, Arc<dyn Channel>>>,
     flows: RwLock<HashMap<String, Arc<dyn Flow>>>,
+    /// Questions this process is settling right now.
+    settling: std::sync::Mutex<std::collections::HashSet<QuestionId>>,
     /// This process's name as a run's executor.
     owner_id: String,
     http: reqwest::Client,
@@ -135,6 +137,7 @@ impl Bridge {
                 store,
                 channels: RwLock::new(HashMap::new()),
                 flows: RwLock::new(HashMap::new()),
+                settling: std::sync::Mutex::new(std::collections::HashSet::new()),
                 owner_id: format!("p{}-{}", std::process::id(), QuestionId::random()),
                 http: reqwest::Client::builder()
                     .timeout(Duration::from_secs(15))
@@ -192,7 +195,17 @@ impl Bridge {
         self.inner.flows.write().unwrap_or_else(|p| p.into_inner())
     }
 
+    pub(crate) fn settling(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashSet<QuestionId>> {
+        self.inner
+            .settling
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
     /// This process's name as the executor of runs.
+
     pub fn owner_id(&self) -> &str {
         &self.inner.owner_id
     }
@@ -402,20 +415,20 @@ impl Bridge {
                 );
                 if approvals::creates_rule(&claim) {
                     // "Always allow": the rule exists (and matching pending approvals are
-                    // allowed) before the approver's reply returns.
-                    if let Err(error) = self.settle(&resolved).await {
-                        tracing::warn!(question_id = %resolved.id, %error, "effects interrupted; the sweeper will retry");
+                    // allowed) before the approver's reply returns; the rest follows as usual.
+                    if let Err(error) = self.create_rule_now(&resolved).await {
+                        tracing::warn!(question_id = %resolved.id, %error, "cannot create the rule yet; the sweeper will retry");
                     }
-                } else {
-                    self.spawn_settle(resolved.clone());
                 }
+                self.after_win(&resolved).await;
                 Ok(resolved)
             }
             ClaimOutcome::Expired => {
                 tracing::info!(question_id = %resolved.id, "question expired (claim arrived after the deadline)");
-                self.spawn_settle(resolved.clone());
+                self.after_win(&resolved).await;
                 Err(Error::AlreadyResolved(Box::new(resolved)))
             }
+
             ClaimOutcome::AlreadyResolved => Err(Error::AlreadyResolved(Box::new(resolved))),
         }
     }

@@ -290,8 +290,9 @@ impl FlowContext {
 
     /// Asks for approval of an action (`NewQuestion::ask(prompt).approve(action)`): how it was
     /// allowed, or `Declined` with the approver's feedback, `Timeout`, `Cancelled`; `Pending`
-    /// while nobody has decided. In a run, approvers are `ASKBRIDGE_APPROVERS` when set, else the
-    /// person who started the run, unless the request names its own.
+    /// while nobody has decided. Approvers are the request's `answerers`, else
+    /// `ASKBRIDGE_APPROVERS` — never the person who started the run by default.
+
     pub async fn approve(&self, request: NewQuestion) -> Result<Approval, Error> {
         let request = request.kind(Kind::Approval);
         if let Mode::Blocking(session) = &self.inner.mode {
@@ -302,10 +303,6 @@ impl FlowContext {
             .as_ref()
             .map(|a| a.digest())
             .unwrap_or_default();
-        let mut request = request;
-        if request.answerers.is_empty() {
-            request.answerers = self.inner.bridge.options().approvers.clone();
-        }
         let record = self.recorded(request).await?;
         let id = record.question_id.to_string();
         crate::bridge::decide(
@@ -433,7 +430,9 @@ impl FlowContext {
         if request.targets.is_empty() {
             request.targets = replay.run.origin.chat.iter().cloned().collect();
         }
-        if request.answerers.is_empty() {
+        // Approvals are the exception: their approvers come from the question or from
+        // ASKBRIDGE_APPROVERS, never from who happened to start the run.
+        if request.answerers.is_empty() && request.kind != Kind::Approval {
             request.answerers = vec![replay.run.origin.user.clone()];
         }
         request

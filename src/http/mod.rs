@@ -362,20 +362,26 @@ struct RejectBody {
     by: Option<String>,
 }
 
-/// The HTTP caller's identity: `by` when given (the API is an operator surface behind its token),
-/// else `api`.
+/// The HTTP caller: always the identity `api` (the token says who may call, not who they are).
+/// `by` is kept as the display name, so "Answered: …, by ops:alice via api" reads well, but it
+/// never lets a caller pass for an answerer: a question limited to `telegram:42` refuses the API
+/// unless `api` is among its answerers too.
 fn api_actor(by: Option<String>) -> Result<Actor, ApiError> {
-    let by = by
-        .filter(|b| !b.trim().is_empty())
-        .unwrap_or_else(|| identity::API.to_owned());
-    if !identity::is_well_formed(&by) {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("`{by}` is not an identity like api, console or telegram:42"),
-        )
-        .with("field", json!("by")));
+    let name = by.map(|b| b.trim().to_owned()).filter(|b| !b.is_empty());
+    if let Some(name) = &name {
+        if name.chars().count() > 100 || name.chars().any(char::is_control) {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "`by` must be one line of at most 100 characters",
+            )
+            .with("field", json!("by")));
+        }
     }
-    Ok(Actor::new(by, identity::API))
+    Ok(Actor {
+        by: identity::API.to_owned(),
+        by_name: name,
+        via: identity::API.to_owned(),
+    })
 }
 
 async fn reply(
@@ -543,7 +549,18 @@ async fn start_run(
     State(state): State<AppState>,
     JsonBody(request): JsonBody<StartRun>,
 ) -> Result<(StatusCode, Json<Run>), ApiError> {
-    let user = api_actor(request.user)?.by;
+    // Like a question's answerers, set by whoever creates the run.
+    let user = request
+        .user
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| identity::API.to_owned());
+    if !identity::is_well_formed(&user) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("`{user}` is not an identity like api or telegram:42"),
+        )
+        .with("field", json!("user")));
+    }
     let origin = Origin {
         chat: request.chat.filter(|c| !c.is_empty()),
         user,

@@ -414,11 +414,9 @@ impl Store for EmbeddedStore {
         let id = id.clone();
         self.blocking(move |db| {
             let txn = db.begin_write()?;
-            let open = txn.open_table(DUE_AT)?.get(id.as_str())?.is_some();
-            if open {
-                set_due(&txn, id.as_str(), at.0)?;
-            }
+            set_due(&txn, id.as_str(), at.0)?;
             txn.commit()?;
+
             Ok(())
         })
         .await

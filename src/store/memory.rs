@@ -196,10 +196,7 @@ impl Store for MemoryStore {
     }
 
     async fn reschedule(&self, id: &QuestionId, at: Millis) -> Result<(), Error> {
-        let mut state = self.state();
-        if state.due_at.contains_key(id) {
-            state.set_due(id, at);
-        }
+        self.state().set_due(id, at);
         Ok(())
     }
 

@@ -813,7 +813,6 @@ impl Store for RedisStore {
             async move {
                 redis::cmd("ZADD")
                     .arg(key)
-                    .arg("XX")
                     .arg(at.0)
                     .arg(id.as_str())
                     .query_async::<i64>(&mut connection)

@@ -215,7 +215,7 @@ async fn allow_once_always_and_reject_with_feedback_reach_the_function() {
     assert_eq!(
         rules[0].describe(),
         format!(
-            "rule-{}: shell command=rm -rf build/ cwd=/repo in session agent-3",
+            "rule-{}: shell {{\"command\":\"rm -rf build/\",\"cwd\":\"/repo\"}} in session agent-3",
             q.id
         )
     );
@@ -613,4 +613,55 @@ async fn askbridge_audit_prints_the_trail_of_a_running_askbridge() {
         output.contains(id) && output.contains("by api via api answered once"),
         "{output}"
     );
+}
+
+#[tokio::test]
+async fn rules_and_answerers_never_reach_beyond_the_configured_approvers() {
+    let (bridge, _) = setup().await;
+    // A caller cannot name an approver of its own choosing (say, itself) once approvers are set.
+    let own = bridge
+        .create(approval(rm_build()).session("s").answerers(["chat:99"]))
+        .await;
+    assert!(
+        matches!(
+            own,
+            Err(Error::Model(askbridge_core::Error::Invalid {
+                field: "answerers",
+                ..
+            }))
+        ),
+        "{own:?}"
+    );
+    let mixed = bridge
+        .create(
+            approval(rm_build())
+                .session("s")
+                .answerers(["chat:99", "chat:7"]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(mixed.answerers, vec!["chat:7".to_owned()]);
+    // chat:7 allows the action always, everywhere...
+    bridge
+        .handle(message(
+            "chat:7",
+            "chat:1",
+            &format!("/answer {} always everywhere", mixed.id),
+        ))
+        .await
+        .unwrap();
+    // ...which decides chat:7's approvals, but not an approval only the console may answer.
+    let consoles = bridge
+        .create(approval(rm_build()).session("other").answerers(["console"]))
+        .await
+        .unwrap();
+    assert!(
+        consoles.is_pending(),
+        "one approver's rule does not decide for another"
+    );
+    let sevens = bridge
+        .create(approval(rm_build()).session("other").answerers(["chat:7"]))
+        .await
+        .unwrap();
+    assert_eq!(sevens.resolution.unwrap().via, "rule");
 }

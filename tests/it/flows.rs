@@ -789,7 +789,33 @@ async fn runs_start_over_the_http_api_too() {
 
 #[tokio::test]
 async fn a_run_asks_for_approval_and_is_bound_to_the_action() {
-    let (bridge, chat) = memory_bridge().await;
+    // Without approvers, a run's approval fails the run, clearly: nobody may approve it.
+    let (unconfigured, unconfigured_chat) = memory_bridge().await;
+    unconfigured
+        .flow("clean", "cleans", |ctx: FlowContext| async move {
+            let action = askbridge_core::Action::new("shell", json!({"command": "make clean"}));
+            ctx.approve(NewQuestion::ask("May I clean?").approve(action))
+                .await?;
+            Ok("cleaned".into())
+        })
+        .unwrap();
+    unconfigured
+        .handle(message("chat:7", "chat:1", "/clean"))
+        .await
+        .unwrap();
+    let failure = wait_said(&unconfigured_chat, "clean failed").await;
+    assert!(failure.contains("an approval needs approvers"), "{failure}");
+    // With the starter configured as an approver, the run waits for the decision.
+    let bridge = Bridge::new(
+        Arc::new(MemoryStore::default()),
+        BridgeOptions {
+            approvers: vec!["chat:7".into()],
+            ..BridgeOptions::default()
+        },
+    );
+    let chat = FakeChannel::new("chat");
+    bridge.add_channel(chat.clone());
+    bridge.start().await.unwrap();
     let command = Arc::new(std::sync::Mutex::new("rm -rf build/".to_owned()));
     let current = command.clone();
     bridge
@@ -813,7 +839,7 @@ async fn a_run_asks_for_approval_and_is_bound_to_the_action() {
     assert_eq!(
         q.answerers,
         vec!["chat:7".to_owned()],
-        "without ASKBRIDGE_APPROVERS, the starter approves"
+        "the configured approvers"
     );
     bridge
         .handle(message(

@@ -97,7 +97,11 @@ async fn create_get_list_and_reply() {
     assert_eq!(status, StatusCode::OK, "{resolved}");
     assert_eq!(resolved["status"], "answered");
     assert_eq!(resolved["resolution"]["value"], "luxon");
-    assert_eq!(resolved["resolution"]["by"], "ops:alice");
+    assert_eq!(
+        resolved["resolution"]["by"], "api",
+        "the caller is the API, whatever it says"
+    );
+    assert_eq!(resolved["resolution"]["by_name"], "ops:alice");
     assert_eq!(resolved["resolution"]["via"], "api");
     let (status, conflict) = call(
         &router,
@@ -302,7 +306,11 @@ async fn answerers_apply_to_the_api_too() {
         Some(json!({"answer": "go", "by": "telegram:42"})),
     )
     .await;
-    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "`by` names the caller; it does not make it an answerer"
+    );
 }
 
 #[tokio::test]
