@@ -114,8 +114,7 @@ pub(crate) fn decide(
 /// creator must be one who may approve this question: a rule never lets one approver decide for
 /// another's approvals.
 fn decides(rule: &Rule, question: &Question, action: &Action) -> bool {
-    rule.matches(&question.session_id, action)
-        && question.answerers.iter().any(|a| *a == rule.created_by)
+    rule.matches(&question.session_id, action) && question.answerers.contains(&rule.created_by)
 }
 
 impl Bridge {

@@ -205,7 +205,6 @@ impl Bridge {
     }
 
     /// This process's name as the executor of runs.
-
     pub fn owner_id(&self) -> &str {
         &self.inner.owner_id
     }

@@ -292,7 +292,6 @@ impl FlowContext {
     /// allowed, or `Declined` with the approver's feedback, `Timeout`, `Cancelled`; `Pending`
     /// while nobody has decided. Approvers are the request's `answerers`, else
     /// `ASKBRIDGE_APPROVERS` — never the person who started the run by default.
-
     pub async fn approve(&self, request: NewQuestion) -> Result<Approval, Error> {
         let request = request.kind(Kind::Approval);
         if let Mode::Blocking(session) = &self.inner.mode {

@@ -210,7 +210,6 @@ pub trait Store: Send + Sync + 'static {
     /// Sets when question `id` is next due (soon, after a resolution; later, to retry), entering
     /// it in the open index again if it had left (a concurrent settle removed it while this one
     /// still has work to retry). A stale entry is harmless: settling it again finds nothing to do.
-
     async fn reschedule(&self, id: &QuestionId, at: Millis) -> Result<(), Error>;
 
     /// Removes `id` from the open index and the pending indexes: its effects are all done.
