@@ -54,11 +54,13 @@ pub const RUN_LEASE: &str = "ASKBRIDGE_RUN_LEASE_S";
 pub const EXAMPLE_FLOWS: &str = "ASKBRIDGE_EXAMPLE_FLOWS";
 /// Comma-separated identities who may approve approvals that name none, and manage rules.
 pub const APPROVERS: &str = "ASKBRIDGE_APPROVERS";
+/// Comma-separated identities who may start flows from a chat; anyone when unset.
+pub const FLOW_STARTERS: &str = "ASKBRIDGE_FLOW_STARTERS";
 /// How long audit records are kept, in seconds. Default 7776000 (90 days).
 pub const AUDIT_RETENTION: &str = "ASKBRIDGE_AUDIT_RETENTION_S";
 
 /// Every variable, for `--help`.
-pub const ALL: [(&str, &str); 22] = [
+pub const ALL: [(&str, &str); 23] = [
     (HTTP_ADDR, "HTTP API address (default 127.0.0.1:8080)"),
     (
         API_TOKEN,
@@ -110,6 +112,10 @@ pub const ALL: [(&str, &str); 22] = [
     (
         AUDIT_RETENTION,
         "seconds audit records are kept (default 7776000)",
+    ),
+    (
+        FLOW_STARTERS,
+        "identities who may start flows from a chat (default: anyone)",
     ),
 ];
 
@@ -211,6 +217,8 @@ pub struct Config {
     pub approvers: Vec<String>,
     /// See [`AUDIT_RETENTION`].
     pub audit_retention: Duration,
+    /// See [`FLOW_STARTERS`].
+    pub flow_starters: Vec<String>,
 }
 
 impl Config {
@@ -311,6 +319,23 @@ impl Config {
                 ),
             });
         }
+        let api_token = get(API_TOKEN).map(Secret::new);
+        let public_endpoint = if telegram.as_ref().is_some_and(|t| t.webhook_url.is_some()) {
+            Some(TELEGRAM_WEBHOOK_URL)
+        } else if discord.as_ref().is_some_and(|d| d.public_key.is_some()) {
+            Some(DISCORD_PUBLIC_KEY)
+        } else {
+            None
+        };
+        if let (Some(variable), None) = (public_endpoint, &api_token) {
+            return Err(Error::Config {
+                variable: API_TOKEN,
+                reason: format!(
+                    "is required with {variable}: a webhook puts askbridge's HTTP server where the internet \
+                     reaches it, and /api must not be open there"
+                ),
+            });
+        }
         let http_flows = parse_flows(get(FLOWS).as_deref())?;
         let flow_secret = get(FLOW_SECRET).map(Secret::new);
         if !http_flows.is_empty() && flow_secret.is_none() {
@@ -333,7 +358,7 @@ impl Config {
         };
         Ok(Config {
             http_addr,
-            api_token: get(API_TOKEN).map(Secret::new),
+            api_token,
             store,
             default_timeout: seconds(&get, DEFAULT_TIMEOUT, 1800)?,
             retention: seconds(&get, RETENTION, 7 * 24 * 3600)?,
@@ -349,6 +374,7 @@ impl Config {
             example_flows,
             approvers,
             audit_retention: seconds(&get, AUDIT_RETENTION, 90 * 24 * 3600)?,
+            flow_starters: identities(&get, FLOW_STARTERS)?,
         })
     }
 }
@@ -523,6 +549,17 @@ mod tests {
         let bad = [base[0], base[1], (TELEGRAM_WEBHOOK_SECRET, "has space")];
         assert!(config(&bad).is_err());
         let good = [base[0], base[1], (TELEGRAM_WEBHOOK_SECRET, "s3cret_-")];
+        assert!(
+            matches!(
+                config(&good),
+                Err(Error::Config {
+                    variable: API_TOKEN,
+                    ..
+                })
+            ),
+            "a public webhook needs the API closed"
+        );
+        let good = [base[0], base[1], good[2], (API_TOKEN, "t")];
         assert!(config(&good).is_ok());
     }
 

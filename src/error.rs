@@ -22,6 +22,14 @@ pub enum Error {
     #[error("{}", render::already_resolved_line(.0))]
     AlreadyResolved(Box<Question>),
 
+    /// No run has this id (or it was purged after the retention period).
+    #[error("There is no run {0}.")]
+    UnknownRun(String),
+
+    /// No "always allow" rule has this id.
+    #[error("There is no rule {0}.")]
+    UnknownRule(String),
+
     /// The sender is not among the question's answerers.
     #[error("You can't answer this question.")]
     Forbidden,

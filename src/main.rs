@@ -146,6 +146,7 @@ async fn open_bridge(config: &Config, default_targets: Vec<String>) -> anyhow::R
         run_lease: config.run_lease,
         signing_secret: config.flow_secret.clone(),
         approvers: config.approvers.clone(),
+        flow_starters: config.flow_starters.clone(),
     };
     Ok(Bridge::new(store, options))
 }
@@ -428,16 +429,20 @@ fn since_param(text: &str) -> anyhow::Result<String> {
     if askbridge_core::Millis::parse_rfc3339(text).is_some() {
         return Ok(text.to_owned());
     }
-    let (number, unit) = text.split_at(text.len().saturating_sub(1));
-    let seconds = match (number.parse::<u64>(), unit) {
-        (Ok(n), "s") => n,
-        (Ok(n), "m") => n * 60,
-        (Ok(n), "h") => n * 3600,
-        (Ok(n), "d") => n * 86_400,
-        _ => bail!("--since `{text}` is neither an RFC 3339 time nor a span like 30m, 2h or 7d"),
+    let unit_seconds = |suffix: char, per: u64| {
+        text.strip_suffix(suffix)
+            .and_then(|n| n.parse::<u64>().ok())
+            .and_then(|n| n.checked_mul(per)?.checked_mul(1000))
     };
+    let span_ms = unit_seconds('s', 1)
+        .or_else(|| unit_seconds('m', 60))
+        .or_else(|| unit_seconds('h', 3600))
+        .or_else(|| unit_seconds('d', 86_400))
+        .with_context(|| {
+            format!("--since `{text}` is neither an RFC 3339 time nor a span like 30m, 2h or 7d")
+        })?;
     let now = askbridge_core::Millis::now();
-    Ok(askbridge_core::Millis(now.0.saturating_sub(seconds * 1000)).to_rfc3339())
+    Ok(askbridge_core::Millis(now.0.saturating_sub(span_ms)).to_rfc3339())
 }
 
 fn pending_table(questions: &[Question]) -> String {

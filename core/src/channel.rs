@@ -7,7 +7,6 @@
 //! `Arc<dyn Inbox>`; tests put fakes on either side.
 
 use crate::Error;
-use crate::id::QuestionId;
 use crate::question::Question;
 use async_trait::async_trait;
 
@@ -84,9 +83,6 @@ pub trait Inbox: Send + Sync {
     /// What [`Inbox::handle`] would reply, changing nothing. A Telegram tap is acknowledged with
     /// this before the real attempt; the real reply follows only when it differs (a lost race).
     async fn preview(&self, message: &Inbound) -> Option<Reply>;
-
-    /// The question with this id, whatever its state.
-    async fn question(&self, id: &QuestionId) -> Option<Question>;
 
     /// The pending questions `sender` may answer from `chat` (for autocompletion).
     async fn pending_for(&self, sender: &str, chat: &str) -> Vec<Question>;

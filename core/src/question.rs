@@ -401,6 +401,15 @@ impl NewQuestion {
                 field: "default",
                 reason: format!("the default must be a valid answer: {e}"),
             })?;
+            // "Always" on timeout would promise a rule nobody created.
+            if question.kind == Kind::Approval
+                && fitted != Answer::Text(crate::answer::APPROVE_ONCE.into())
+            {
+                return Err(Error::Invalid {
+                    field: "default",
+                    reason: "an approval's default can only be \"once\" (allow on timeout); leave it out to deny".into(),
+                });
+            }
             question.default = Some(fitted);
         }
         Ok(question)
@@ -423,7 +432,9 @@ impl NewQuestion {
     }
 }
 
-fn check_session_id(session_id: &str) -> Result<(), Error> {
+/// Checks a session id: 1-128 characters of letters, digits and `. _ : - / @` (no braces, no
+/// spaces: session ids end up in store keys).
+pub fn check_session_id(session_id: &str) -> Result<(), Error> {
     let ok = !session_id.is_empty()
         && session_id.chars().count() <= MAX_SESSION_CHARS
         && session_id

@@ -156,6 +156,14 @@ impl Run {
         }
     }
 
+    /// True for text shaped like a run id (`r` and 12 characters of the id alphabet); anything
+    /// else names no run, and never reaches a store key.
+    pub fn is_id(text: &str) -> bool {
+        text.len() == 13
+            && text.starts_with('r')
+            && text[1..].bytes().all(|b| crate::id::ALPHABET.contains(&b))
+    }
+
     /// The session its questions belong to (cancelling it stops the run's question).
     pub fn session_id(&self) -> String {
         format!("run-{}", self.id)

@@ -65,7 +65,13 @@ impl Millis {
         let hour: u64 = time_parts.next()?.parse().ok()?;
         let minute: u64 = time_parts.next()?.parse().ok()?;
         let second: u64 = time_parts.next()?.parse().ok()?;
-        if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 {
+        let in_range = (1970..=9999).contains(&year)
+            && (1..=12).contains(&month)
+            && (1..=31).contains(&day)
+            && hour <= 23
+            && minute <= 59
+            && second <= 60;
+        if !in_range || fraction.len() > 9 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
         let ms: u64 = match fraction.len() {
@@ -170,6 +176,15 @@ mod tests {
             Some(Millis(1500))
         );
         assert_eq!(Millis::parse_rfc3339("yesterday"), None);
+        for garbage in [
+            "2020-01-01T00:00:00.ééZ",
+            "2020-01-01T00:00:99Z",
+            "99999999999-01-01T00:00:00Z",
+            "2020-01-01T00:00:00.1234567890Z",
+            "2020-01-01T00:00:00.-1Z",
+        ] {
+            assert_eq!(Millis::parse_rfc3339(garbage), None, "{garbage}");
+        }
         assert_eq!(Millis::parse_rfc3339("1970-13-01T00:00:00Z"), None);
     }
 

@@ -257,7 +257,7 @@ impl Bridge {
     /// Revokes a rule on behalf of `actor`; the audit trail records it.
     pub async fn revoke_rule(&self, id: &str, actor: &Actor) -> Result<(), Error> {
         if !self.store().delete_rule(id).await? {
-            return Err(Error::NotFound(id.to_owned()));
+            return Err(Error::UnknownRule(id.to_owned()));
         }
         let mut entry = AuditEntry::refused(&actor.by, &actor.via, None, None, "");
         entry.event = AuditEvent::RuleRevoked;

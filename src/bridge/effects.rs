@@ -41,10 +41,10 @@ const EFFECT_RULE: &str = "rule";
 const EFFECT_CALLBACK: &str = "callback";
 /// A run not yet parked on its resolved question is tried again this soon.
 const RESUME_RETRY: Duration = Duration::from_millis(500);
-/// A failed callback is tried again this much later...
+/// A failed callback is tried again this much later.
 const CALLBACK_RETRY: Duration = Duration::from_secs(30);
-/// ...until this long after the resolution.
-const CALLBACK_GIVE_UP: Duration = Duration::from_secs(24 * 3600);
+/// Effects still failing this long after the resolution are given up.
+const GIVE_UP_AFTER: Duration = Duration::from_secs(24 * 3600);
 
 fn withdraw_effect(target: &str) -> String {
     format!("withdraw:{target}")
@@ -174,6 +174,9 @@ impl Bridge {
             }
             if self.withdraw(question, &shown).await {
                 store.mark_effect(id, &effect).await?;
+            } else if self.given_up(question) {
+                tracing::error!(question_id = %id, target = %shown.target, "giving up withdrawing after a day of failures");
+                store.mark_effect(id, &effect).await?;
             } else {
                 retry_in(WITHDRAW_RETRY);
             }
@@ -195,7 +198,7 @@ impl Bridge {
                 Ok(()) => {
                     store.mark_effect(id, EFFECT_CALLBACK).await?;
                 }
-                Err(error) if self.callback_expired(question) => {
+                Err(error) if self.given_up(question) => {
                     tracing::error!(question_id = %id, %error, "giving up on the callback after a day of failures");
                     store.mark_effect(id, EFFECT_CALLBACK).await?;
                 }
@@ -236,11 +239,13 @@ impl Bridge {
         }
     }
 
-    fn callback_expired(&self, question: &Question) -> bool {
+    /// True a day after the resolution: effects still failing then are given up, loudly, rather
+    /// than retried forever.
+    fn given_up(&self, question: &Question) -> bool {
         question
             .resolution
             .as_ref()
-            .is_some_and(|r| Millis::now().since(r.at) > CALLBACK_GIVE_UP)
+            .is_some_and(|r| Millis::now().since(r.at) > GIVE_UP_AFTER)
     }
 
     /// Edits one delivery to the outcome. False when it should be retried later.

@@ -12,8 +12,8 @@ use askbridge_core::command::{
 };
 use askbridge_core::run::Origin;
 use askbridge_core::{
-    Actor, Claim, ClaimOutcome, IdRef, Inbound, Inbox, Millis, Question, QuestionId, Reply, Tone,
-    Transition, render,
+    Actor, Claim, ClaimOutcome, IdRef, Inbound, Inbox, Millis, Question, Reply, Tone, Transition,
+    render,
 };
 use async_trait::async_trait;
 use std::time::Duration;
@@ -51,15 +51,12 @@ fn refusal(error: Error) -> Reply {
         Error::AlreadyResolved(question) => {
             Reply::refused(render::already_resolved_line(&question)).about(*question)
         }
-        Error::NotFound(id) if id.starts_with("rule-") => {
-            Reply::refused(format!("There is no rule {id}."))
-        }
         Error::NotFound(id) => Reply::refused(format!(
             "There is no question {id}. It may have been resolved long ago; send /pending to see what is waiting."
         )),
         Error::Model(error) => Reply::refused(error.to_string()),
         Error::Forbidden => Reply::refused("You can't answer this question."),
-        Error::UnknownFlow(_) => Reply::refused(error.to_string()),
+        Error::UnknownFlow(_) | Error::UnknownRule(_) => Reply::refused(error.to_string()),
         other => {
             tracing::error!(error = %other, "could not handle a chat message");
             Reply::refused(
@@ -102,10 +99,6 @@ impl Inbox for Bridge {
         }
         .run()
         .await
-    }
-
-    async fn question(&self, id: &QuestionId) -> Option<Question> {
-        self.store().get(id).await.ok().flatten()
     }
 
     async fn pending_for(&self, sender: &str, chat: &str) -> Vec<Question> {
@@ -293,6 +286,12 @@ impl Turn<'_> {
         if self.bridge.find_flow(flow).is_none() {
             return Err(Error::UnknownFlow(flow.to_owned()));
         }
+        let starters = &self.bridge.options().flow_starters;
+        if !starters.is_empty() && !starters.contains(&self.message.sender) {
+            return Ok(Reply::refused(
+                "You can't start flows here (ASKBRIDGE_FLOW_STARTERS).",
+            ));
+        }
         if !self.preview {
             let origin = Origin {
                 chat: Some(self.message.chat.clone()),
@@ -443,16 +442,33 @@ impl Turn<'_> {
                     .enumerate()
                     .map(|(i, label)| format!("\n{}. {label}", i + 1))
                     .collect();
-                return Reply::refused(format!(
+                let reply = Reply::refused(format!(
                     "That doesn't answer \"{}\". {error}{choices}",
                     render::shorten(&question.prompt, 80)
-                ))
-                .about(question.clone());
+                ));
+                self.audit_refused(Some(question), &reply.text).await;
+                return reply.about(question.clone());
             }
         };
-        self.resolve_for(question, transition)
-            .await
-            .unwrap_or_else(refusal)
+        match self.resolve_for(question, transition).await {
+            Ok(reply) => reply,
+            Err(error) => {
+                let reply = refusal(error);
+                self.audit_refused(Some(question), &reply.text).await;
+                reply
+            }
+        }
+    }
+
+    /// Records a refused attempt to answer `question` (not for previews, which change nothing
+    /// and are followed by the real attempt).
+    async fn audit_refused(&self, question: Option<&Question>, reason: &str) {
+        if !self.preview {
+            let id = question.map(|q| q.id.to_string());
+            self.bridge
+                .audit_refusal(&actor_of(self.message), id, question, reason)
+                .await;
+        }
     }
 }
 

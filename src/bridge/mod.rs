@@ -30,6 +30,7 @@ use crate::flows::Flow;
 use crate::metrics::Metrics;
 use crate::store::{ListFilter, Store};
 use askbridge_core::question::DEFAULT_TIMEOUT;
+use askbridge_core::run::fingerprint;
 use askbridge_core::{
     Actor, Answer, Approval, Channel, Claim, ClaimOutcome, Kind, Millis, NewQuestion, Question,
     QuestionId, Status, Transition, identity,
@@ -85,6 +86,9 @@ pub struct BridgeOptions {
     /// Who may approve approvals that name no answerers (`ASKBRIDGE_APPROVERS`), and manage
     /// rules from a chat. Empty: approvals must name their approvers.
     pub approvers: Vec<String>,
+    /// Who may start flows from a chat (`ASKBRIDGE_FLOW_STARTERS`). Empty: anyone who can write
+    /// to the bot.
+    pub flow_starters: Vec<String>,
 }
 
 impl Default for BridgeOptions {
@@ -95,6 +99,7 @@ impl Default for BridgeOptions {
             run_lease: Duration::from_secs(30),
             signing_secret: None,
             approvers: Vec::new(),
+            flow_starters: Vec::new(),
         }
     }
 }
@@ -317,10 +322,22 @@ impl Bridge {
                 Ok(()) => break question,
                 Err(Error::IdTaken) if id.is_some() => {
                     let existing = self.get(&question.id).await?;
-                    if existing.run_id.is_some() && existing.run_id == question.run_id {
-                        return Ok(existing);
+                    if existing.run_id.is_none() || existing.run_id != question.run_id {
+                        return Err(Error::IdTaken);
                     }
-                    return Err(Error::IdTaken);
+                    // A replay meeting its own question again; it must be the same question, or
+                    // the flow changed (or an HTTP flow answered differently) since it was asked.
+                    let (was, now) = (fingerprint(&existing), fingerprint(&question));
+                    if was != now {
+                        return Err(Error::Diverged {
+                            expected: format!(
+                                "the question \"{}\" as first asked",
+                                existing.prompt
+                            ),
+                            found: format!("asks \"{}\" differently", question.prompt),
+                        });
+                    }
+                    return Ok(existing);
                 }
                 Err(Error::IdTaken) if attempt < ID_ATTEMPTS => continue,
                 Err(error) => return Err(error),
@@ -360,8 +377,23 @@ impl Bridge {
             .ok_or_else(|| Error::NotFound(id.to_string()))
     }
 
-    /// Questions passing `filter`.
+    /// Questions passing `filter`. Its session and target are checked first: they become parts
+    /// of store keys.
     pub async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>, Error> {
+        if let Some(session_id) = &filter.session_id {
+            askbridge_core::question::check_session_id(session_id)?;
+        }
+        if let Some(target) = filter
+            .target
+            .as_ref()
+            .filter(|t| !identity::is_well_formed(t))
+        {
+            return Err(askbridge_core::Error::Invalid {
+                field: "target",
+                reason: format!("`{target}` is not a target like telegram:-100 or console"),
+            }
+            .into());
+        }
         self.inner.store.list(filter).await
     }
 
@@ -375,12 +407,21 @@ impl Bridge {
         actor: Actor,
         chat: &str,
     ) -> Result<Question, Error> {
+        let question = self.open_to(id, &actor, chat).await?;
+        self.claim(&question, transition, actor).await
+    }
+
+    /// The question `id`, if `actor` writing in `chat` may resolve it and it is still pending.
+    async fn open_to(&self, id: &QuestionId, actor: &Actor, chat: &str) -> Result<Question, Error> {
         let question = self.get(id).await?;
         if !question.may_answer(&actor.by, chat) {
             tracing::info!(question_id = %id, by = %actor.by, chat, "refused: not an answerer");
             return Err(Error::Forbidden);
         }
-        self.claim(&question, transition, actor).await
+        if !question.is_pending() {
+            return Err(Error::AlreadyResolved(Box::new(question)));
+        }
+        Ok(question)
     }
 
     /// Applies a claim and starts the effects of a win. No authorisation check.
@@ -442,13 +483,7 @@ impl Bridge {
         actor: Actor,
         chat: &str,
     ) -> Result<Question, Error> {
-        let question = self.get(id).await?;
-        if !question.may_answer(&actor.by, chat) {
-            return Err(Error::Forbidden);
-        }
-        if !question.is_pending() {
-            return Err(Error::AlreadyResolved(Box::new(question)));
-        }
+        let question = self.open_to(id, &actor, chat).await?;
         let transition =
             question.reply_transition(reply.answer, reply.message, reply.digest.as_deref())?;
         self.claim(&question, transition, actor).await
@@ -458,23 +493,22 @@ impl Bridge {
     pub async fn wait(&self, id: &QuestionId, timeout: Duration) -> Result<Question, Error> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let mut woken = self.inner.waiters.register(id);
+            // Registered before reading, so a resolution in between is not missed; dropped
+            // (and so removed) on every way out of this loop.
+            let mut registration = self.inner.waiters.register(id);
             let question = self.get(id).await?;
             if !question.is_pending() {
                 return Ok(question);
             }
             let now = tokio::time::Instant::now();
             if now >= deadline {
-                self.inner.waiters.forget_abandoned(id);
                 return Ok(question);
             }
-            let slice = WAIT_RECHECK.min(deadline - now);
-            match tokio::time::timeout(slice, &mut woken).await {
-                Ok(Ok(resolved)) => return Ok(resolved),
-                Ok(Err(_)) | Err(_) => {
-                    drop(woken);
-                    self.inner.waiters.forget_abandoned(id);
-                }
+            if let Some(resolved) = registration
+                .woken_within(WAIT_RECHECK.min(deadline - now))
+                .await
+            {
+                return Ok(resolved);
             }
         }
     }
@@ -607,20 +641,27 @@ impl Session {
 
 /// What a waiter gets for a resolved question: never an empty answer.
 pub fn outcome_of(question: Question) -> Result<Answer, Error> {
-    let id = question.id.to_string();
-    let resolution = question.resolution;
-    match question.status {
-        Status::Answered => resolution
-            .and_then(|r| r.value)
-            .ok_or(Error::Embedded(format!(
-                "question {id} is answered without a value"
-            ))),
-        Status::Declined => Err(Error::Declined {
-            message: resolution.and_then(|r| r.message),
-        }),
-        Status::Expired => resolution
-            .and_then(|r| r.value)
-            .ok_or(Error::Timeout { id }),
+    let (value, message) = question
+        .resolution
+        .map(|r| (r.value, r.message))
+        .unwrap_or_default();
+    answer_or_reason(question.id.to_string(), question.status, value, message)
+}
+
+/// The answer a resolution gives a waiter, or the explicit reason there is none. Shared by
+/// waiting callers and by flows replaying their journal.
+pub(crate) fn answer_or_reason(
+    id: String,
+    status: Status,
+    value: Option<Answer>,
+    message: Option<String>,
+) -> Result<Answer, Error> {
+    match status {
+        Status::Answered => value.ok_or(Error::Embedded(format!(
+            "question {id} is answered without a value"
+        ))),
+        Status::Declined => Err(Error::Declined { message }),
+        Status::Expired => value.ok_or(Error::Timeout { id }),
         Status::Cancelled => Err(Error::Cancelled { id }),
         Status::Pending => Err(Error::Timeout { id }),
     }

@@ -27,11 +27,16 @@ impl Waiters {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Registers interest in `id`'s resolution.
-    pub fn register(&self, id: &QuestionId) -> oneshot::Receiver<Question> {
+    /// Registers interest in `id`'s resolution. The registration removes itself when dropped,
+    /// however the wait ends (woken, timed out, or the question found resolved already).
+    pub fn register(&self, id: &QuestionId) -> Registration<'_> {
         let (sender, receiver) = oneshot::channel();
         self.lock().entry(id.clone()).or_default().push(sender);
-        receiver
+        Registration {
+            waiters: self,
+            id: id.clone(),
+            receiver: Some(receiver),
+        }
     }
 
     /// Drops senders whose receivers are gone (a waiter that timed out).
@@ -69,6 +74,33 @@ impl Waiters {
     /// True when nobody waits.
     pub fn is_empty(&self) -> bool {
         self.lock().is_empty()
+    }
+}
+
+/// One waiter's interest in a question; see [`Waiters::register`].
+#[derive(Debug)]
+pub struct Registration<'a> {
+    waiters: &'a Waiters,
+    id: QuestionId,
+    receiver: Option<oneshot::Receiver<Question>>,
+}
+
+impl Registration<'_> {
+    /// Waits up to `limit` for the resolution; `None` when it did not come in time.
+    pub async fn woken_within(&mut self, limit: std::time::Duration) -> Option<Question> {
+        let receiver = self.receiver.as_mut()?;
+        match tokio::time::timeout(limit, receiver).await {
+            Ok(Ok(question)) => Some(question),
+            // Out of time (or the sender went away): the caller re-reads the store.
+            Ok(Err(_)) | Err(_) => None,
+        }
+    }
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        drop(self.receiver.take());
+        self.waiters.forget_abandoned(&self.id);
     }
 }
 

@@ -6,6 +6,8 @@ use crate::Error;
 use crate::bridge::Bridge;
 use askbridge_core::run::{Acquire, Origin, Run, RunState};
 use askbridge_core::{Millis, NewQuestion, Question, QuestionId, render};
+use futures_util::FutureExt;
+use std::panic::AssertUnwindSafe;
 
 /// What a resolved question's resume effect found.
 pub(crate) enum Resume {
@@ -48,10 +50,13 @@ impl Bridge {
 
     /// The run with this id.
     pub async fn get_run(&self, id: &str) -> Result<Run, Error> {
+        if !Run::is_id(id) {
+            return Err(Error::UnknownRun(id.to_owned()));
+        }
         self.store()
             .get_run(id)
             .await?
-            .ok_or_else(|| Error::NotFound(id.to_owned()))
+            .ok_or_else(|| Error::UnknownRun(id.to_owned()))
     }
 
     fn spawn_drive(&self, run: Run) {
@@ -97,12 +102,25 @@ impl Bridge {
             return;
         };
         let ctx = FlowContext::for_run(self, run.clone(), &owner);
-        let heartbeat = self.spawn_heartbeat(ctx.clone());
-        let result = Flow::run(flow.as_ref(), ctx.clone()).await;
-        heartbeat.abort();
+        let _heartbeat = AbortOnDrop(self.spawn_heartbeat(ctx.clone()));
+        // A panicking flow ends its run as failed, instead of leaving it running forever.
+        let result = AssertUnwindSafe(Flow::run(flow.as_ref(), ctx.clone()))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| {
+                Err(Error::Flow(format!(
+                    "the flow panicked: {}",
+                    panic_text(&*panic)
+                )))
+            });
         let (run, suspended) = ctx.finish();
         match (suspended, result) {
             (_, Err(Error::LeaseLost)) => {}
+            // The store failed under the flow (a Redis restart, say): stop without a verdict; when
+            // the lease runs out, recovery replays the run from its journal.
+            (_, Err(error @ (Error::Redis(_) | Error::Embedded(_)))) => {
+                tracing::warn!(run_id = %run.id, %error, "store unavailable during the run; it will be replayed");
+            }
             (Some(question), _) => self.park(run, &owner, question).await,
             (None, result) => self.finish(run, &owner, result).await,
         }
@@ -267,4 +285,21 @@ fn report_line(run: &Run) -> String {
         ),
         _ => format!("✓ {}: {result}", run.flow),
     }
+}
+
+/// Aborts a background task when dropped (the heartbeat must stop whatever way the run ends).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned())
 }

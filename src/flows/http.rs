@@ -152,6 +152,7 @@ impl Flow for HttpFlow {
     }
 
     fn description(&self) -> String {
-        format!("(HTTP flow at {})", self.url)
+        // Not the URL: `/help` is shown to everyone in a chat, and URLs can carry credentials.
+        "(a flow served over HTTP)".to_owned()
     }
 }

@@ -47,7 +47,7 @@ pub(crate) use executor::Resume;
 use crate::bridge::Bridge;
 use crate::{Error, Session};
 use askbridge_core::run::{AskRecord, JournalEntry, Origin, Run, fingerprint_of};
-use askbridge_core::{Answer, Approval, Kind, Millis, NewQuestion, QuestionId, Status};
+use askbridge_core::{Answer, Approval, Kind, Millis, NewQuestion, QuestionId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::future::Future;
@@ -508,16 +508,10 @@ impl FlowContext {
 
 /// What a recorded ask returns on replay: the same as it returned live.
 fn outcome_of(record: AskRecord) -> Result<Answer, Error> {
-    let id = record.question_id.to_string();
-    match record.status {
-        Status::Answered => record
-            .value
-            .ok_or_else(|| Error::Flow(format!("question {id} was answered without a value"))),
-        Status::Declined => Err(Error::Declined {
-            message: record.message,
-        }),
-        Status::Expired => record.value.ok_or(Error::Timeout { id }),
-        Status::Cancelled => Err(Error::Cancelled { id }),
-        Status::Pending => Err(Error::Pending { question_id: id }),
-    }
+    crate::bridge::answer_or_reason(
+        record.question_id.to_string(),
+        record.status,
+        record.value,
+        record.message,
+    )
 }

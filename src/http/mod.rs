@@ -150,7 +150,9 @@ impl From<Error> for ApiError {
             }
             Error::Model(Model::Delivery { .. }) => ApiError::new(StatusCode::BAD_GATEWAY, message),
             Error::Model(_) => ApiError::new(StatusCode::BAD_REQUEST, message),
-            Error::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, message),
+            Error::NotFound(_) | Error::UnknownRun(_) | Error::UnknownRule(_) => {
+                ApiError::new(StatusCode::NOT_FOUND, message)
+            }
             Error::AlreadyResolved(question) => ApiError::new(StatusCode::CONFLICT, message)
                 .with("resolution", json!(question.resolution))
                 .with("question", json!(question)),

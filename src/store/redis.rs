@@ -118,6 +118,19 @@ static RECORD_SHOWN: LazyLock<Script> = LazyLock::new(|| {
     )
 });
 
+/// Marks an effect done, giving the effects set the question's TTL (the set is created after
+/// the claim set that TTL, so it must copy it). KEYS: fx, q. ARGV: effect. Returns 1 if new.
+static MARK_EFFECT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+        local added = redis.call('SADD', KEYS[1], ARGV[1])
+        local ttl = redis.call('PTTL', KEYS[2])
+        if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+        return added
+        ",
+    )
+});
+
 /// Creates a run unless its id exists. KEYS: run. ARGV: data, state, waiting_on, owner,
 /// lease_until, reported, updated_at.
 static INSERT_RUN: LazyLock<Script> = LazyLock::new(|| {
@@ -572,8 +585,15 @@ impl Store for RedisStore {
                 .arg(id)
                 .ignore();
         }
+        // A session's set lives as long as its newest question can, and then some.
+        let session_ttl = self.options.retention + askbridge_core::question::MAX_TIMEOUT;
         indexes
             .sadd(self.keys.session(&question.session_id), id)
+            .ignore()
+            .pexpire(
+                self.keys.session(&question.session_id),
+                session_ttl.as_millis() as i64,
+            )
             .ignore();
         for target in &question.targets {
             indexes.sadd(self.keys.target(target), id).ignore();
@@ -757,11 +777,15 @@ impl Store for RedisStore {
     }
 
     async fn mark_effect(&self, id: &QuestionId, effect: &str) -> Result<bool, Error> {
-        let key = self.keys.effects(id.as_str());
-        let added: i64 = retrying("sadd", || {
+        let keys = [
+            self.keys.effects(id.as_str()),
+            self.keys.question(id.as_str()),
+        ];
+        let added: i64 = retrying("mark effect", || {
             let mut connection = self.connection();
-            let key = key.clone();
-            async move { connection.sadd(key, effect).await }
+            let mut invocation = MARK_EFFECT.key(&keys[0]);
+            invocation.key(&keys[1]).arg(effect);
+            async move { invocation.invoke_async(&mut connection).await }
         })
         .await?;
         Ok(added == 1)
@@ -862,7 +886,8 @@ impl Store for RedisStore {
 
     async fn purge(&self, now: Millis) -> Result<usize, Error> {
         // Question keys expire by themselves (PEXPIRE at resolution); trim the indexes that
-        // point at them. Session sets are trimmed lazily: readers skip missing questions.
+        // point at them. Session sets expire after their newest question could have; readers
+        // skip ids whose question is gone meanwhile.
         let cutoff = now
             .0
             .saturating_sub(self.options.retention.as_millis() as u64);

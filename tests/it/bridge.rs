@@ -427,3 +427,42 @@ async fn unknown_targets_are_refused_with_a_hint() {
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test]
+async fn waits_leave_nothing_behind() {
+    let (bridge, _) = memory_bridge().await;
+    let q = bridge
+        .create(NewQuestion::ask("?").session("s").targets(["chat:1"]))
+        .await
+        .unwrap();
+    for _ in 0..50 {
+        bridge.wait(&q.id, Duration::from_millis(1)).await.unwrap();
+    }
+    bridge
+        .resolve(&q.id, answer("x"), Actor::new("api", "api"), "api")
+        .await
+        .unwrap();
+    for _ in 0..50 {
+        assert_eq!(
+            bridge
+                .wait(&q.id, Duration::from_secs(5))
+                .await
+                .unwrap()
+                .status,
+            Status::Answered
+        );
+    }
+    assert!(
+        bridge
+            .wait(
+                &askbridge_core::QuestionId::random(),
+                Duration::from_secs(1)
+            )
+            .await
+            .is_err()
+    );
+    assert!(
+        bridge.waiters().is_empty(),
+        "timed out, resolved and unknown waits all unregister"
+    );
+}

@@ -1259,11 +1259,13 @@ mod binary {
                 ("DISCORD_BOT_TOKEN", TOKEN.to_owned()),
                 ("DISCORD_API_URL", fake.base.clone()),
                 ("DISCORD_PUBLIC_KEY", hex(key.verifying_key().as_bytes())),
+                ("ASKBRIDGE_API_TOKEN", "api-token".to_owned()),
             ],
         );
         fake.wait_ready().await;
         let created: Value = http()
             .post(format!("{}/api/questions", process.base))
+            .bearer_auth("api-token")
             .json(&json!({"session_id": "s1", "prompt": "Which library?", "options": ["dayjs", "luxon"], "targets": [channel().target()]}))
             .send()
             .await
@@ -1284,6 +1286,7 @@ mod binary {
         eventually(WITHIN, "answered through the binary", || async {
             let question: Value = http()
                 .get(format!("{}/api/questions/{id}", process.base))
+                .bearer_auth("api-token")
                 .send()
                 .await
                 .unwrap()

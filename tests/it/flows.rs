@@ -274,6 +274,21 @@ async fn a_flow_error_and_a_changed_flow_fail_in_one_clear_line() {
         })
         .unwrap();
     bridge
+        .flow("count", "parses its input", |ctx| async move {
+            let n: u32 = ctx.input().parse().expect("a number");
+            Ok(n.to_string())
+        })
+        .unwrap();
+    bridge
+        .handle(message("chat:7", "chat:1", "/count many"))
+        .await
+        .unwrap();
+    let panicked = wait_said(&chat, "count failed").await;
+    assert!(
+        panicked.starts_with("✗ count failed: the flow panicked: a number"),
+        "{panicked}"
+    );
+    bridge
         .handle(message("chat:7", "chat:1", "/boom"))
         .await
         .unwrap();
@@ -313,6 +328,26 @@ async fn a_flow_error_and_a_changed_flow_fail_in_one_clear_line() {
     assert_eq!(
         failure,
         "✗ shape failed: The flow changed while the run waited: it now asks \"New question?\" where its journal recorded the question \"Old question?\"."
+    );
+    let guarded = Bridge::new(
+        Arc::new(MemoryStore::default()),
+        BridgeOptions {
+            flow_starters: vec!["chat:7".into()],
+            ..BridgeOptions::default()
+        },
+    );
+    guarded
+        .flow("boom", "fails", |_ctx| async {
+            Err(Error::Flow("the disk is full".into()))
+        })
+        .unwrap();
+    let stranger = guarded
+        .handle(message("chat:8", "chat:1", "/boom"))
+        .await
+        .unwrap();
+    assert_eq!(
+        stranger.text,
+        "You can't start flows here (ASKBRIDGE_FLOW_STARTERS)."
     );
     let unknown = bridge
         .handle(message("chat:7", "chat:1", "/run nothing"))

@@ -742,4 +742,24 @@ async fn redis_keys_of_a_question_share_one_hash_tag() {
     assert_eq!(keys.len(), 3, "{keys:?}");
     let tag = format!("{{{}}}", q.id);
     assert!(keys.iter().all(|k| k.contains(&tag)), "{keys:?}");
+    // Once resolved, every key of the question expires with the retention, including effects
+    // marked after the claim.
+    fixture
+        .store
+        .claim(&q, &claim(answer("dayjs"), "x:1"))
+        .await
+        .unwrap();
+    fixture
+        .store
+        .mark_effect(&q.id, "withdraw:chat:1")
+        .await
+        .unwrap();
+    for key in &keys {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(key)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        assert!(ttl > 0, "{key} has no TTL ({ttl})");
+    }
 }

@@ -290,13 +290,22 @@ impl Telegram {
             match result {
                 Ok(updates) => {
                     delay = Duration::from_millis(500);
+                    // The next getUpdates with a higher offset confirms these updates to Telegram,
+                    // so it waits until they are handled: a crash before that re-delivers them
+                    // (and the inbox drops what it had already handled, by update id). Within a
+                    // batch, updates are handled concurrently.
+                    let mut handling = Vec::with_capacity(updates.len());
                     for update in updates {
-                        // The next getUpdates with a higher offset confirms this update to
-                        // Telegram; a crash before that re-delivers it, and the inbox drops the
-                        // duplicate by its update id.
                         offset = offset.max(update.id.0 as i32 + 1);
                         let (telegram, inbox) = (self.clone(), Arc::clone(&inbox));
-                        tokio::spawn(async move { telegram.handle_update(inbox, update).await });
+                        handling.push(tokio::spawn(async move {
+                            telegram.handle_update(inbox, update).await
+                        }));
+                    }
+                    for handler in handling {
+                        if let Err(error) = handler.await {
+                            tracing::error!(%error, "a Telegram update handler failed");
+                        }
                     }
                 }
                 Err(error) => {

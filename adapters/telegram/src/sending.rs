@@ -61,6 +61,9 @@ pub(crate) fn to_model_error(redactor: &Redactor, error: RequestError) -> Error 
             SURFACE,
             format!("the group became a supergroup; use the target telegram:{new_id}"),
         ),
+        // Errors Telegram names (a chat that does not exist, a bot blocked or kicked, a message
+        // gone) will not change; unnamed ones (a 5xx with a JSON body) may pass.
+        RequestError::Api(ApiError::Unknown(_)) => Error::retryable(SURFACE, text),
         RequestError::Api(_) => Error::permanent(SURFACE, text),
     }
 }

@@ -3,8 +3,8 @@
 //!
 //! The secret Telegram echoes in `X-Telegram-Bot-Api-Secret-Token` is compared in constant time;
 //! anything else is refused with 401 before the body is even parsed. An accepted update is
-//! answered 200 at once and handled in the background, so Telegram does not retry it for being
-//! slow; a real retry is dropped by the inbox as a duplicate.
+//! handled before the 200 goes back, so an askbridge that dies mid-update gets it again from
+//! Telegram's retry (handling takes milliseconds; the inbox drops a retry of one it finished).
 
 use crate::{Telegram, WEBHOOK_PATH};
 use askbridge_core::Inbox;
@@ -55,6 +55,6 @@ async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> S
             return StatusCode::OK;
         }
     };
-    tokio::spawn(async move { hook.telegram.handle_update(hook.inbox, update).await });
+    hook.telegram.handle_update(hook.inbox, update).await;
     StatusCode::OK
 }
