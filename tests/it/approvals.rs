@@ -1,7 +1,7 @@
 //! Approvals: allow once, allow always (rules), reject with feedback; deny by default; the
 //! digest binding; the audit trail.
 
-use crate::support::{FakeChannel, Process, eventually, eventually_some, http};
+use crate::support::{FakeChannel, Process, eventually, eventually_some, http, serve};
 use askbridge::bridge::{Bridge, ProgramReply};
 use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
@@ -27,10 +27,7 @@ async fn setup() -> (Bridge, String) {
     let bridge = Bridge::new(Arc::new(MemoryStore::default()), options);
     bridge.add_channel(FakeChannel::new("chat"));
     bridge.start().await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let router = app(AppState::new(bridge.clone(), None));
-    tokio::spawn(async move { axum::serve(listener, router).await });
+    let base = serve(app(AppState::new(bridge.clone(), None))).await;
     (bridge, base)
 }
 

@@ -1,7 +1,7 @@
 //! 200 concurrent replies to one question, through HTTP and through the grammar, on two bridges
 //! sharing one Redis (as two askbridge processes would): exactly one wins.
 
-use crate::support::{FakeChannel, RedisServer, http};
+use crate::support::{FakeChannel, RedisServer, http, serve};
 use askbridge::BridgeOptions;
 use askbridge::bridge::Bridge;
 use askbridge::http::{AppState, app};
@@ -22,10 +22,7 @@ async fn process(server: &RedisServer) -> (Bridge, String) {
     let bridge = Bridge::new(Arc::new(store), BridgeOptions::default());
     bridge.add_channel(FakeChannel::new("chat"));
     bridge.start().await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let router = app(AppState::new(bridge.clone(), None));
-    tokio::spawn(async move { axum::serve(listener, router).await });
+    let base = serve(app(AppState::new(bridge.clone(), None))).await;
     (bridge, base)
 }
 

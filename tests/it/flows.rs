@@ -3,6 +3,7 @@
 
 use crate::support::{
     Call, FakeChannel, RedisServer, bridge_over, eventually, eventually_some, http, memory_bridge,
+    serve,
 };
 use askbridge::bridge::Bridge;
 use askbridge::config::Secret;
@@ -609,10 +610,9 @@ async fn flow_endpoint(secret: &'static str) -> (String, Arc<std::sync::Mutex<Ve
             }
         },
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/flow", listener.local_addr().unwrap());
-    tokio::spawn(
-        async move { axum::serve(listener, axum::Router::new().route("/flow", route)).await },
+    let url = format!(
+        "{}/flow",
+        serve(axum::Router::new().route("/flow", route)).await
     );
     (url, seen)
 }
@@ -708,10 +708,9 @@ async fn callback_urls_get_the_resolved_question_signed() {
             }
         },
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let callback = format!("http://{}/done", listener.local_addr().unwrap());
-    tokio::spawn(
-        async move { axum::serve(listener, axum::Router::new().route("/done", route)).await },
+    let callback = format!(
+        "{}/done",
+        serve(axum::Router::new().route("/done", route)).await
     );
     let bridge = Bridge::new(
         Arc::new(MemoryStore::default()),
@@ -722,9 +721,7 @@ async fn callback_urls_get_the_resolved_question_signed() {
     );
     bridge.start().await.unwrap();
     let router = app(AppState::new(bridge.clone(), None));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await });
+    let base = serve(router).await;
     let body =
         json!({"session_id": "cb", "prompt": "Ship?", "kind": "confirm", "callback_url": callback});
     let q: Value = http()
@@ -770,9 +767,7 @@ async fn runs_start_over_the_http_api_too() {
     let counters = Counters::default();
     register_trip(&bridge, &counters);
     let router = app(AppState::new(bridge.clone(), None));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await });
+    let base = serve(router).await;
     let response = http()
         .post(format!("{base}/api/runs"))
         .json(&json!({"flow": "trip", "input": "Bern"}))

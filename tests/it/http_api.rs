@@ -1,7 +1,7 @@
 //! The HTTP API: routes called through `app(state)` with `oneshot`, and a real server for the
 //! long-poll and the event stream.
 
-use crate::support::{eventually_some, http, memory_bridge};
+use crate::support::{eventually_some, http, memory_bridge, serve};
 use askbridge::config::Secret;
 use askbridge::http::{AppState, app};
 use axum::Router;
@@ -520,10 +520,7 @@ async fn the_ops_page_is_served_without_a_token_under_a_strict_policy() {
 /// Serves the app on a real socket for tests that need streaming.
 async fn served() -> (String, askbridge::Bridge) {
     let (bridge, _) = memory_bridge().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let router = app(AppState::new(bridge.clone(), None));
-    tokio::spawn(async move { axum::serve(listener, router).await });
+    let base = serve(app(AppState::new(bridge.clone(), None))).await;
     (base, bridge)
 }
 

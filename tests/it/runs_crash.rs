@@ -4,7 +4,7 @@
 //! reached it, so the kill lands exactly there.
 
 use crate::fakes::telegram::{FakeTelegram, User};
-use crate::support::{Process, RedisServer, eventually_some};
+use crate::support::{Process, RedisServer, eventually_some, serve};
 use askbridge::signing;
 use askbridge_core::Millis;
 use serde_json::{Value, json};
@@ -61,10 +61,9 @@ async fn serve_flow(endpoint: Arc<Endpoint>) -> String {
             }
         },
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/ship", listener.local_addr().unwrap());
-    tokio::spawn(
-        async move { axum::serve(listener, axum::Router::new().route("/ship", route)).await },
+    let url = format!(
+        "{}/ship",
+        serve(axum::Router::new().route("/ship", route)).await
     );
     url
 }

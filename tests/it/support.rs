@@ -297,3 +297,11 @@ pub fn http() -> reqwest::Client {
         .build()
         .unwrap()
 }
+
+/// Serves `router` on a free loopback port in the background; returns its base URL.
+pub async fn serve(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    base
+}

@@ -2,7 +2,7 @@
 
 use crate::fakes::telegram::{BOT_USERNAME, FakeTelegram, Sent, User};
 use crate::support::{
-    Call as ChannelCall, FakeChannel, eventually, eventually_some, http, memory_bridge,
+    Call as ChannelCall, FakeChannel, eventually, eventually_some, http, memory_bridge, serve,
 };
 use askbridge::Bridge;
 use askbridge::http::{AppState, app};
@@ -50,9 +50,7 @@ async fn setup_with(webhook: Option<WebhookOptions>) -> Setup {
     bridge.add_channel(telegram.channel());
     let inbox: Arc<dyn Inbox> = Arc::new(bridge.clone());
     let state = AppState::new(bridge.clone(), None).with_routes(telegram.routes(inbox.clone()));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app(state)).await });
+    let base = serve(app(state)).await;
     let shutdown = bridge.shutdown_signal();
     tokio::spawn(async move { telegram.run(inbox, shutdown).await });
     Setup {

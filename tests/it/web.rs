@@ -7,7 +7,7 @@
 //! discord) serve the app in-process over fake channels, since no chat platform is reachable here.
 
 use crate::cdp::{Browser, Page, artifacts_dir};
-use crate::support::{FakeChannel, Process, eventually_some, http};
+use crate::support::{FakeChannel, Process, eventually_some, http, serve};
 use askbridge::core::{Actor, Answer, Question, QuestionId, Transition, render};
 use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
@@ -110,10 +110,7 @@ async fn in_process() -> InProcess {
     bridge.add_channel(FakeChannel::new("telegram"));
     bridge.add_channel(FakeChannel::new("discord"));
     bridge.start().await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let router = app(AppState::new(bridge.clone(), None));
-    tokio::spawn(async move { axum::serve(listener, router).await });
+    let base = serve(app(AppState::new(bridge.clone(), None))).await;
     InProcess {
         api: Api::new(&base),
         bridge,

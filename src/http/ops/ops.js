@@ -36,7 +36,9 @@
     epoch: 0, // changes when the token is forgotten or refused; see api()
   };
 
-  const conn = { generation: 0, controller: null, timer: null, attempt: 0, liveSince: 0 };
+  // `epoch` counts connections made and lost: a reply fetched for an earlier connection must not
+  // be applied after the page lost it (it would mark cards confirmed that no longer are).
+  const conn = { generation: 0, epoch: 0, controller: null, timer: null, attempt: 0, liveSince: 0 };
 
   // ---- small helpers -------------------------------------------------------------------------
 
@@ -321,6 +323,7 @@
       return;
     }
     conn.attempt = 0;
+    conn.epoch += 1;
     conn.liveSince = Date.now();
     setConnection('live', 'Live');
     $('board').hidden = false;
@@ -336,6 +339,7 @@
   }
 
   function retryLater(generation, why) {
+    conn.epoch += 1;
     for (const id of state.pending.keys()) markStale(id, true);
     conn.attempt += 1;
     const delay =
@@ -417,8 +421,9 @@
   // resolved meanwhile: fetch each to show how. The list is read after the stream subscribed, so
   // anything pending is either in it or arrives as an event.
   async function reconcile() {
+    const epoch = conn.epoch;
     const { response, body } = await api('api/questions?limit=1000');
-    if (!response.ok || !body) return;
+    if (!response.ok || !body || epoch !== conn.epoch) return;
     const listed = new Set();
     for (const q of body.questions) {
       listed.add(q.id);
@@ -427,6 +432,7 @@
     for (const id of [...state.stale]) {
       if (listed.has(id) || !state.pending.has(id)) continue;
       const one = await api(`api/questions/${encodeURIComponent(id)}`);
+      if (epoch !== conn.epoch) return;
       if (one.response.ok) apply(one.body);
       else if (one.response.status === 404) dropPending(id);
     }
