@@ -161,7 +161,11 @@ impl Bridge {
             store.append_audit(&AuditEntry::resolved(question)).await?;
             store.mark_effect(id, EFFECT_AUDIT).await?;
         }
-        if !done.iter().any(|e| e == EFFECT_RULE) {
+        let creates_rule = question
+            .resolution
+            .as_ref()
+            .is_some_and(|r| r.rule_id.is_some() && r.via != super::approvals::RULE_VIA);
+        if creates_rule && !done.iter().any(|e| e == EFFECT_RULE) {
             self.create_rule_now(question).await?;
         }
         // The soonest time something left undone should be tried again, if anything is.
