@@ -617,20 +617,23 @@ async fn flow_endpoint(secret: &'static str) -> (String, Arc<std::sync::Mutex<Ve
     (url, seen)
 }
 
-#[tokio::test]
-async fn an_http_flow_endpoint_is_called_signed_and_resumed_with_its_journal() {
+/// A bridge with the endpoint's flow registered as `scale`, signing with `secret`, and a run of
+/// it started.
+async fn scale_run(secret: &str) -> (Bridge, Arc<FakeChannel>, Arc<std::sync::Mutex<Vec<Value>>>) {
     let (url, seen) = flow_endpoint("endpoint-secret").await;
     let (bridge, chat) = memory_bridge().await;
-    bridge
-        .register_flow(
-            "scale",
-            Arc::new(HttpFlow::new("scale", &url, Secret::new("endpoint-secret"))),
-        )
-        .unwrap();
+    let flow = HttpFlow::new("scale", &url, Secret::new(secret));
+    bridge.register_flow("scale", Arc::new(flow)).unwrap();
     bridge
         .handle(message("chat:7", "chat:1", "/scale web"))
         .await
         .unwrap();
+    (bridge, chat, seen)
+}
+
+#[tokio::test]
+async fn an_http_flow_endpoint_is_called_signed_and_resumed_with_its_journal() {
+    let (bridge, chat, seen) = scale_run("endpoint-secret").await;
     let region = waiting_question(&bridge, "chat:1", "Which region?").await;
     bridge
         .handle(message("chat:7", "chat:1", "eu"))
@@ -656,18 +659,7 @@ async fn an_http_flow_endpoint_is_called_signed_and_resumed_with_its_journal() {
 
 #[tokio::test]
 async fn an_http_flow_refusing_a_wrong_signature_fails_the_run_clearly() {
-    let (url, seen) = flow_endpoint("endpoint-secret").await;
-    let (bridge, chat) = memory_bridge().await;
-    bridge
-        .register_flow(
-            "scale",
-            Arc::new(HttpFlow::new("scale", &url, Secret::new("not-the-secret"))),
-        )
-        .unwrap();
-    bridge
-        .handle(message("chat:7", "chat:1", "/scale web"))
-        .await
-        .unwrap();
+    let (_bridge, chat, seen) = scale_run("not-the-secret").await;
     assert_eq!(
         wait_said(&chat, "scale failed").await,
         "✗ scale failed: the flow endpoint answered 401 Unauthorized"

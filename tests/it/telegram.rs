@@ -139,6 +139,22 @@ impl Setup {
         .await
     }
 
+    /// The newest message in `chat` that still has its buttons and contains `needle`.
+    async fn open_question(&self, chat: i64, needle: &str) -> Sent {
+        let fake = self.fake.clone();
+        eventually_some(WITHIN, needle, move || {
+            let fake = fake.clone();
+            let needle = needle.to_owned();
+            async move {
+                fake.sent_in(chat)
+                    .into_iter()
+                    .filter(|m| m.text.contains(&needle) && m.markup.is_some())
+                    .max_by_key(|m| m.id)
+            }
+        })
+        .await
+    }
+
     /// A plain message (no reply, no keyboard) in `chat` starting with `prefix`: what a run posts.
     async fn reply_to_plain(&self, chat: i64, prefix: &str) -> String {
         let fake = self.fake.clone();
@@ -852,28 +868,10 @@ async fn a_flow_started_by_a_message_is_answered_by_taps_plain_replies_declines_
     register_trip(&s.bridge, side_effects.clone());
     s.fake.say(7, &alice(), "/trip Lisbon");
     s.reply_to(7, "▶ trip started.").await;
-    let fake = s.fake.clone();
-    let first = eventually_some(WITHIN, "the first question", move || {
-        let fake = fake.clone();
-        async move {
-            fake.sent_in(7)
-                .into_iter()
-                .find(|m| m.text.contains("How do we get to Lisbon?") && m.markup.is_some())
-        }
-    })
-    .await;
+    let first = s.open_question(7, "How do we get to Lisbon?").await;
     s.fake
         .tap(7, first.id, &alice(), &first.payload("2. plane"));
-    let fake = s.fake.clone();
-    let second = eventually_some(WITHIN, "the second question", move || {
-        let fake = fake.clone();
-        async move {
-            fake.sent_in(7)
-                .into_iter()
-                .find(|m| m.text.contains("How many nights?") && m.markup.is_some())
-        }
-    })
-    .await;
+    let second = s.open_question(7, "How many nights?").await;
     s.fake.say(7, &alice(), "a week");
     s.reply_to(7, "That doesn't answer \"How many nights?\"")
         .await;
@@ -888,29 +886,10 @@ async fn a_flow_started_by_a_message_is_answered_by_taps_plain_replies_declines_
     );
     // A second run declines the nights.
     s.fake.say(7, &alice(), "/trip Porto");
-    let fake = s.fake.clone();
-    let first = eventually_some(WITHIN, "the second run's question", move || {
-        let fake = fake.clone();
-        async move {
-            fake.sent_in(7)
-                .into_iter()
-                .find(|m| m.text.contains("How do we get to Porto?") && m.markup.is_some())
-        }
-    })
-    .await;
+    let first = s.open_question(7, "How do we get to Porto?").await;
     s.fake
         .tap(7, first.id, &alice(), &first.payload("1. train"));
-    let fake = s.fake.clone();
-    let nights = eventually_some(WITHIN, "the nights question again", move || {
-        let fake = fake.clone();
-        async move {
-            fake.sent_in(7)
-                .into_iter()
-                .filter(|m| m.text.contains("How many nights?") && m.markup.is_some())
-                .max_by_key(|m| m.id)
-        }
-    })
-    .await;
+    let nights = s.open_question(7, "How many nights?").await;
     s.fake
         .tap(7, nights.id, &alice(), &nights.payload("Decline"));
     let result = s.reply_to_plain(7, "✓ trip: Porto").await;
