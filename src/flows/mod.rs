@@ -437,13 +437,20 @@ impl FlowContext {
         request
     }
 
-    fn next_ask(&self, request: &NewQuestion, fingerprint: &str) -> Result<AskAt, Error> {
-        let mut replay = self.replay().expect("run mode");
-        if let Some(question) = &replay.suspended {
-            return Err(Error::Pending {
+    /// The replay state, unless the function already reached an unanswered question: then
+    /// nothing after it may run (not even a step), so everything returns `Pending`.
+    fn unsuspended(&self) -> Result<std::sync::MutexGuard<'_, Replay>, Error> {
+        let replay = self.replay().expect("run mode");
+        match &replay.suspended {
+            Some(question) => Err(Error::Pending {
                 question_id: question.to_string(),
-            });
+            }),
+            None => Ok(replay),
         }
+    }
+
+    fn next_ask(&self, request: &NewQuestion, fingerprint: &str) -> Result<AskAt, Error> {
+        let mut replay = self.unsuspended()?;
         let cursor = replay.cursor;
         match replay.run.journal.get(cursor) {
             Some(JournalEntry::Ask(record)) if record.fingerprint == fingerprint => {
@@ -471,12 +478,7 @@ impl FlowContext {
     }
 
     fn next_step(&self, name: &str) -> Result<Option<serde_json::Value>, Error> {
-        let mut replay = self.replay().expect("run mode");
-        if let Some(question) = &replay.suspended {
-            return Err(Error::Pending {
-                question_id: question.to_string(),
-            });
-        }
+        let mut replay = self.unsuspended()?;
         let cursor = replay.cursor;
         match replay.run.journal.get(cursor) {
             Some(JournalEntry::Step {

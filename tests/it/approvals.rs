@@ -1,7 +1,7 @@
 //! Approvals: allow once, allow always (rules), reject with feedback; deny by default; the
 //! digest binding; the audit trail.
 
-use crate::support::{FakeChannel, Process, eventually, eventually_some, http, serve};
+use crate::support::{FakeChannel, Process, eventually, eventually_some, http, message, serve};
 use askbridge::bridge::{Bridge, ProgramReply};
 use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
@@ -37,18 +37,6 @@ fn rm_build() -> Action {
 
 fn approval(action: Action) -> NewQuestion {
     NewQuestion::ask("May the agent run this?").approve(action)
-}
-
-fn message(sender: &str, chat: &str, text: &str) -> Inbound {
-    Inbound {
-        via: "chat".into(),
-        chat: chat.into(),
-        sender: sender.into(),
-        sender_name: None,
-        text: text.into(),
-        private: false,
-        delivery_id: None,
-    }
 }
 
 async fn pending_approval(bridge: &Bridge, session: &str) -> Question {
@@ -135,6 +123,7 @@ async fn allow_once_always_and_reject_with_feedback_reach_the_function() {
         via: "console".into(),
         chat: "console".into(),
         sender: "console".into(),
+        sender_name: None,
         ..message("", "", "")
     };
     let digest = rm_build().short_digest();

@@ -1,6 +1,6 @@
 //! The command grammar's meaning (through the `Inbox` every text surface uses) and the console.
 
-use crate::support::{Call, eventually, memory_bridge};
+use crate::support::{Call, eventually, memory_bridge, message};
 use askbridge::console::Console;
 use askbridge::store::ListFilter;
 use askbridge_core::question::DEFAULT_TIMEOUT;
@@ -8,18 +8,6 @@ use askbridge_core::{Inbound, Inbox, Millis, NewQuestion, Question, QuestionId, 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-fn message(sender: &str, chat: &str, text: &str) -> Inbound {
-    Inbound {
-        via: "chat".into(),
-        chat: chat.into(),
-        sender: sender.into(),
-        sender_name: Some(format!("@{}", sender.replace(':', "_"))),
-        text: text.into(),
-        private: false,
-        delivery_id: None,
-    }
-}
 
 async fn ask(bridge: &askbridge::Bridge, request: NewQuestion) -> Question {
     bridge

@@ -3,7 +3,7 @@
 
 use crate::support::{
     Call, FakeChannel, RedisServer, bridge_over, eventually, eventually_some, http, memory_bridge,
-    serve,
+    message, serve,
 };
 use askbridge::bridge::Bridge;
 use askbridge::config::Secret;
@@ -16,7 +16,7 @@ use askbridge::store::redis::{RedisOptions, RedisStore};
 use askbridge::store::{ListFilter, Store, StoreOptions};
 use askbridge::{BridgeOptions, Error};
 use askbridge_core::run::{Origin, RunState};
-use askbridge_core::{Actor, Answer, Inbound, Inbox, Millis, NewQuestion, Question, Transition};
+use askbridge_core::{Actor, Answer, Inbox, Millis, NewQuestion, Question, Transition};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -77,18 +77,6 @@ fn register_trip(bridge: &Bridge, counters: &Counters) {
             }
         })
         .unwrap();
-}
-
-fn message(sender: &str, chat: &str, text: &str) -> Inbound {
-    Inbound {
-        via: "chat".into(),
-        chat: chat.into(),
-        sender: sender.into(),
-        sender_name: Some(format!("@{}", sender.replace(':', "_"))),
-        text: text.into(),
-        private: false,
-        delivery_id: None,
-    }
 }
 
 async fn waiting_question(bridge: &Bridge, chat: &str, prompt_start: &str) -> Question {

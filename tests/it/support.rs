@@ -305,3 +305,16 @@ pub async fn serve(router: axum::Router) -> String {
     tokio::spawn(async move { axum::serve(listener, router).await });
     base
 }
+
+/// A message from `sender` in `chat` on the fake `chat` surface, named `@<sender>`.
+pub fn message(sender: &str, chat: &str, text: &str) -> askbridge_core::Inbound {
+    askbridge_core::Inbound {
+        via: "chat".into(),
+        chat: chat.into(),
+        sender: sender.into(),
+        sender_name: Some(format!("@{}", sender.replace(':', "_"))),
+        text: text.into(),
+        private: false,
+        delivery_id: None,
+    }
+}
