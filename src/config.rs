@@ -6,7 +6,8 @@
 //! documented default. Secrets are kept in [`Secret`], whose `Debug` prints `***`, so a logged
 //! config never shows a token.
 
-use crate::Error;
+pub use askbridge_core::secret::Secret;
+use askbridge_core::{Identity, Target};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -119,28 +120,6 @@ pub const ALL: [(&str, &str); 23] = [
     ),
 ];
 
-/// A secret string: never printed by `Debug`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret.
-    pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
-    }
-
-    /// The secret itself; call only where it is used, never to log.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
-
 /// Which store to use.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StoreChoice {
@@ -158,6 +137,16 @@ pub enum StoreChoice {
     },
     /// Memory only (`--ephemeral`).
     Memory,
+}
+
+/// A setting that is missing or malformed: the variable, and what would be accepted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{variable}: {reason}")]
+pub struct ConfigError {
+    /// The environment variable.
+    pub variable: &'static str,
+    /// What is wrong and how to fix it.
+    pub reason: String,
 }
 
 /// Telegram settings.
@@ -198,7 +187,7 @@ pub struct Config {
     /// See [`RETENTION`].
     pub retention: Duration,
     /// See [`DEFAULT_TARGETS`].
-    pub default_targets: Vec<String>,
+    pub default_targets: Vec<Target>,
     /// See [`LOG`].
     pub log: String,
     /// Telegram, when [`TELEGRAM_BOT_TOKEN`] is set.
@@ -214,28 +203,28 @@ pub struct Config {
     /// See [`EXAMPLE_FLOWS`].
     pub example_flows: bool,
     /// See [`APPROVERS`].
-    pub approvers: Vec<String>,
+    pub approvers: Vec<Identity>,
     /// See [`AUDIT_RETENTION`].
     pub audit_retention: Duration,
     /// See [`FLOW_STARTERS`].
-    pub flow_starters: Vec<String>,
+    pub flow_starters: Vec<Identity>,
 }
 
 impl Config {
     /// Reads the process environment.
-    pub fn from_env() -> Result<Self, Error> {
+    pub fn from_env() -> Result<Self, ConfigError> {
         Config::from_lookup(|name| std::env::var(name).ok())
     }
 
     /// Reads settings through `lookup` (tests pass a map).
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let get = |name: &str| {
             lookup(name)
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
         };
         let http_addr = match get(HTTP_ADDR) {
-            Some(text) => text.parse().map_err(|_| Error::Config {
+            Some(text) => text.parse().map_err(|_| ConfigError {
                 variable: HTTP_ADDR,
                 reason: format!("`{text}` is not an address like 127.0.0.1:8080"),
             })?,
@@ -247,7 +236,7 @@ impl Config {
                     || url.starts_with("rediss://")
                     || url.starts_with("unix://"))
                 {
-                    return Err(Error::Config {
+                    return Err(ConfigError {
                         variable: REDIS_URL,
                         reason: "must start with redis://, rediss:// or unix://".into(),
                     });
@@ -277,7 +266,7 @@ impl Config {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
             if !ok {
-                return Err(Error::Config {
+                return Err(ConfigError {
                     variable: TELEGRAM_WEBHOOK_SECRET,
                     reason: "must be 1-256 characters of A-Z, a-z, 0-9, _ and -".into(),
                 });
@@ -287,7 +276,7 @@ impl Config {
             .as_ref()
             .is_some_and(|t| t.webhook_url.is_some() && t.webhook_secret.is_none())
         {
-            return Err(Error::Config {
+            return Err(ConfigError {
                 variable: TELEGRAM_WEBHOOK_SECRET,
                 reason: format!(
                     "is required with {TELEGRAM_WEBHOOK_URL}, so that forged updates are refused"
@@ -312,7 +301,7 @@ impl Config {
             .iter()
             .find(|t| !askbridge_core::identity::is_well_formed(t))
         {
-            return Err(Error::Config {
+            return Err(ConfigError {
                 variable: DEFAULT_TARGETS,
                 reason: format!(
                     "`{bad}` is not a target like telegram:<chat id>, discord:<channel id> or console"
@@ -328,7 +317,7 @@ impl Config {
             None
         };
         if let (Some(variable), None) = (public_endpoint, &api_token) {
-            return Err(Error::Config {
+            return Err(ConfigError {
                 variable: API_TOKEN,
                 reason: format!(
                     "is required with {variable}: a webhook puts askbridge's HTTP server where the internet \
@@ -339,7 +328,7 @@ impl Config {
         let http_flows = parse_flows(get(FLOWS).as_deref())?;
         let flow_secret = get(FLOW_SECRET).map(Secret::new);
         if !http_flows.is_empty() && flow_secret.is_none() {
-            return Err(Error::Config {
+            return Err(ConfigError {
                 variable: FLOW_SECRET,
                 reason: format!(
                     "is required with {FLOWS}, so that flow endpoints can check who calls them"
@@ -350,7 +339,7 @@ impl Config {
             None | Some("false" | "0" | "no") => false,
             Some("true" | "1" | "yes") => true,
             Some(other) => {
-                return Err(Error::Config {
+                return Err(ConfigError {
                     variable: EXAMPLE_FLOWS,
                     reason: format!("`{other}` is not true or false"),
                 });
@@ -362,7 +351,7 @@ impl Config {
             store,
             default_timeout: seconds(&get, DEFAULT_TIMEOUT, 1800)?,
             retention: seconds(&get, RETENTION, 7 * 24 * 3600)?,
-            default_targets,
+            default_targets: default_targets.into_iter().map(Target::new).collect(),
             log: get(LOG)
                 .or_else(|| get("RUST_LOG"))
                 .unwrap_or_else(|| "info".into()),
@@ -372,9 +361,12 @@ impl Config {
             flow_secret,
             run_lease: seconds(&get, RUN_LEASE, 30)?,
             example_flows,
-            approvers,
+            approvers: approvers.into_iter().map(Identity::new).collect(),
             audit_retention: seconds(&get, AUDIT_RETENTION, 90 * 24 * 3600)?,
-            flow_starters: identities(&get, FLOW_STARTERS)?,
+            flow_starters: identities(&get, FLOW_STARTERS)?
+                .into_iter()
+                .map(Identity::new)
+                .collect(),
         })
     }
 }
@@ -383,7 +375,7 @@ impl Config {
 fn identities(
     get: &impl Fn(&str) -> Option<String>,
     variable: &'static str,
-) -> Result<Vec<String>, Error> {
+) -> Result<Vec<String>, ConfigError> {
     let list: Vec<String> = get(variable)
         .map(|text| {
             text.split(',')
@@ -396,7 +388,7 @@ fn identities(
         .iter()
         .find(|t| !askbridge_core::identity::is_well_formed(t))
     {
-        Some(bad) => Err(Error::Config {
+        Some(bad) => Err(ConfigError {
             variable,
             reason: format!(
                 "`{bad}` is not an identity like telegram:42, discord:1234, console or api"
@@ -406,7 +398,7 @@ fn identities(
     }
 }
 
-fn parse_flows(text: Option<&str>) -> Result<Vec<(String, String)>, Error> {
+fn parse_flows(text: Option<&str>) -> Result<Vec<(String, String)>, ConfigError> {
     let mut flows = Vec::new();
     for pair in text
         .unwrap_or_default()
@@ -415,14 +407,14 @@ fn parse_flows(text: Option<&str>) -> Result<Vec<(String, String)>, Error> {
         .filter(|p| !p.is_empty())
     {
         let Some((name, url)) = pair.split_once('=') else {
-            return Err(Error::Config {
+            return Err(ConfigError {
                 variable: FLOWS,
                 reason: format!("`{pair}` is not name=url"),
             });
         };
         let (name, url) = (name.trim(), url.trim());
         if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(Error::Config {
+            return Err(ConfigError {
                 variable: FLOWS,
                 reason: format!("`{url}` (flow {name}) is not an http:// or https:// URL"),
             });
@@ -436,14 +428,14 @@ fn seconds(
     get: &impl Fn(&str) -> Option<String>,
     variable: &'static str,
     default: u64,
-) -> Result<Duration, Error> {
+) -> Result<Duration, ConfigError> {
     match get(variable) {
         None => Ok(Duration::from_secs(default)),
         Some(text) => match text.parse::<f64>() {
             Ok(secs) if secs.is_finite() && secs > 0.0 && secs <= 365.0 * 24.0 * 3600.0 => {
                 Ok(Duration::from_secs_f64(secs))
             }
-            _ => Err(Error::Config {
+            _ => Err(ConfigError {
                 variable,
                 reason: format!("`{text}` is not a positive number of seconds"),
             }),
@@ -466,7 +458,7 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn config(pairs: &[(&str, &str)]) -> Result<Config, Error> {
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
         let map: HashMap<String, String> = pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -505,7 +497,7 @@ mod tests {
             (AUDIT_RETENTION, "forever"),
         ] {
             match config(&[(variable, value)]) {
-                Err(Error::Config {
+                Err(ConfigError {
                     variable: named, ..
                 }) => assert_eq!(named, variable),
                 other => panic!("{variable}={value}: expected an error, got {other:?}"),
@@ -521,7 +513,7 @@ mod tests {
         )];
         assert!(matches!(
             config(&flows),
-            Err(Error::Config {
+            Err(ConfigError {
                 variable: FLOW_SECRET,
                 ..
             })
@@ -541,7 +533,7 @@ mod tests {
         ];
         assert!(matches!(
             config(&base),
-            Err(Error::Config {
+            Err(ConfigError {
                 variable: TELEGRAM_WEBHOOK_SECRET,
                 ..
             })
@@ -552,7 +544,7 @@ mod tests {
         assert!(
             matches!(
                 config(&good),
-                Err(Error::Config {
+                Err(ConfigError {
                     variable: API_TOKEN,
                     ..
                 })

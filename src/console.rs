@@ -4,7 +4,9 @@
 //! numbered options and the exact `/answer` line to type, and what the person types goes through
 //! the same [`Inbox`] as a Telegram tap. When another surface answers first, the console says so.
 
-use askbridge_core::{Channel, Error, Inbound, Inbox, Question, Tone, identity, render};
+use askbridge_core::{
+    Channel, Error, Identity, Inbound, Inbox, Question, Target, Tone, identity, render,
+};
 use async_trait::async_trait;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -68,8 +70,8 @@ impl Console {
             }
             let message = Inbound {
                 via: CONSOLE.into(),
-                chat: CONSOLE.into(),
-                sender: CONSOLE.into(),
+                chat: Target::console(),
+                sender: Identity::console(),
                 sender_name: None,
                 text: line,
                 private: true,
@@ -92,7 +94,7 @@ impl Channel for Console {
         CONSOLE
     }
 
-    async fn show(&self, question: &Question, _target: &str) -> Result<String, Error> {
+    async fn show(&self, question: &Question, _target: &Target) -> Result<String, Error> {
         let deadline = render::time_left(question, askbridge_core::Millis::now());
         self.print(&format!(
             "\n── question {} (expires {deadline}) ──\n{}\n",
@@ -105,11 +107,12 @@ impl Channel for Console {
     async fn withdraw(
         &self,
         question: &Question,
-        _target: &str,
+        _target: &Target,
         _shown: &str,
     ) -> Result<(), Error> {
         let line = render::outcome_line(question);
-        match question.resolution.as_ref().map(|r| r.via.as_str()) {
+        let via = question.resolution.as_ref().map(|r| r.via());
+        match via.as_deref() {
             // The person at this console already got the ✓ reply.
             Some(CONSOLE) => {}
             Some("timeout") | None => self.print(&format!("── question {}: {line}", question.id)),
@@ -121,7 +124,7 @@ impl Channel for Console {
         Ok(())
     }
 
-    async fn say(&self, _target: &str, text: &str) -> Result<(), Error> {
+    async fn say(&self, _target: &Target, text: &str) -> Result<(), Error> {
         self.print(text);
         Ok(())
     }

@@ -3,21 +3,21 @@
 //! `release` flow, a follow-up run started from a chat message.
 
 use crate::console::Console;
-use crate::{Bridge, Error, Session};
+use crate::{AskError, Bridge, Error, FlowsExt, NoAnswer, Session};
 use askbridge_core::{Answer, Millis, NewQuestion};
 use std::time::Duration;
 
 /// How long each demo question waits.
 const DEMO_TIMEOUT: Duration = Duration::from_secs(300);
 
-fn describe(result: &Result<Answer, Error>) -> String {
+fn describe(result: &Result<Answer, AskError>) -> String {
     match result {
         Ok(answer) => format!("got {answer}"),
-        Err(Error::Declined {
+        Err(AskError::NoAnswer(NoAnswer::Declined {
             message: Some(message),
-        }) => format!("declined: {message}"),
-        Err(Error::Declined { message: None }) => "declined".to_owned(),
-        Err(Error::Timeout { .. }) => "nobody answered in time".to_owned(),
+        })) => format!("declined: {message}"),
+        Err(AskError::NoAnswer(NoAnswer::Declined { message: None })) => "declined".to_owned(),
+        Err(AskError::NoAnswer(NoAnswer::Timeout { .. })) => "nobody answered in time".to_owned(),
         Err(other) => format!("failed: {other}"),
     }
 }

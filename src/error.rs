@@ -1,11 +1,17 @@
-//! The bridge's one error type.
+//! What can go wrong, kept apart from what is merely an outcome.
 //!
-//! It covers both failures (a store that does not answer) and the explicit non-answers of the
-//! in-process API ([`Error::Declined`], [`Error::Timeout`], [`Error::Cancelled`]): a function that
-//! asks gets an answer or one of these, never a silent empty value. The HTTP layer maps each
-//! variant to a status code (`http::ApiError`).
+//! - [`Error`]: a request that cannot be done (bad input, an unknown id, a stranger, a store that
+//!   does not answer). The HTTP layer maps each variant to a status code (`http::ApiError`).
+//! - [`NoAnswer`]: why an ask gives no answer (declined, timed out, cancelled). Not a failure: it
+//!   is one of the explicit outcomes a function that asks must handle, never an empty value.
+//! - [`AskError`]: either of the two, for the in-process API (`Session::ask`), so `?` passes both
+//!   on while a `match` can tell them apart.
+//!
+//! A follow-up run's suspension is not here at all: it is control flow, in
+//! [`crate::flows::Interrupt`].
 
-use askbridge_core::{Question, render};
+use crate::store;
+use askbridge_core::{Question, QuestionId, render};
 
 /// See the module documentation.
 #[derive(Debug, thiserror::Error)]
@@ -16,7 +22,7 @@ pub enum Error {
 
     /// No question has this id (or it was purged after the retention period).
     #[error("There is no question {0}.")]
-    NotFound(String),
+    NotFound(QuestionId),
 
     /// The question was resolved before this attempt; the existing resolution is attached.
     #[error("{}", render::already_resolved_line(.0))]
@@ -50,6 +56,27 @@ pub enum Error {
     )]
     NoSurface,
 
+    /// No flow of that name is registered.
+    #[error("There is no flow `{0}`. Send /help to see the flows.")]
+    UnknownFlow(String),
+
+    /// The store failed; its kind says whether trying again later may work.
+    #[error(transparent)]
+    Store(#[from] store::Error),
+}
+
+impl Error {
+    /// True for a store that did not answer (worth trying again later), false for everything
+    /// that will fail the same way again.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Error::Store(error) if error.is_unavailable())
+    }
+}
+
+/// Why an ask gives no answer. Each is an outcome the asking function handles; see the module
+/// documentation.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NoAnswer {
     /// The person declined (or rejected an approval), maybe saying why.
     #[error("Declined{}", .message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
     Declined {
@@ -61,67 +88,36 @@ pub enum Error {
     #[error("Nobody answered question {id} in time.")]
     Timeout {
         /// The question.
-        id: String,
+        id: QuestionId,
     },
 
     /// The question's session was stopped before anyone answered.
     #[error("Question {id} was cancelled: its session was stopped.")]
     Cancelled {
         /// The question.
-        id: String,
+        id: QuestionId,
     },
+}
 
-    /// A run's function reached a question nobody has answered yet: the run is written down as
-    /// waiting and the function returns. Flows propagate it with `?`; they must not swallow it
-    /// (if one does, the run still waits: the context remembers it was suspended).
-    #[error("The run waits for an answer to question {question_id}.")]
-    Pending {
-        /// The question it waits on.
-        question_id: String,
-    },
+/// An ask that gave no answer: an outcome ([`NoAnswer`]) or a failure ([`Error`]).
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// Nobody answered: declined, timed out, or cancelled.
+    #[error(transparent)]
+    NoAnswer(#[from] NoAnswer),
+    /// The ask could not be made or waited for.
+    #[error(transparent)]
+    Failed(#[from] Error),
+}
 
-    /// Replaying a run found the function asking something other than what its journal recorded:
-    /// the flow's code changed under a waiting run. The run fails rather than take a wrong answer.
-    #[error(
-        "The flow changed while the run waited: it now {found} where its journal recorded {expected}."
-    )]
-    Diverged {
-        /// What the journal holds at this point.
-        expected: String,
-        /// What the function does now.
-        found: String,
-    },
+impl From<store::Error> for AskError {
+    fn from(error: store::Error) -> Self {
+        AskError::Failed(error.into())
+    }
+}
 
-    /// No flow of that name is registered.
-    #[error("There is no flow `{0}`. Send /help to see the flows.")]
-    UnknownFlow(String),
-
-    /// A flow ended with an error of its own.
-    #[error("{0}")]
-    Flow(String),
-
-    /// Another process took this run over (this one stalled past its lease); stop without writing.
-    #[error("another askbridge process took this run over")]
-    LeaseLost,
-
-    /// A store refused to overwrite an existing id.
-    #[error("a question with this id already exists")]
-    IdTaken,
-
-    /// Redis failed (after retries).
-    #[error("Redis: {0}")]
-    Redis(#[from] redis::RedisError),
-
-    /// The embedded store failed, or a stored record is unreadable.
-    #[error("store: {0}")]
-    Embedded(String),
-
-    /// A setting is missing or malformed.
-    #[error("{variable}: {reason}")]
-    Config {
-        /// The environment variable.
-        variable: &'static str,
-        /// What is wrong and how to fix it.
-        reason: String,
-    },
+impl From<askbridge_core::Error> for AskError {
+    fn from(error: askbridge_core::Error) -> Self {
+        AskError::Failed(error.into())
+    }
 }

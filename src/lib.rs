@@ -37,4 +37,5 @@ pub mod signing;
 pub mod store;
 
 pub use bridge::{Bridge, BridgeOptions, Session};
-pub use error::Error;
+pub use error::{AskError, Error, NoAnswer};
+pub use flows::{FlowsExt, Interrupt};

@@ -1,15 +1,16 @@
 //! The `askbridge` command: `demo`, `serve`, `pending`.
 
 use anyhow::{Context, bail};
+use askbridge::FlowsExt;
 use askbridge::bridge::Bridge;
 use askbridge::config::{self, Config, StoreChoice};
-use askbridge::console::{CONSOLE, Console};
+use askbridge::console::Console;
 use askbridge::flows::http::HttpFlow;
 use askbridge::http::{AppState, app};
 use askbridge::store::StoreOptions;
 use askbridge::{BridgeOptions, runtime};
 use askbridge_core::audit::AuditEntry;
-use askbridge_core::{Inbox, Question, render};
+use askbridge_core::{Inbox, Question, Target, render};
 use askbridge_discord::{Discord, DiscordOptions};
 use askbridge_telegram::{Telegram, TelegramOptions, WebhookOptions};
 use std::sync::Arc;
@@ -125,7 +126,7 @@ fn load_config(args: &Args) -> anyhow::Result<Config> {
 
 /// Opens the store and builds the bridge (not started yet: channels come first, so that
 /// recovery can show pending questions on them).
-async fn open_bridge(config: &Config, default_targets: Vec<String>) -> anyhow::Result<Bridge> {
+async fn open_bridge(config: &Config, default_targets: Vec<Target>) -> anyhow::Result<Bridge> {
     let store = runtime::open_store(
         &config.store,
         StoreOptions {
@@ -279,7 +280,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
         config.log = "warn".into();
     }
     init_logging(&config.log);
-    let bridge = open_bridge(&config, vec![CONSOLE.to_owned()]).await?;
+    let bridge = open_bridge(&config, vec![Target::console()]).await?;
     register_flows(&config, &bridge, true)?;
     let console = Console::stdout();
     bridge.add_channel(Arc::new(console.clone()));
@@ -415,7 +416,10 @@ async fn audit(args: Args) -> anyhow::Result<()> {
         println!(
             "{}  {:<12} {:<10} by {} via {}{status}{value}{rule}{message}",
             entry.at,
-            format!("{:?}", entry.event).to_lowercase(),
+            serde_json::to_value(entry.event)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
             entry.question_id.unwrap_or_default(),
             entry.by,
             entry.via,

@@ -40,7 +40,7 @@ impl Metrics {
         let Some(resolution) = &question.resolution else {
             return;
         };
-        let key = (question.status.as_str().to_owned(), resolution.via.clone());
+        let key = (question.status.as_str().to_owned(), resolution.via());
         *lock(&self.resolved).entry(key).or_default() += 1;
         let seconds = resolution.at.since(question.created_at).as_secs_f64();
         let mut histogram = lock(&self.latency);

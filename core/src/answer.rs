@@ -8,16 +8,8 @@
 //! fit is refused with a reason a person can act on; the question is not touched.
 
 use crate::Error;
+use crate::approval::{ApprovalReply, REJECT};
 use crate::question::{Answer, Kind, MAX_ANSWER_CHARS, Question, Transition};
-
-/// Approval replies.
-pub const APPROVE_ONCE: &str = "once";
-/// See [`APPROVE_ONCE`]: allow, and allow the same action again in this session.
-pub const APPROVE_ALWAYS: &str = "always";
-/// See [`APPROVE_ONCE`]: allow, and allow the same action again everywhere.
-pub const APPROVE_ALWAYS_EVERYWHERE: &str = "always everywhere";
-/// See [`APPROVE_ONCE`].
-pub const REJECT: &str = "reject";
 
 impl Question {
     /// Reads the `<choice>` of `/answer <id> <choice>`.
@@ -43,7 +35,7 @@ impl Question {
             (Kind::Approval, Answer::Text(text)) => {
                 let words: Vec<String> = text.split_whitespace().map(str::to_lowercase).collect();
                 let words: Vec<&str> = words.iter().map(String::as_str).collect();
-                self.approval_value(&words).map(Answer::Text)
+                self.approval_value(&words).map(Answer::from)
             }
             (Kind::Ask, Answer::Text(text)) if self.multi => {
                 self.check_multi(std::slice::from_ref(&text))
@@ -157,17 +149,12 @@ impl Question {
         let lowered: Vec<&str> = lowered.iter().map(String::as_str).collect();
         let value = self.approval_value(&lowered)?;
         Ok(Transition::Answer {
-            value: Answer::Text(value),
+            value: value.into(),
         })
     }
 
-    fn approval_value(&self, words: &[&str]) -> Result<String, Error> {
-        match words {
-            [APPROVE_ONCE] => Ok(APPROVE_ONCE.into()),
-            [APPROVE_ALWAYS] | [APPROVE_ALWAYS, "session"] => Ok(APPROVE_ALWAYS.into()),
-            [APPROVE_ALWAYS, "everywhere"] => Ok(APPROVE_ALWAYS_EVERYWHERE.into()),
-            _ => Err(self.not_fit("")),
-        }
+    fn approval_value(&self, words: &[&str]) -> Result<ApprovalReply, Error> {
+        ApprovalReply::from_words(words).ok_or_else(|| self.not_fit(""))
     }
 
     /// Refuses a reply bound to another action than this approval's.
@@ -345,7 +332,8 @@ fn truncate_chars(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::id::QuestionId;
-    use crate::question::{DEFAULT_TIMEOUT, NewQuestion};
+    use crate::question::DEFAULT_TIMEOUT;
+    use crate::request::NewQuestion;
     use crate::time::Millis;
 
     fn question(kind: Kind, options: &[&str], multi: bool, allow_custom: bool) -> Question {

@@ -10,9 +10,73 @@
 //! text. Later approvals a rule matches are allowed without asking.
 
 use crate::Error;
+use crate::id::{QuestionId, RuleId};
+use crate::identity::Identity;
 use crate::time::Millis;
+use crate::value::Answer;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+/// The word that rejects an approval (`/answer <id> reject [feedback]`).
+pub const REJECT: &str = "reject";
+
+/// A reply that allows an approval. Stored and sent as the answer's text (`"once"`, `"always"`,
+/// `"always everywhere"`), as it always has been.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ApprovalReply {
+    /// Allow this once.
+    Once,
+    /// Allow, and let a rule allow the same action again in this session.
+    AlwaysInSession,
+    /// Allow, and let a rule allow the same action again everywhere.
+    AlwaysEverywhere,
+}
+
+impl ApprovalReply {
+    /// The answer's text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalReply::Once => "once",
+            ApprovalReply::AlwaysInSession => "always",
+            ApprovalReply::AlwaysEverywhere => "always everywhere",
+        }
+    }
+
+    /// Reads lower-case words (`once`, `always`, `always session`, `always everywhere`).
+    pub fn from_words(words: &[&str]) -> Option<Self> {
+        match words {
+            ["once"] => Some(ApprovalReply::Once),
+            ["always"] | ["always", "session"] => Some(ApprovalReply::AlwaysInSession),
+            ["always", "everywhere"] => Some(ApprovalReply::AlwaysEverywhere),
+            _ => None,
+        }
+    }
+
+    /// The reply a stored answer holds, if it is one.
+    pub fn of_answer(answer: &Answer) -> Option<Self> {
+        match answer {
+            Answer::Text(text) => [
+                ApprovalReply::Once,
+                ApprovalReply::AlwaysInSession,
+                ApprovalReply::AlwaysEverywhere,
+            ]
+            .into_iter()
+            .find(|reply| reply.as_str() == text),
+            _ => None,
+        }
+    }
+
+    /// True for the "always" replies, which create a rule.
+    pub fn creates_rule(self) -> bool {
+        self != ApprovalReply::Once
+    }
+}
+
+impl From<ApprovalReply> for Answer {
+    fn from(reply: ApprovalReply) -> Self {
+        Answer::Text(reply.as_str().to_owned())
+    }
+}
 
 /// How many hex characters of the digest people see (and buttons carry).
 pub const SHORT_DIGEST: usize = 8;
@@ -107,7 +171,7 @@ impl Action {
             let value = if full {
                 value
             } else {
-                crate::render::shorten(&value, ARG_CHARS)
+                crate::text::shorten(&value, ARG_CHARS)
             };
             text.push_str(&format!("\n  {name}: {value}"));
         }
@@ -142,17 +206,17 @@ pub enum Scope {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rule {
     /// Id (derived from the approval that created it).
-    pub id: String,
+    pub id: RuleId,
     /// The action it allows again.
     pub action: Action,
     /// Where it applies.
     pub scope: Scope,
     /// Who created it; it only decides approvals this identity may answer.
-    pub created_by: String,
+    pub created_by: Identity,
     /// When.
     pub created_at: Millis,
     /// The approval whose "always" created it.
-    pub question_id: Option<String>,
+    pub question_id: Option<QuestionId>,
 }
 
 impl Rule {
@@ -171,7 +235,7 @@ impl Rule {
             Scope::Everywhere => "everywhere".to_owned(),
             Scope::Session { session_id } => format!("in session {session_id}"),
         };
-        let args = crate::render::shorten(&self.action.args.to_string(), 120);
+        let args = crate::text::shorten(&self.action.args.to_string(), 120);
         format!("{}: {} {args} {scope}", self.id, self.action.tool)
     }
 }
@@ -188,14 +252,14 @@ pub enum Approval {
     /// Allowed, and a rule now allows it again.
     Always {
         /// The rule created.
-        rule_id: String,
+        rule_id: RuleId,
         /// Digest of the approved action.
         digest: String,
     },
     /// Allowed without asking by an existing rule.
     ByRule {
         /// The rule that matched.
-        rule_id: String,
+        rule_id: RuleId,
         /// Digest of the approved action.
         digest: String,
     },

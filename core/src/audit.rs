@@ -3,6 +3,8 @@
 //! Who did what, through which surface, when, and by which rule; kept for a configured time and
 //! readable per session. Records are plain data so every store keeps them the same way.
 
+use crate::id::RuleId;
+use crate::identity::Identity;
 use crate::question::{Answer, Kind, Question, Status};
 use crate::time::Millis;
 use serde::{Deserialize, Serialize};
@@ -29,7 +31,7 @@ pub struct AuditEntry {
     /// What kind of record.
     pub event: AuditEvent,
     /// Who (an identity, `askbridge` for timeouts, `rule:<id>` for rules).
-    pub by: String,
+    pub by: Identity,
     /// Through which surface.
     pub via: String,
     /// The question, when there is one.
@@ -45,7 +47,7 @@ pub struct AuditEntry {
     /// A decline's message, a refusal's reason, or a rule's description.
     pub message: Option<String>,
     /// The rule involved.
-    pub rule_id: Option<String>,
+    pub rule_id: Option<RuleId>,
     /// Digest of the approved action.
     pub digest: Option<String>,
 }
@@ -59,12 +61,8 @@ impl AuditEntry {
             event: AuditEvent::Resolved,
             by: resolution
                 .as_ref()
-                .map(|r| r.by.clone())
-                .unwrap_or_default(),
-            via: resolution
-                .as_ref()
-                .map(|r| r.via.clone())
-                .unwrap_or_default(),
+                .map_or_else(|| Identity::new(""), |r| r.by()),
+            via: resolution.as_ref().map(|r| r.via()).unwrap_or_default(),
             question_id: Some(question.id.to_string()),
             session_id: Some(question.session_id.clone()),
             kind: Some(question.kind),
@@ -78,7 +76,7 @@ impl AuditEntry {
 
     /// The record of a refused attempt by `by` through `via`, on `question` when it is known.
     pub fn refused(
-        by: &str,
+        by: &Identity,
         via: &str,
         question_id: Option<String>,
         question: Option<&Question>,
@@ -87,7 +85,7 @@ impl AuditEntry {
         AuditEntry {
             at: Millis::now(),
             event: AuditEvent::Refused,
-            by: by.to_owned(),
+            by: by.clone(),
             via: via.to_owned(),
             question_id: question.map(|q| q.id.to_string()).or(question_id),
             session_id: question.map(|q| q.session_id.clone()),

@@ -5,10 +5,19 @@
 //! or a button's payload), what do I reply? Adapters depend on this crate only, never on the bridge,
 //! and both traits are object-safe so that the bridge holds `Arc<dyn Channel>` and adapters hold
 //! `Arc<dyn Inbox>`; tests put fakes on either side.
+//!
+//! Handling a message is two steps, [`Inbox::prepare`] then [`Prepared::commit`], so that a tap can
+//! be acknowledged at once with what it is about to do: the command is parsed, the question read
+//! and the sender authorized once, in `prepare`; `commit` claims with that same reading. When the
+//! claim loses a race in between, the committed reply says so and differs from the preview.
 
 use crate::Error;
+use crate::identity::{Identity, Target};
 use crate::question::Question;
 use async_trait::async_trait;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 
 /// A message from a person, as an adapter hands it to the bridge.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,9 +25,9 @@ pub struct Inbound {
     /// The surface (`telegram`).
     pub via: String,
     /// The chat it was written in, as a target (`telegram:-1001234`).
-    pub chat: String,
+    pub chat: Target,
     /// The sender's identity (`telegram:42`).
-    pub sender: String,
+    pub sender: Identity,
     /// The sender's display name (`@alice`), if any.
     pub sender_name: Option<String>,
     /// The text, or the tapped button's payload.
@@ -74,18 +83,62 @@ impl Reply {
     }
 }
 
+/// The work a [`Prepared`] message still has to do.
+pub type Commit = Pin<Box<dyn Future<Output = Option<Reply>> + Send>>;
+
+/// A message parsed, its question read and its sender authorized: what it would reply, and the
+/// work that makes it so. Nothing has changed yet; dropping it changes nothing.
+pub struct Prepared {
+    preview: Option<Reply>,
+    commit: Commit,
+}
+
+impl Prepared {
+    /// A prepared message whose outcome is `preview` once `commit` has run.
+    pub fn new(preview: Option<Reply>, commit: Commit) -> Self {
+        Prepared { preview, commit }
+    }
+
+    /// A message whose reply is already known and needs no work (help, a refusal).
+    pub fn settled(reply: Option<Reply>) -> Self {
+        let done = reply.clone();
+        Prepared::new(reply, Box::pin(async move { done }))
+    }
+
+    /// What the reply will be unless something changes in between (a tap's toast).
+    pub fn preview(&self) -> Option<&Reply> {
+        self.preview.as_ref()
+    }
+
+    /// Does it: drops a duplicate delivery, claims, starts what was asked. Returns the reply.
+    pub async fn commit(self) -> Option<Reply> {
+        self.commit.await
+    }
+}
+
+impl fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Prepared")
+            .field("preview", &self.preview)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What the bridge offers adapters.
 #[async_trait]
 pub trait Inbox: Send + Sync {
-    /// Handles a message; `None` means say nothing (plain chatter in a group, a duplicate).
-    async fn handle(&self, message: Inbound) -> Option<Reply>;
+    /// Reads a message: parses it, reads the question it is about and checks the sender may act
+    /// on it. Changes nothing; see [`Prepared`].
+    async fn prepare(&self, message: Inbound) -> Prepared;
 
-    /// What [`Inbox::handle`] would reply, changing nothing. A Telegram tap is acknowledged with
-    /// this before the real attempt; the real reply follows only when it differs (a lost race).
-    async fn preview(&self, message: &Inbound) -> Option<Reply>;
+    /// Handles a message at once; `None` means say nothing (plain chatter in a group, a
+    /// duplicate).
+    async fn handle(&self, message: Inbound) -> Option<Reply> {
+        self.prepare(message).await.commit().await
+    }
 
     /// The pending questions `sender` may answer from `chat` (for autocompletion).
-    async fn pending_for(&self, sender: &str, chat: &str) -> Vec<Question>;
+    async fn pending_for(&self, sender: &Identity, chat: &Target) -> Vec<Question>;
 }
 
 /// What a platform offers the bridge. One value per platform, serving every chat on it.
@@ -96,11 +149,16 @@ pub trait Channel: Send + Sync {
 
     /// Shows `question` in `target`. Returns a reference to what was sent (a message id) that
     /// [`Channel::withdraw`] gets back, possibly in another process.
-    async fn show(&self, question: &Question, target: &str) -> Result<String, Error>;
+    async fn show(&self, question: &Question, target: &Target) -> Result<String, Error>;
 
     /// Replaces what [`Channel::show`] sent with the question's outcome, removing its buttons.
-    async fn withdraw(&self, question: &Question, target: &str, shown: &str) -> Result<(), Error>;
+    async fn withdraw(
+        &self,
+        question: &Question,
+        target: &Target,
+        shown: &str,
+    ) -> Result<(), Error>;
 
     /// Says a line of text in `target`.
-    async fn say(&self, target: &str, text: &str) -> Result<(), Error>;
+    async fn say(&self, target: &Target, text: &str) -> Result<(), Error>;
 }

@@ -474,7 +474,7 @@ mod tests {
         }
         assert!(matches!(
             CommandLine::parse("/answer k3 1"),
-            Err(Error::PrefixTooShort(_))
+            Err(Error::PrefixTooShort { .. })
         ));
         assert!(matches!(
             CommandLine::parse("/answer what?! 1"),

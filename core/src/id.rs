@@ -123,7 +123,10 @@ impl IdRef {
             return Ok(IdRef::Full(QuestionId(normalized)));
         }
         if normalized.len() < MIN_PREFIX_LEN {
-            return Err(Error::PrefixTooShort(text.to_owned()));
+            return Err(Error::PrefixTooShort {
+                prefix: text.to_owned(),
+                min: MIN_PREFIX_LEN,
+            });
         }
         Ok(IdRef::Prefix(normalized))
     }
@@ -161,6 +164,95 @@ impl fmt::Display for IdRef {
             IdRef::Full(id) => f.write_str(id.as_str()),
             IdRef::Prefix(prefix) => f.write_str(prefix),
         }
+    }
+}
+
+/// A follow-up run's id: `r` and 12 characters of [`ALPHABET`] (60 random bits).
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RunId(String);
+
+impl RunId {
+    /// A fresh random id.
+    pub fn random() -> Self {
+        let mut bytes = [0u8; 12];
+        getrandom::fill(&mut bytes).expect("the operating system's random generator failed");
+        let text: String = bytes
+            .iter()
+            .map(|byte| ALPHABET[usize::from(byte & 31)] as char)
+            .collect();
+        RunId(format!("r{text}"))
+    }
+
+    /// Reads a run id; `None` for text of another shape, which names no run and never reaches a
+    /// store key.
+    pub fn parse(text: &str) -> Option<Self> {
+        let shaped = text.len() == 13 && text.starts_with('r') && is_id_text(&text[1..]);
+        shaped.then(|| RunId(text.to_owned()))
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// An "always allow" rule's id (`rule-<question id>`: derived from the approval that made it).
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RuleId(String);
+
+impl RuleId {
+    /// The id of the rule an "always" answer to question `id` creates.
+    pub fn for_question(id: &QuestionId) -> Self {
+        RuleId(format!("rule-{id}"))
+    }
+
+    /// Wraps an id as typed or stored (unchecked: an unknown id simply names no rule).
+    pub fn new(text: impl Into<String>) -> Self {
+        RuleId(text.into())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Display and Debug as the bare text, for the string-backed ids above.
+macro_rules! plain_text_formatting {
+    ($($name:ident),*) => {$(
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Debug::fmt(&self.0, f)
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+    )*};
+}
+
+plain_text_formatting!(RunId, RuleId);
+
+impl From<&str> for RuleId {
+    fn from(text: &str) -> Self {
+        RuleId::new(text)
     }
 }
 
@@ -216,7 +308,10 @@ mod tests {
             IdRef::parse("qqqq").unwrap().resolve(&all),
             Err(Error::UnknownId(_))
         ));
-        assert!(matches!(IdRef::parse("abc"), Err(Error::PrefixTooShort(_))));
+        assert!(matches!(
+            IdRef::parse("abc"),
+            Err(Error::PrefixTooShort { .. })
+        ));
         assert_eq!(IdRef::parse("abcd000000").unwrap(), IdRef::Full(a));
     }
 }

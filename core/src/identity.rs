@@ -1,9 +1,20 @@
-//! Identities and targets: `<surface>:<address>` strings.
+//! Who and where: [`Identity`] (a person or program that answers) and [`Target`] (a place a
+//! question is shown), both `<surface>:<address>` on the wire.
 //!
-//! A person is `telegram:42` or `discord:1234` (the platform's user id), and a place a question is
-//! shown is `telegram:-1001234` or `discord:5678` (a chat or channel id). The console and the HTTP
-//! API are single places and single identities, `console` and `api`. Plain strings keep the JSON
-//! readable and let new surfaces appear without a change here.
+//! A person is `telegram:42` or `discord:1234` (the platform's user id), and a place is
+//! `telegram:-1001234` or `discord:5678` (a chat or channel id). The console and the HTTP API are
+//! single places and single identities, `console` and `api`. The text form keeps the JSON readable
+//! and lets new surfaces appear without a change here; the two types keep a sender from being
+//! passed where a chat is expected (`may_answer(sender, chat)` cannot be called the wrong way
+//! round).
+//!
+//! Values are not checked on construction, so that stored records always load; requests are
+//! checked with [`is_well_formed`] where they enter (question validation, query parameters).
+
+use crate::id::RuleId;
+use serde::{Deserialize, Serialize};
+use std::borrow::Borrow;
+use std::fmt;
 
 /// The HTTP API, as an identity and as a surface that reaches every question.
 pub const API: &str = "api";
@@ -41,9 +52,151 @@ pub fn address_of(text: &str) -> Option<&str> {
     text.split_once(':').map(|(_, address)| address)
 }
 
-/// `<surface>:<address>`.
-pub fn compose(surface: &str, address: impl std::fmt::Display) -> String {
-    format!("{surface}:{address}")
+/// Defines a `<surface>:<address>` newtype with the same accessors and conversions.
+macro_rules! address_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            /// Wraps `text` (unchecked; see [`is_well_formed`]).
+            pub fn new(text: impl Into<String>) -> Self {
+                $name(text.into())
+            }
+
+            /// `<surface>:<address>`.
+            pub fn compose(surface: &str, address: impl fmt::Display) -> Self {
+                $name(format!("{surface}:{address}"))
+            }
+
+            /// The HTTP API.
+            pub fn api() -> Self {
+                $name(API.to_owned())
+            }
+
+            /// The console.
+            pub fn console() -> Self {
+                $name(CONSOLE.to_owned())
+            }
+
+            /// The text form.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+
+            /// The surface part (`telegram` for `telegram:42`).
+            pub fn surface(&self) -> &str {
+                surface_of(&self.0)
+            }
+
+            /// The address part (`42` for `telegram:42`; `None` for `console`).
+            pub fn address(&self) -> Option<&str> {
+                address_of(&self.0)
+            }
+
+            /// See [`is_well_formed`].
+            pub fn is_well_formed(&self) -> bool {
+                is_well_formed(&self.0)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Debug::fmt(&self.0, f)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(text: &str) -> Self {
+                $name(text.to_owned())
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(text: String) -> Self {
+                $name(text)
+            }
+        }
+
+        impl From<&String> for $name {
+            fn from(text: &String) -> Self {
+                $name(text.clone())
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(value: $name) -> String {
+                value.0
+            }
+        }
+
+        impl Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl PartialEq<String> for $name {
+            fn eq(&self, other: &String) -> bool {
+                self.0 == *other
+            }
+        }
+    };
+}
+
+address_type! {
+    /// Someone (or something) that answers: `telegram:42`, `discord:1234`, `console`, `api`.
+    Identity
+}
+
+address_type! {
+    /// A place a question is shown and messages are written: `telegram:-1001234`,
+    /// `discord:5678`, `console`; `api` for the HTTP API, which reaches every question.
+    Target
+}
+
+impl Identity {
+    /// The identity askbridge itself acts under (timeouts, stopped sessions).
+    pub fn askbridge() -> Self {
+        Identity("askbridge".to_owned())
+    }
+
+    /// The identity under which rule `rule` decides (`rule:<id>`), as records have always
+    /// carried it.
+    pub fn of_rule(rule: &RuleId) -> Self {
+        Identity(format!("rule:{rule}"))
+    }
+
+    /// The rule a `rule:<id>` identity names.
+    pub fn rule(&self) -> Option<RuleId> {
+        self.0.strip_prefix("rule:").map(RuleId::new)
+    }
 }
 
 #[cfg(test)]
@@ -73,9 +226,19 @@ mod tests {
         ] {
             assert!(!is_well_formed(bad), "{bad}");
         }
-        assert_eq!(surface_of("telegram:42"), "telegram");
-        assert_eq!(surface_of("console"), "console");
-        assert_eq!(address_of("discord:9"), Some("9"));
-        assert_eq!(compose("telegram", -5), "telegram:-5");
+        let person = Identity::compose("telegram", -5);
+        assert_eq!(person, "telegram:-5");
+        assert_eq!(person.surface(), "telegram");
+        assert_eq!(Target::console().surface(), "console");
+        assert_eq!(Target::from("discord:9").address(), Some("9"));
+        assert_eq!(Target::console().address(), None);
+    }
+
+    #[test]
+    fn the_wire_form_is_the_plain_string() {
+        let json = serde_json::to_string(&Identity::from("telegram:42")).unwrap();
+        assert_eq!(json, "\"telegram:42\"");
+        let back: Target = serde_json::from_str("\"telegram:-100\"").unwrap();
+        assert_eq!(back.as_str(), "telegram:-100");
     }
 }

@@ -7,120 +7,50 @@
 //!
 //! # Layout
 //!
+//! From the leaves up (a module only imports modules above it in this list):
+//!
+//! - [`error`], [`text`], [`value`], [`time`], [`secret`]: the model's error, text helpers
+//!   (shortening), answer values, wall-clock instants, secrets and their constant-time comparison.
+//! - [`id`], [`identity`]: typed ids (questions, runs, rules) and `<surface>:<address>` names of
+//!   people ([`Identity`]) and places ([`Target`]).
+//! - [`actor`]: who decides an outcome: a person or program, a rule, or the deadline.
+//! - [`approval`]: actions to approve, their digests, approval replies and "always allow" rules.
 //! - [`question`]: the question, its outcomes, and [`Question::apply`], the claim-once state
 //!   machine every store runs.
 //! - [`answer`]: which answers fit which question, read from typed text or from program values.
-//! - [`approval`]: actions to approve, their digests, and "always allow" rules; [`audit`]: the
-//!   records of who resolved what.
+//! - [`request`]: [`NewQuestion`], a request to ask, and the checks that make it a question.
+//! - [`audit`]: the records of who resolved what; [`run`]: follow-up runs and their journals.
 //! - [`command`]: the command grammar (`/answer <id> <choice>`, `/decline`, `/pending` ...) shared by
 //!   typed text and button payloads.
 //! - [`render`]: the words and buttons every surface shows.
 //! - [`channel`]: the traits between the bridge and chat adapters.
-//! - [`run`]: follow-up runs: records of functions waiting for people, and their journals.
-//! - [`id`], [`identity`], [`time`], [`secret`]: ids, `<surface>:<address>` strings, wall-clock
-//!   instants, constant-time secret comparison.
 
+pub mod actor;
 pub mod answer;
 pub mod approval;
 pub mod audit;
 pub mod channel;
 pub mod command;
+pub mod error;
 pub mod id;
 pub mod identity;
 pub mod question;
 pub mod render;
+pub mod request;
 pub mod run;
 pub mod secret;
+pub mod text;
 pub mod time;
+pub mod value;
 
-pub use approval::{Action, Approval, Rule, Scope};
-pub use channel::{Channel, Inbound, Inbox, Reply, Tone};
-pub use id::{IdRef, QuestionId};
-pub use question::{
-    Actor, Answer, Claim, ClaimOutcome, Kind, NewQuestion, Question, Resolution, Status, Transition,
-};
+pub use actor::{Actor, Decider};
+pub use approval::{Action, Approval, ApprovalReply, Rule, Scope};
+pub use channel::{Channel, Inbound, Inbox, Prepared, Reply, Tone};
+pub use error::Error;
+pub use id::{IdRef, QuestionId, RuleId, RunId};
+pub use identity::{Identity, Target};
+pub use question::{Claim, ClaimOutcome, Kind, Question, Resolution, Status, Transition};
+pub use request::NewQuestion;
+pub use secret::Secret;
 pub use time::Millis;
-
-/// Everything that can go wrong in the model: bad requests, answers that do not fit, commands
-/// that do not parse, and failed deliveries reported by channels. Each message is written to be
-/// shown to the person who caused it.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// A request to create a question has a bad field.
-    #[error("invalid {field}: {reason}")]
-    Invalid {
-        /// The field's name as in the JSON API.
-        field: &'static str,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// An answer does not fit the question; the question stays pending.
-    #[error("{reason}")]
-    NotFit {
-        /// What is wrong and what would fit.
-        reason: String,
-    },
-    /// Text that should be a question id is not one.
-    #[error("`{0}` is not a question id.")]
-    BadId(String),
-    /// A typed id prefix is too short to use.
-    #[error("`{0}` is too short: type at least {min} characters of the id.", min = id::MIN_PREFIX_LEN)]
-    PrefixTooShort(String),
-    /// No question the sender may answer has this id or prefix.
-    #[error(
-        "There is no pending question `{0}` that you can answer here. Send /pending to list them."
-    )]
-    UnknownId(String),
-    /// A prefix matches several questions.
-    #[error("`{prefix}` matches several questions ({}); type more of the id.", matches.join(", "))]
-    AmbiguousPrefix {
-        /// What was typed.
-        prefix: String,
-        /// The ids it matches.
-        matches: Vec<String>,
-    },
-    /// A command is missing its arguments.
-    #[error("Usage: {0}")]
-    Usage(&'static str),
-    /// A channel could not deliver or edit a message.
-    #[error("{surface}: {message}")]
-    Delivery {
-        /// The surface that failed.
-        surface: String,
-        /// True when trying again later may work (network trouble, rate limits, outages).
-        retryable: bool,
-        /// What the platform said (never containing a token).
-        message: String,
-    },
-}
-
-impl Error {
-    /// A delivery failure worth retrying.
-    pub fn retryable(surface: impl Into<String>, message: impl Into<String>) -> Self {
-        Error::Delivery {
-            surface: surface.into(),
-            retryable: true,
-            message: message.into(),
-        }
-    }
-
-    /// A delivery failure that will fail again (a chat that does not exist, a malformed request).
-    pub fn permanent(surface: impl Into<String>, message: impl Into<String>) -> Self {
-        Error::Delivery {
-            surface: surface.into(),
-            retryable: false,
-            message: message.into(),
-        }
-    }
-
-    /// True for failures worth retrying.
-    pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            Error::Delivery {
-                retryable: true,
-                ..
-            }
-        )
-    }
-}
+pub use value::Answer;

@@ -6,10 +6,12 @@
 //! same steps on the server (the shared conformance suite checks that they agree). Keeping the
 //! rule in one place is what makes "first answer wins" mean the same thing on every store.
 
-use crate::approval::Action;
-use crate::id::QuestionId;
+use crate::actor::{Decider, WireDecider};
+use crate::approval::{Action, ApprovalReply};
+use crate::id::{QuestionId, RuleId, RunId};
+use crate::identity::{Identity, Target};
 use crate::time::Millis;
-use crate::{Error, identity};
+pub use crate::value::Answer;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
@@ -95,48 +97,89 @@ impl fmt::Display for Status {
     }
 }
 
-/// An answer's value: a boolean for confirm, a list for multi, text otherwise.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum Answer {
-    /// Yes or no.
-    Bool(bool),
-    /// Several choices (multi).
-    List(Vec<String>),
-    /// One choice or free text.
-    Text(String),
-}
-
-impl fmt::Display for Answer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Answer::Bool(true) => f.write_str("yes"),
-            Answer::Bool(false) => f.write_str("no"),
-            Answer::List(items) => f.write_str(&items.join(", ")),
-            Answer::Text(text) => f.write_str(text),
-        }
-    }
-}
-
 /// How a question left `pending`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "ResolutionWire", from = "ResolutionWire")]
 pub struct Resolution {
     /// The answer (for `expired`, the default if there was one).
     pub value: Option<Answer>,
-    /// The identity that resolved it (`telegram:42`, `console`, `api`, `askbridge` for timeouts).
-    pub by: String,
-    /// A human name for `by`, when the surface knows one (`@alice`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub by_name: Option<String>,
-    /// The surface it came through (`telegram`, `discord`, `console`, `api`, `timeout`).
-    pub via: String,
+    /// Who decided: a person or program, a rule, or the deadline. Sent and stored as the
+    /// `by`, `by_name` and `via` strings ([`Decider::wire`]).
+    pub decider: Decider,
     /// When.
     pub at: Millis,
     /// A decline's (or cancel's) message.
     pub message: Option<String>,
     /// For approvals: the rule that allowed it, or that its "always" created.
+    pub rule_id: Option<RuleId>,
+}
+
+impl Resolution {
+    /// The identity that resolved it (`telegram:42`, `console`, `api`, `rule:<id>`, `askbridge`).
+    pub fn by(&self) -> Identity {
+        self.decider.wire().by
+    }
+
+    /// A human name for [`Resolution::by`], when the surface knows one (`@alice`).
+    pub fn by_name(&self) -> Option<&str> {
+        self.decider.actor().and_then(|a| a.by_name.as_deref())
+    }
+
+    /// The surface it came through (`telegram`, `api`, `rule`, `timeout` ...).
+    pub fn via(&self) -> String {
+        self.decider.wire().via
+    }
+
+    /// The rule this resolution creates: an approval's "always", answered by a person (a rule's
+    /// own decision creates nothing). Decided once, by [`Question::apply`].
+    pub fn rule_to_create(&self) -> Option<&RuleId> {
+        self.decider.actor().and(self.rule_id.as_ref())
+    }
+}
+
+/// [`Resolution`] as stored and sent, field for field as it has always been.
+#[derive(Serialize, Deserialize)]
+struct ResolutionWire {
+    value: Option<Answer>,
+    by: Identity,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rule_id: Option<String>,
+    by_name: Option<String>,
+    via: String,
+    at: Millis,
+    message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rule_id: Option<RuleId>,
+}
+
+impl From<Resolution> for ResolutionWire {
+    fn from(resolution: Resolution) -> Self {
+        let WireDecider { by, by_name, via } = resolution.decider.wire();
+        ResolutionWire {
+            value: resolution.value,
+            by,
+            by_name,
+            via,
+            at: resolution.at,
+            message: resolution.message,
+            rule_id: resolution.rule_id,
+        }
+    }
+}
+
+impl From<ResolutionWire> for Resolution {
+    fn from(wire: ResolutionWire) -> Self {
+        Resolution {
+            value: wire.value,
+            decider: Decider::from_wire(WireDecider {
+                by: wire.by,
+                by_name: wire.by_name,
+                via: wire.via,
+            }),
+            at: wire.at,
+            message: wire.message,
+            rule_id: wire.rule_id,
+        }
+    }
 }
 
 /// A question, as stored and as sent over the HTTP API.
@@ -165,16 +208,16 @@ pub struct Question {
     /// What a waiter gets on timeout; `None` means the waiter gets a timeout error.
     pub default: Option<Answer>,
     /// Who may answer; empty means anyone who can reach a surface showing it.
-    pub answerers: Vec<String>,
+    pub answerers: Vec<Identity>,
     /// Where it is shown (`telegram:<chat id>`, `discord:<channel id>`, `console`).
-    pub targets: Vec<String>,
+    pub targets: Vec<Target>,
     /// Where it is in its life.
     pub status: Status,
     /// How it was resolved, once it is.
     pub resolution: Option<Resolution>,
     /// The follow-up run waiting on it, if a chat-started run asked it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
     /// Where the resolved question is POSTed (signed), so HTTP callers need not long-poll.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_url: Option<String>,
@@ -182,395 +225,6 @@ pub struct Question {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<Action>,
 }
-
-/// A request to ask something: what the HTTP API and the Rust API accept.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NewQuestion {
-    /// See [`Question::session_id`]. (Absent means empty, which validation refuses by name; flows
-    /// fill it in themselves.)
-    #[serde(default)]
-    pub session_id: String,
-    /// See [`Question::kind`].
-    #[serde(default)]
-    pub kind: Kind,
-    /// See [`Question::prompt`].
-    pub prompt: String,
-    /// See [`Question::detail`].
-    #[serde(default)]
-    pub detail: Option<String>,
-    /// See [`Question::options`].
-    #[serde(default)]
-    pub options: Vec<String>,
-    /// See [`Question::multi`].
-    #[serde(default)]
-    pub multi: bool,
-    /// See [`Question::allow_custom`].
-    #[serde(default)]
-    pub allow_custom: bool,
-    /// Seconds until it expires; [`DEFAULT_TIMEOUT`] when absent.
-    #[serde(default)]
-    pub timeout_s: Option<f64>,
-    /// See [`Question::default`].
-    #[serde(default)]
-    pub default: Option<Answer>,
-    /// See [`Question::answerers`].
-    #[serde(default)]
-    pub answerers: Vec<String>,
-    /// See [`Question::targets`].
-    #[serde(default)]
-    pub targets: Vec<String>,
-    /// See [`Question::run_id`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
-    /// See [`Question::callback_url`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub callback_url: Option<String>,
-    /// See [`Question::action`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub action: Option<Action>,
-}
-
-impl NewQuestion {
-    /// A question with `prompt` in `session_id` and every other field at its default.
-    pub fn new(session_id: impl Into<String>, prompt: impl Into<String>) -> Self {
-        NewQuestion {
-            session_id: session_id.into(),
-            prompt: prompt.into(),
-            ..NewQuestion::default()
-        }
-    }
-
-    /// A question asking `prompt`, for a session to fill in ([`NewQuestion::session`]).
-    pub fn ask(prompt: impl Into<String>) -> Self {
-        NewQuestion::new("", prompt)
-    }
-
-    /// A yes/no question.
-    pub fn confirm(prompt: impl Into<String>) -> Self {
-        NewQuestion::ask(prompt).kind(Kind::Confirm)
-    }
-
-    /// Sets the session.
-    pub fn session(mut self, session_id: impl Into<String>) -> Self {
-        self.session_id = session_id.into();
-        self
-    }
-
-    /// Sets the kind.
-    pub fn kind(mut self, kind: Kind) -> Self {
-        self.kind = kind;
-        self
-    }
-
-    /// Sets the detail shown under the prompt.
-    pub fn detail(mut self, detail: impl Into<String>) -> Self {
-        self.detail = Some(detail.into());
-        self
-    }
-
-    /// Sets the option labels.
-    pub fn options<I, S>(mut self, options: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.options = options.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Lets several options be chosen; the answer is a list.
-    pub fn multi(mut self) -> Self {
-        self.multi = true;
-        self
-    }
-
-    /// Accepts free text besides the options.
-    pub fn allow_custom(mut self) -> Self {
-        self.allow_custom = true;
-        self
-    }
-
-    /// Sets how long the question stays open.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout_s = Some(timeout.as_secs_f64());
-        self
-    }
-
-    /// Sets what a waiter gets on timeout.
-    pub fn default_answer(mut self, answer: Answer) -> Self {
-        self.default = Some(answer);
-        self
-    }
-
-    /// Restricts who may answer.
-    pub fn answerers<I, S>(mut self, answerers: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.answerers = answerers.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Makes this an approval of `action`.
-    pub fn approve(mut self, action: Action) -> Self {
-        self.kind = Kind::Approval;
-        self.action = Some(action);
-        self
-    }
-
-    /// Sets where the question is shown.
-    pub fn targets<I, S>(mut self, targets: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.targets = targets.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Checks every field and builds the pending question. `default_timeout` applies when the
-    /// request names none.
-    pub fn into_question(
-        self,
-        id: QuestionId,
-        now: Millis,
-        default_timeout: Duration,
-    ) -> Result<Question, Error> {
-        let timeout = self.checked_timeout(default_timeout)?;
-        check_session_id(&self.session_id)?;
-        let prompt = self.prompt.trim().to_owned();
-        check_text("prompt", &prompt, 1, MAX_PROMPT_CHARS)?;
-        let detail = self
-            .detail
-            .map(|d| d.trim().to_owned())
-            .filter(|d| !d.is_empty());
-        if let Some(detail) = &detail {
-            check_text("detail", detail, 1, MAX_DETAIL_CHARS)?;
-        }
-        let options: Vec<String> = self.options.iter().map(|o| o.trim().to_owned()).collect();
-        check_shape(self.kind, &options, self.multi, self.allow_custom)?;
-        for list in [("answerers", &self.answerers), ("targets", &self.targets)] {
-            check_identities(list.0, list.1)?;
-        }
-        if let Some(url) = &self.callback_url {
-            check_url("callback_url", url)?;
-        }
-        match (&self.kind, &self.action) {
-            (Kind::Approval, Some(action)) => action.check()?,
-            (Kind::Approval, None) => {
-                return Err(Error::Invalid {
-                    field: "action",
-                    reason:
-                        "an approval needs the action it approves: {\"tool\": ..., \"args\": {...}}"
-                            .into(),
-                });
-            }
-            (_, Some(_)) => {
-                return Err(Error::Invalid {
-                    field: "action",
-                    reason: "only approvals carry an action".into(),
-                });
-            }
-            (_, None) => {}
-        }
-        let mut question = Question {
-            id,
-            session_id: self.session_id,
-            kind: self.kind,
-            prompt,
-            detail,
-            options,
-            multi: self.multi,
-            // A question without options can only be answered in words.
-            allow_custom: self.allow_custom || (self.kind == Kind::Ask && self.options.is_empty()),
-            created_at: now,
-            expires_at: now.after(timeout),
-            default: None,
-            answerers: dedup(self.answerers),
-            targets: dedup(self.targets),
-            status: Status::Pending,
-            resolution: None,
-            run_id: self.run_id,
-            callback_url: self.callback_url,
-            action: self.action,
-        };
-        if let Some(default) = self.default {
-            let fitted = question.check_answer(default).map_err(|e| Error::Invalid {
-                field: "default",
-                reason: format!("the default must be a valid answer: {e}"),
-            })?;
-            // "Always" on timeout would promise a rule nobody created.
-            if question.kind == Kind::Approval
-                && fitted != Answer::Text(crate::answer::APPROVE_ONCE.into())
-            {
-                return Err(Error::Invalid {
-                    field: "default",
-                    reason: "an approval's default can only be \"once\" (allow on timeout); leave it out to deny".into(),
-                });
-            }
-            question.default = Some(fitted);
-        }
-        Ok(question)
-    }
-
-    fn checked_timeout(&self, default_timeout: Duration) -> Result<Duration, Error> {
-        let Some(seconds) = self.timeout_s else {
-            return Ok(default_timeout);
-        };
-        if !(seconds.is_finite() && seconds > 0.0 && seconds <= MAX_TIMEOUT.as_secs_f64()) {
-            return Err(Error::Invalid {
-                field: "timeout_s",
-                reason: format!(
-                    "must be more than 0 and at most {} seconds",
-                    MAX_TIMEOUT.as_secs()
-                ),
-            });
-        }
-        Ok(Duration::from_secs_f64(seconds))
-    }
-}
-
-/// Checks a session id: 1-128 characters of letters, digits and `. _ : - / @` (no braces, no
-/// spaces: session ids end up in store keys).
-pub fn check_session_id(session_id: &str) -> Result<(), Error> {
-    let ok = !session_id.is_empty()
-        && session_id.chars().count() <= MAX_SESSION_CHARS
-        && session_id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._:-/@".contains(c));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::Invalid {
-            field: "session_id",
-            reason: format!(
-                "must be 1-{MAX_SESSION_CHARS} characters of letters, digits and . _ : - / @"
-            ),
-        })
-    }
-}
-
-fn check_text(field: &'static str, text: &str, min: usize, max: usize) -> Result<(), Error> {
-    let chars = text.chars().count();
-    if chars < min {
-        return Err(Error::Invalid {
-            field,
-            reason: "must not be empty".into(),
-        });
-    }
-    if chars > max {
-        return Err(Error::Invalid {
-            field,
-            reason: format!("is {chars} characters long; the limit is {max}"),
-        });
-    }
-    Ok(())
-}
-
-fn check_shape(
-    kind: Kind,
-    options: &[String],
-    multi: bool,
-    allow_custom: bool,
-) -> Result<(), Error> {
-    let invalid = |field, reason: &str| {
-        Err(Error::Invalid {
-            field,
-            reason: reason.to_owned(),
-        })
-    };
-    match kind {
-        Kind::Confirm | Kind::Approval if !options.is_empty() => {
-            return invalid(
-                "options",
-                "confirm and approval questions have fixed replies",
-            );
-        }
-        Kind::Confirm | Kind::Approval if multi || allow_custom => {
-            return invalid(
-                "multi",
-                "confirm and approval questions take one fixed reply",
-            );
-        }
-        Kind::Ask if multi && options.is_empty() => {
-            return invalid("multi", "a multi-choice question needs options");
-        }
-        _ => {}
-    }
-    if options.len() > MAX_OPTIONS {
-        return Err(Error::Invalid {
-            field: "options",
-            reason: format!("{} options; the limit is {MAX_OPTIONS}", options.len()),
-        });
-    }
-    for (index, label) in options.iter().enumerate() {
-        check_text("options", label, 1, MAX_LABEL_CHARS)?;
-        if label.contains('\n') {
-            return invalid("options", "an option label must be one line");
-        }
-        if multi && label.contains(',') {
-            return invalid(
-                "options",
-                "labels of a multi-choice question may not contain commas",
-            );
-        }
-        if options[..index]
-            .iter()
-            .any(|o| o.eq_ignore_ascii_case(label))
-        {
-            return Err(Error::Invalid {
-                field: "options",
-                reason: format!("`{label}` appears twice"),
-            });
-        }
-    }
-    Ok(())
-}
-
-fn check_identities(field: &'static str, list: &[String]) -> Result<(), Error> {
-    if list.len() > MAX_PEOPLE {
-        return Err(Error::Invalid {
-            field,
-            reason: format!("{} entries; the limit is {MAX_PEOPLE}", list.len()),
-        });
-    }
-    match list.iter().find(|entry| !identity::is_well_formed(entry)) {
-        Some(bad) => Err(Error::Invalid {
-            field,
-            reason: format!(
-                "`{bad}` is not of the form `console`, `api` or `<surface>:<id>` (e.g. `telegram:42`)"
-            ),
-        }),
-        None => Ok(()),
-    }
-}
-
-fn check_url(field: &'static str, url: &str) -> Result<(), Error> {
-    let ok = (url.starts_with("http://") || url.starts_with("https://"))
-        && url.len() <= 2000
-        && !url.chars().any(char::is_whitespace);
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::Invalid {
-            field,
-            reason: "must be an http:// or https:// URL".into(),
-        })
-    }
-}
-
-fn dedup(list: Vec<String>) -> Vec<String> {
-    let mut seen = Vec::with_capacity(list.len());
-    for item in list {
-        if !seen.contains(&item) {
-            seen.push(item);
-        }
-    }
-    seen
-}
-
 /// What a resolution does to a question.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -593,57 +247,30 @@ pub enum Transition {
         reason: Option<String>,
     },
 }
-
-/// Who resolves a question, and through which surface.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Actor {
-    /// Identity (`telegram:42`).
-    pub by: String,
-    /// Display name (`@alice`), if known.
-    pub by_name: Option<String>,
-    /// Surface (`telegram`).
-    pub via: String,
-}
-
-impl Actor {
-    /// An actor with no display name.
-    pub fn new(by: impl Into<String>, via: impl Into<String>) -> Self {
-        Actor {
-            by: by.into(),
-            by_name: None,
-            via: via.into(),
-        }
-    }
-
-    /// The actor that expires questions.
-    pub fn timeout() -> Self {
-        Actor::new("askbridge", "timeout")
-    }
-}
-
 /// One attempt to resolve a question.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Claim {
     /// What it does.
     pub transition: Transition,
     /// Who does it.
-    pub actor: Actor,
+    pub decider: Decider,
     /// When it happens (it decides whether the deadline has passed).
     pub at: Millis,
-    /// For approvals: the rule allowing it, or the rule its "always" creates.
-    #[serde(default)]
-    pub rule_id: Option<String>,
 }
 
 impl Claim {
-    /// A claim with no rule, at `at`.
-    pub fn new(transition: Transition, actor: Actor, at: Millis) -> Self {
+    /// A claim by `decider` at `at`.
+    pub fn new(transition: Transition, decider: impl Into<Decider>, at: Millis) -> Self {
         Claim {
             transition,
-            actor,
+            decider: decider.into(),
             at,
-            rule_id: None,
         }
+    }
+
+    /// An expiry at `at`.
+    pub fn expire(at: Millis) -> Self {
+        Claim::new(Transition::Expire, Decider::Deadline, at)
     }
 }
 
@@ -697,26 +324,31 @@ impl Question {
             Transition::Cancel { reason } => (Status::Cancelled, None, reason.clone()),
             Transition::Expire => unreachable!("handled above"),
         };
+        let rule_id = match &claim.decider {
+            Decider::Rule(rule) => Some(rule.clone()),
+            // The one place that decides whether a claim creates a rule: a person's "always".
+            Decider::Actor(_) if self.kind == Kind::Approval => value
+                .as_ref()
+                .and_then(ApprovalReply::of_answer)
+                .filter(|reply| reply.creates_rule())
+                .map(|_| RuleId::for_question(&self.id)),
+            _ => None,
+        };
         let resolution = Resolution {
             value,
-            by: claim.actor.by.clone(),
-            by_name: claim.actor.by_name.clone(),
-            via: claim.actor.via.clone(),
+            decider: claim.decider.clone(),
             at: claim.at,
             message,
-            rule_id: claim.rule_id.clone(),
+            rule_id,
         };
         (status, resolution)
     }
 
     /// The status and resolution of expiring at `at`: the default, if any, is the value.
     pub fn expiry_resolution(&self, at: Millis) -> (Status, Resolution) {
-        let actor = Actor::timeout();
         let resolution = Resolution {
             value: self.default.clone(),
-            by: actor.by,
-            by_name: None,
-            via: actor.via,
+            decider: Decider::Deadline,
             at,
             message: None,
             rule_id: None,
@@ -729,16 +361,16 @@ impl Question {
     ///
     /// Deny by default: a question with answerers accepts only them; one without accepts anyone
     /// who can see it, i.e. anyone writing in a chat it is shown in.
-    pub fn may_answer(&self, sender: &str, chat: &str) -> bool {
+    pub fn may_answer(&self, sender: &Identity, chat: &Target) -> bool {
         if !self.answerers.is_empty() {
-            return self.answerers.iter().any(|a| a == sender);
+            return self.answerers.contains(sender);
         }
         // An approval without approvers is approvable by nobody: being able to see it (say,
         // in a group) never makes anyone an approver.
         if self.kind == Kind::Approval {
             return false;
         }
-        chat == identity::API || self.targets.iter().any(|t| t == chat)
+        *chat == Target::api() || self.targets.contains(chat)
     }
 
     /// How long until the deadline, from `now`.
@@ -746,10 +378,12 @@ impl Question {
         self.expires_at.since(now)
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
+    use crate::actor::Actor;
+    use crate::request::NewQuestion;
 
     pub(crate) fn sample(options: &[&str]) -> Question {
         NewQuestion {
@@ -799,8 +433,8 @@ mod tests {
         let resolution = q.resolution.unwrap();
         assert_eq!(q.status, Status::Answered);
         assert_eq!(resolution.value, Some(Answer::Text("dayjs".into())));
-        assert_eq!(resolution.by, "telegram:42");
-        assert_eq!(resolution.via, "telegram");
+        assert_eq!(resolution.by(), "telegram:42");
+        assert_eq!(resolution.via(), "telegram");
     }
 
     #[test]
@@ -815,7 +449,7 @@ mod tests {
         assert_eq!(q.status, Status::Expired);
         let resolution = q.resolution.unwrap();
         assert_eq!(resolution.value, Some(Answer::Text("luxon".into())));
-        assert_eq!(resolution.via, "timeout");
+        assert_eq!(resolution.via(), "timeout");
     }
 
     #[test]
@@ -837,16 +471,16 @@ mod tests {
     #[test]
     fn answerers_are_deny_by_default() {
         let mut q = sample(&["a"]);
-        assert!(q.may_answer("telegram:7", "telegram:-100"));
+        assert!(q.may_answer(&"telegram:7".into(), &"telegram:-100".into()));
         assert!(
-            !q.may_answer("telegram:7", "telegram:-200"),
+            !q.may_answer(&"telegram:7".into(), &"telegram:-200".into()),
             "a chat not shown in"
         );
-        assert!(q.may_answer("api", "api"));
+        assert!(q.may_answer(&"api".into(), &"api".into()));
         q.answerers = vec!["telegram:42".into()];
-        assert!(q.may_answer("telegram:42", "telegram:-200"));
-        assert!(!q.may_answer("telegram:7", "telegram:-100"));
-        assert!(!q.may_answer("api", "api"));
+        assert!(q.may_answer(&"telegram:42".into(), &"telegram:-200".into()));
+        assert!(!q.may_answer(&"telegram:7".into(), &"telegram:-100".into()));
+        assert!(!q.may_answer(&"api".into(), &"api".into()));
     }
 
     #[test]

@@ -5,10 +5,13 @@
 //! buttons are listed here, not in the adapters, so that one property test can check every payload
 //! any adapter will send against the platforms' limits.
 
-use crate::answer::{APPROVE_ALWAYS, APPROVE_ALWAYS_EVERYWHERE, APPROVE_ONCE, REJECT};
+use crate::actor::Decider;
+use crate::approval::{ApprovalReply, REJECT};
 use crate::command::{AnswerCommand, DeclineCommand, PickCommand};
 use crate::id::IdRef;
 use crate::question::{Kind, Question, Resolution, Status};
+use crate::text::lowercase_first;
+pub use crate::text::shorten;
 use crate::time::Millis;
 
 /// What a button does, so that adapters can colour it.
@@ -84,12 +87,12 @@ pub fn buttons(question: &Question, selection: &[usize]) -> Vec<Button> {
             };
             buttons.push(Button::new(
                 "Allow once",
-                bound(APPROVE_ONCE),
+                bound(ApprovalReply::Once.as_str()),
                 ButtonRole::Accept,
             ));
             buttons.push(Button::new(
                 "Always allow",
-                bound(APPROVE_ALWAYS),
+                bound(ApprovalReply::AlwaysInSession.as_str()),
                 ButtonRole::Accept,
             ));
             buttons.push(Button::new("Reject", bound(REJECT), ButtonRole::Refuse));
@@ -148,16 +151,6 @@ pub fn buttons(question: &Question, selection: &[usize]) -> Vec<Button> {
         ButtonRole::Refuse,
     ));
     buttons
-}
-
-/// `text` cut to at most `max_chars` characters, ending in `…` when cut.
-pub fn shorten(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max_chars.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 /// The question as a chat message of at most `max_chars` characters: prompt, detail, numbered
@@ -276,8 +269,10 @@ pub fn commands_hint(question: &Question) -> String {
 }
 
 /// Who resolved it, for people: the display name when known.
-pub fn who(resolution: &Resolution) -> &str {
-    resolution.by_name.as_deref().unwrap_or(&resolution.by)
+pub fn who(resolution: &Resolution) -> String {
+    resolution
+        .by_name()
+        .map_or_else(|| resolution.by().to_string(), str::to_owned)
 }
 
 /// One line saying how a resolved question ended, e.g. "Answered: dayjs, by @alice via discord".
@@ -286,26 +281,27 @@ pub fn outcome_line(question: &Question) -> String {
         return "Pending".to_owned();
     };
     let by = who(resolution);
-    let via = &resolution.via;
+    let via = resolution.via();
     match question.status {
         Status::Pending => "Pending".to_owned(),
         Status::Answered => {
-            let value = resolution
-                .value
-                .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_default();
-            if question.kind == Kind::Approval && via == "rule" {
-                let rule = resolution.rule_id.as_deref().unwrap_or("?");
+            if let (Kind::Approval, Decider::Rule(rule)) = (question.kind, &resolution.decider) {
                 return format!("Allowed by rule {rule}");
             }
-            let value = match (question.kind, value.as_str()) {
-                (Kind::Approval, APPROVE_ONCE) => "allowed once".to_owned(),
-                (Kind::Approval, APPROVE_ALWAYS) => "always allowed in this session".to_owned(),
-                (Kind::Approval, APPROVE_ALWAYS_EVERYWHERE) => {
+            let reply = resolution.value.as_ref().and_then(ApprovalReply::of_answer);
+            let value = match (question.kind, reply) {
+                (Kind::Approval, Some(ApprovalReply::Once)) => "allowed once".to_owned(),
+                (Kind::Approval, Some(ApprovalReply::AlwaysInSession)) => {
+                    "always allowed in this session".to_owned()
+                }
+                (Kind::Approval, Some(ApprovalReply::AlwaysEverywhere)) => {
                     "always allowed everywhere".to_owned()
                 }
-                _ => value,
+                _ => resolution
+                    .value
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
             };
             format!("Answered: {value}, by {by} via {via}")
         }
@@ -351,20 +347,13 @@ pub fn time_left(question: &Question, now: Millis) -> String {
     }
 }
 
-fn lowercase_first(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::command::{Command, CommandLine, DISCORD_PAYLOAD_CHARS, TELEGRAM_PAYLOAD_BYTES};
     use crate::id::QuestionId;
-    use crate::question::{Answer, DEFAULT_TIMEOUT, MAX_LABEL_CHARS, MAX_OPTIONS, NewQuestion};
+    use crate::question::{Answer, DEFAULT_TIMEOUT, MAX_LABEL_CHARS, MAX_OPTIONS};
+    use crate::request::NewQuestion;
 
     /// A small deterministic generator: the property test must be reproducible without a crate.
     struct Rng(u64);
@@ -511,9 +500,9 @@ mod tests {
         question.status = Status::Answered;
         question.resolution = Some(Resolution {
             value: Some(Answer::Text("dayjs".into())),
-            by: "discord:1".into(),
-            by_name: Some("@alice".into()),
-            via: "discord".into(),
+            decider: crate::actor::Actor::new("discord:1", "discord")
+                .named(Some("@alice".into()))
+                .into(),
             at: Millis(0),
             message: None,
             rule_id: None,

@@ -9,9 +9,12 @@
 //! function goes on to its next unanswered ask or to its end. A million waiting runs cost store
 //! space only.
 
-use crate::question::{Answer, Kind, NewQuestion, Question, Status};
+use crate::Error;
+use crate::id::{QuestionId, RunId};
+use crate::identity::{Identity, Target};
+use crate::question::{Answer, Kind, Question, Status};
+use crate::request::NewQuestion;
 use crate::time::Millis;
-use crate::{Error, QuestionId};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -20,9 +23,9 @@ use sha2::{Digest, Sha256};
 pub struct Origin {
     /// The chat it was started in (`telegram:-100`, `console`); `None` for runs started over the
     /// HTTP API without a chat, whose questions are answered over HTTP.
-    pub chat: Option<String>,
+    pub chat: Option<Target>,
     /// Who started it (`telegram:42`); by default the only one who may answer its questions.
-    pub user: String,
+    pub user: Identity,
     /// Their display name.
     pub user_name: Option<String>,
 }
@@ -74,7 +77,7 @@ pub struct AskRecord {
     /// A decline's message.
     pub message: Option<String>,
     /// Who resolved it.
-    pub by: String,
+    pub by: Identity,
 }
 
 /// One thing a run has learned.
@@ -96,7 +99,7 @@ pub enum JournalEntry {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Run {
     /// Random id.
-    pub id: String,
+    pub id: RunId,
     /// The flow's name.
     pub flow: String,
     /// What it was started with (`/deploy staging` gives `staging`).
@@ -133,14 +136,8 @@ impl Run {
         now: Millis,
         lease_until: Millis,
     ) -> Self {
-        let mut bytes = [0u8; 12];
-        getrandom::fill(&mut bytes).expect("the operating system's random generator failed");
-        let id: String = bytes
-            .iter()
-            .map(|b| crate::id::ALPHABET[usize::from(b & 31)] as char)
-            .collect();
         Run {
-            id: format!("r{id}"),
+            id: RunId::random(),
             flow: flow.to_owned(),
             input: input.to_owned(),
             origin,
@@ -154,14 +151,6 @@ impl Run {
             owner: Some(owner.to_owned()),
             lease_until: Some(lease_until),
         }
-    }
-
-    /// True for text shaped like a run id (`r` and 12 characters of the id alphabet); anything
-    /// else names no run, and never reaches a store key.
-    pub fn is_id(text: &str) -> bool {
-        text.len() == 13
-            && text.starts_with('r')
-            && text[1..].bytes().all(|b| crate::id::ALPHABET.contains(&b))
     }
 
     /// The session its questions belong to (cancelling it stops the run's question).
@@ -193,7 +182,7 @@ impl Run {
             status: question.status,
             value: resolution.as_ref().and_then(|r| r.value.clone()),
             message: resolution.as_ref().and_then(|r| r.message.clone()),
-            by: resolution.map(|r| r.by).unwrap_or_default(),
+            by: resolution.map_or_else(|| Identity::new(""), |r| r.by()),
         }));
         self.waiting_on = None;
     }

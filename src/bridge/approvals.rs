@@ -5,108 +5,81 @@
 //! an approval in a group makes nobody an approver ([`Question::may_answer`]).
 //!
 //! "Always allow" creates a rule bound to the approved action (tool and exact arguments) for the
-//! session, or everywhere when the approver says so. A new approval a rule matches is allowed at
-//! once without being shown, and pending approvals a new rule matches are allowed too; both are
-//! resolved `by rule:<id>` `via rule`, so the audit trail says which rule decided.
+//! session, or everywhere when the approver says so; whether a resolution creates one is decided
+//! once, by the state machine ([`askbridge_core::Resolution::rule_to_create`]). A new approval a
+//! rule matches is allowed at once without being shown, and pending approvals a new rule matches
+//! are allowed too; both are resolved by [`Decider::Rule`], recorded as `by rule:<id> via rule`.
 
 use super::Bridge;
-use crate::Error;
-use crate::store::ListFilter;
-use askbridge_core::answer::{APPROVE_ALWAYS, APPROVE_ALWAYS_EVERYWHERE, APPROVE_ONCE};
+use super::resolve::SETTLE_GRACE;
+use crate::store::{Error as StoreError, ListFilter};
+use crate::{AskError, Error, NoAnswer};
 use askbridge_core::audit::{AuditEntry, AuditEvent, AuditFilter};
 use askbridge_core::{
-    Action, Actor, Answer, Approval, Claim, Kind, Millis, NewQuestion, Question, Rule, Scope,
-    Status, Transition,
+    Action, Actor, Answer, Approval, ApprovalReply, Claim, Decider, Identity, Kind, Millis,
+    NewQuestion, Question, QuestionId, Rule, RuleId, Scope, Status, Transition,
 };
 
-/// The surface name of decisions made by rules.
-pub(crate) const RULE_VIA: &str = "rule";
-
-/// The id of the rule an "always" answer to `question` creates.
-fn rule_id_for(question: &Question) -> String {
-    format!("rule-{}", question.id)
-}
-
-/// The rule an answer creates, if it is an approval's "always".
-pub(super) fn rule_created_by(question: &Question, transition: &Transition) -> Option<String> {
-    match transition {
-        Transition::Answer {
-            value: Answer::Text(text),
-        } if question.kind == Kind::Approval
-            && (text == APPROVE_ALWAYS || text == APPROVE_ALWAYS_EVERYWHERE) =>
-        {
-            Some(rule_id_for(question))
-        }
-        _ => None,
-    }
-}
-
-/// True for a person's "always" (which creates a rule), false for a rule's own decision.
-pub(super) fn creates_rule(claim: &Claim) -> bool {
-    claim.rule_id.is_some() && claim.actor.via != RULE_VIA
-}
+/// The outbox effect that records an "always" answer's rule was created.
+const EFFECT_RULE: &str = "rule";
 
 /// What the function that asked for approval gets.
-pub fn approval_of(question: Question) -> Result<Approval, Error> {
+pub fn approval_of(question: &Question) -> Result<Approval, AskError> {
     let digest = question
         .action
         .as_ref()
         .map(Action::digest)
         .unwrap_or_default();
-    let resolution = question.resolution.clone();
-    let (by, rule_id) = resolution
-        .as_ref()
-        .map_or((String::new(), None), |r| (r.by.clone(), r.rule_id.clone()));
-    let value = resolution.as_ref().and_then(|r| r.value.clone());
-    let message = resolution.and_then(|r| r.message);
+    let resolution = question.resolution.as_ref();
     decide(
-        &question.id.to_string(),
+        &question.id,
         question.status,
-        value.as_ref(),
-        message,
-        &by,
-        rule_id,
+        resolution.and_then(|r| r.value.as_ref()),
+        resolution.and_then(|r| r.message.clone()),
+        &resolution.map_or_else(|| Identity::new(""), |r| r.by()),
+        resolution.and_then(|r| r.rule_id.clone()),
         digest,
     )
 }
 
 /// The approval (or refusal) a resolved approval question amounts to. Shared by waiting callers
-/// and by flows replaying their journal, so both read an approval the same way.
-pub(crate) fn decide(
-    question_id: &str,
+/// and by flows replaying their journal, so both read an approval the same way. `by` tells a
+/// rule's decision (`rule:<id>`) from a person's.
+pub fn decide(
+    id: &QuestionId,
     status: Status,
     value: Option<&Answer>,
     message: Option<String>,
-    by: &str,
-    rule_id: Option<String>,
+    by: &Identity,
+    rule_id: Option<RuleId>,
     digest: String,
-) -> Result<Approval, Error> {
-    let id = question_id.to_owned();
+) -> Result<Approval, AskError> {
     match status {
         Status::Answered | Status::Expired => {
             let Some(value) = value else {
-                return Err(Error::Timeout { id });
+                return Err(NoAnswer::Timeout { id: id.clone() }.into());
             };
-            if let Some(rule) = by.strip_prefix("rule:") {
-                return Ok(Approval::ByRule {
-                    rule_id: rule.to_owned(),
-                    digest,
-                });
+            if let Some(rule_id) = by.rule() {
+                return Ok(Approval::ByRule { rule_id, digest });
             }
-            match value.to_string().as_str() {
-                APPROVE_ONCE => Ok(Approval::Once { digest }),
-                APPROVE_ALWAYS | APPROVE_ALWAYS_EVERYWHERE => Ok(Approval::Always {
-                    rule_id: rule_id.unwrap_or_else(|| format!("rule-{id}")),
-                    digest,
-                }),
-                other => Err(Error::Flow(format!(
-                    "approval {id} has the unexpected answer `{other}`"
-                ))),
+            match ApprovalReply::of_answer(value) {
+                Some(ApprovalReply::Once) => Ok(Approval::Once { digest }),
+                Some(ApprovalReply::AlwaysInSession | ApprovalReply::AlwaysEverywhere) => {
+                    Ok(Approval::Always {
+                        rule_id: rule_id.unwrap_or_else(|| RuleId::for_question(id)),
+                        digest,
+                    })
+                }
+                None => Err(Error::from(StoreError::corrupt(
+                    format!("approval {id}"),
+                    format!("the unexpected answer `{value}`"),
+                ))
+                .into()),
             }
         }
-        Status::Declined => Err(Error::Declined { message }),
-        Status::Cancelled => Err(Error::Cancelled { id }),
-        Status::Pending => Err(Error::Timeout { id }),
+        Status::Declined => Err(NoAnswer::Declined { message }.into()),
+        Status::Cancelled => Err(NoAnswer::Cancelled { id: id.clone() }.into()),
+        Status::Pending => Err(NoAnswer::Timeout { id: id.clone() }.into()),
     }
 }
 
@@ -124,6 +97,12 @@ impl Bridge {
             return Ok(());
         }
         let configured = &self.options().approvers;
+        let invalid = |reason: &str| {
+            Err(Error::from(askbridge_core::Error::Invalid {
+                field: "answerers",
+                reason: reason.to_owned(),
+            }))
+        };
         if !request.answerers.is_empty() {
             if configured.is_empty() {
                 return Ok(());
@@ -131,22 +110,16 @@ impl Bridge {
             // With approvers configured, a caller cannot name others (say, itself).
             request.answerers.retain(|a| configured.contains(a));
             if request.answerers.is_empty() {
-                return Err(askbridge_core::Error::Invalid {
-                    field: "answerers",
-                    reason: "none of these answerers is among ASKBRIDGE_APPROVERS".into(),
-                }
-                .into());
+                return invalid("none of these answerers is among ASKBRIDGE_APPROVERS");
             }
             return Ok(());
         }
         if configured.is_empty() {
-            return Err(askbridge_core::Error::Invalid {
-                field: "answerers",
-                reason: "an approval needs approvers: list them in answerers, or set ASKBRIDGE_APPROVERS".into(),
-            }
-            .into());
+            return invalid(
+                "an approval needs approvers: list them in answerers, or set ASKBRIDGE_APPROVERS",
+            );
         }
-        request.answerers = self.options().approvers.clone();
+        request.answerers = configured.clone();
         Ok(())
     }
 
@@ -171,44 +144,39 @@ impl Bridge {
 
     async fn allow_with(&self, question: &Question, rule: &Rule) -> Result<Question, Error> {
         tracing::info!(question_id = %question.id, rule_id = %rule.id, "approval allowed by rule");
-        let mut claim = Claim::new(
+        let claim = Claim::new(
             Transition::Answer {
-                value: Answer::Text(APPROVE_ONCE.into()),
+                value: ApprovalReply::Once.into(),
             },
-            Actor::new(format!("rule:{}", rule.id), RULE_VIA),
+            Decider::Rule(rule.id.clone()),
             Millis::now(),
         );
-        claim.rule_id = Some(rule.id.clone());
-        // Straight to the store (not through `apply_claim`, which may settle inline and so
+        // Straight to the store, not through `Bridge::claim` (which may create a rule and so
         // come back here): a rule's decision creates no rule, so its effects can run later.
-        let Some((_, resolved)) = self.store().claim(question, &claim).await? else {
-            return Err(Error::NotFound(question.id.to_string()));
+        let Some((_, resolved)) = self.store().claim(question, &claim, SETTLE_GRACE).await? else {
+            return Err(Error::NotFound(question.id.clone()));
         };
         if resolved
             .resolution
             .as_ref()
-            .is_some_and(|r| r.via == RULE_VIA)
+            .is_some_and(|r| r.decider.rule().is_some())
         {
-            self.after_win(&resolved).await;
+            self.after_win(&resolved);
         }
         Ok(resolved)
     }
 
     /// The effect of an approval answered "always": the rule, then the pending approvals it
-    /// matches. Idempotent (the rule's id comes from the question).
-    pub(super) async fn create_rule(&self, question: &Question) -> Result<(), Error> {
+    /// matches; recorded as done. Idempotent (the rule's id comes from the question).
+    pub(super) async fn create_rule_now(&self, question: &Question) -> Result<(), Error> {
         let (Some(action), Some(resolution)) = (&question.action, &question.resolution) else {
             return Ok(());
         };
-        let Some(rule_id) = resolution
-            .rule_id
-            .clone()
-            .filter(|_| resolution.via != RULE_VIA)
-        else {
+        let Some(rule_id) = resolution.rule_to_create() else {
             return Ok(());
         };
-        let everywhere = resolution.value == Some(Answer::Text(APPROVE_ALWAYS_EVERYWHERE.into()));
-        let scope = if everywhere {
+        let reply = resolution.value.as_ref().and_then(ApprovalReply::of_answer);
+        let scope = if reply == Some(ApprovalReply::AlwaysEverywhere) {
             Scope::Everywhere
         } else {
             Scope::Session {
@@ -216,12 +184,12 @@ impl Bridge {
             }
         };
         let rule = Rule {
-            id: rule_id,
+            id: rule_id.clone(),
             action: action.clone(),
             scope,
-            created_by: resolution.by.clone(),
+            created_by: resolution.by(),
             created_at: resolution.at,
-            question_id: Some(question.id.to_string()),
+            question_id: Some(question.id.clone()),
         };
         self.store().put_rule(&rule).await?;
         let mut entry = AuditEntry::resolved(question);
@@ -244,7 +212,13 @@ impl Bridge {
                 self.allow_with(other, &rule).await?;
             }
         }
+        self.store().mark_effect(&question.id, EFFECT_RULE).await?;
         Ok(())
+    }
+
+    /// True when the rule an "always" answer creates is known to exist.
+    pub(super) fn rule_done(done: &[String]) -> bool {
+        done.iter().any(|e| e == EFFECT_RULE)
     }
 
     /// Every "always allow" rule.
@@ -254,52 +228,33 @@ impl Bridge {
         Ok(rules)
     }
 
-    /// Revokes a rule on behalf of `actor`; the audit trail records it.
-    pub async fn revoke_rule(&self, id: &str, actor: &Actor) -> Result<(), Error> {
-        if !self.store().delete_rule(id).await? {
-            return Err(Error::UnknownRule(id.to_owned()));
-        }
+    /// Revokes a rule on behalf of `actor`; the audit trail records it, with the rule's scope
+    /// and action.
+    pub async fn revoke_rule(&self, id: &RuleId, actor: &Actor) -> Result<(), Error> {
+        let Some(rule) = self.store().delete_rule(id).await? else {
+            return Err(Error::UnknownRule(id.to_string()));
+        };
         let mut entry = AuditEntry::refused(&actor.by, &actor.via, None, None, "");
         entry.event = AuditEvent::RuleRevoked;
-        entry.rule_id = Some(id.to_owned());
-        entry.message = None;
+        entry.rule_id = Some(id.clone());
+        entry.session_id = match &rule.scope {
+            Scope::Session { session_id } => Some(session_id.clone()),
+            Scope::Everywhere => None,
+        };
+        entry.digest = Some(rule.action.digest());
+        entry.message = Some(rule.describe());
         self.store().append_audit(&entry).await?;
-        tracing::info!(rule_id = id, by = %actor.by, "rule revoked");
+        tracing::info!(rule_id = %id, by = %actor.by, "rule revoked");
         Ok(())
     }
 
     /// True when `identity` may manage rules from a chat.
-    pub fn is_approver(&self, identity: &str) -> bool {
-        self.options().approvers.iter().any(|a| a == identity)
-    }
-
-    /// Records a refused attempt to resolve a question (never failing the caller over it).
-    pub async fn audit_refusal(
-        &self,
-        actor: &Actor,
-        question_id: Option<String>,
-        question: Option<&Question>,
-        reason: &str,
-    ) {
-        // Looked up when only its full id is known, so the record carries the question's session.
-        let looked_up = match (
-            question,
-            question_id
-                .as_deref()
-                .map(askbridge_core::QuestionId::parse),
-        ) {
-            (None, Some(Ok(id))) => self.store().get(&id).await.ok().flatten(),
-            _ => None,
-        };
-        let question = question.or(looked_up.as_ref());
-        let entry = AuditEntry::refused(&actor.by, &actor.via, question_id, question, reason);
-        if let Err(error) = self.store().append_audit(&entry).await {
-            tracing::warn!(%error, "cannot append to the audit trail");
-        }
+    pub fn is_approver(&self, identity: &Identity) -> bool {
+        self.options().approvers.contains(identity)
     }
 
     /// Audit records passing `filter`.
     pub async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>, Error> {
-        self.store().audit(filter).await
+        Ok(self.store().audit(filter).await?)
     }
 }

@@ -1,278 +1,278 @@
 //! Executing runs: starting them, resuming them when their question is resolved, taking over
 //! runs whose process died, and reporting their results in their chat.
 
-use super::{Flow, FlowContext};
+use super::{Flow, FlowContext, FlowResult, Interrupt, registry};
 use crate::Error;
-use crate::bridge::Bridge;
+use crate::bridge::{Bridge, Resume};
+use crate::store::{ErrorKind, Inserted};
 use askbridge_core::run::{Acquire, Origin, Run, RunState};
-use askbridge_core::{Millis, NewQuestion, Question, QuestionId, render};
+use askbridge_core::{Millis, Question, QuestionId, render};
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
-/// What a resolved question's resume effect found.
-pub(crate) enum Resume {
-    /// The run was taken and is executing here, or needed nothing (finished, or already past
-    /// this question, or taken by another process).
-    Done,
-    /// The run has not parked on this question yet (its function is still executing towards
-    /// it); try again shortly.
-    NotYet,
+/// Starts `flow` for `origin`: the run is stored, then executed in the background.
+pub(super) async fn start(
+    bridge: &Bridge,
+    flow: Arc<dyn Flow>,
+    name: &str,
+    input: &str,
+    origin: Origin,
+) -> Result<Run, Error> {
+    let now = Millis::now();
+    let run = Run::new(
+        name,
+        input,
+        origin,
+        bridge.owner_id(),
+        now,
+        now.after(bridge.options().run_lease),
+    );
+    if bridge.store().insert_run(&run).await? == Inserted::Taken {
+        return Err(askbridge_core::Error::Invalid {
+            field: "run",
+            reason: format!("a run {} exists already; try again", run.id),
+        }
+        .into());
+    }
+    tracing::info!(run_id = %run.id, flow = name, user = %run.origin.user, "run started");
+    spawn_drive(bridge, Some(flow), run.clone());
+    Ok(run)
 }
 
-impl Bridge {
-    /// Starts flow `name` for `origin`: the run is stored, then executed in the background.
-    pub async fn start_run(&self, name: &str, input: &str, origin: Origin) -> Result<Run, Error> {
-        if self.find_flow(name).is_none() {
-            return Err(Error::UnknownFlow(name.to_owned()));
-        }
-        if let Some(chat) = &origin.chat {
-            if self.channel_for(chat).is_none() {
-                return Err(Error::UnknownTarget {
-                    target: chat.clone(),
-                    hint: "a run reports in the chat it came from, which needs a channel".into(),
-                });
-            }
-        }
-        let now = Millis::now();
-        let run = Run::new(
-            name,
-            input,
-            origin,
-            self.owner_id(),
-            now,
-            now.after(self.options().run_lease),
-        );
-        self.store().insert_run(&run).await?;
-        tracing::info!(run_id = %run.id, flow = name, user = %run.origin.user, "run started");
-        self.spawn_drive(run.clone());
-        Ok(run)
-    }
+fn spawn_drive(bridge: &Bridge, flow: Option<Arc<dyn Flow>>, run: Run) {
+    let bridge = bridge.clone();
+    tokio::spawn(async move {
+        let flow = flow.or_else(|| registry(&bridge).find(&run.flow));
+        drive(&bridge, flow, run).await
+    });
+}
 
-    /// The run with this id.
-    pub async fn get_run(&self, id: &str) -> Result<Run, Error> {
-        if !Run::is_id(id) {
-            return Err(Error::UnknownRun(id.to_owned()));
-        }
-        self.store()
-            .get_run(id)
-            .await?
-            .ok_or_else(|| Error::UnknownRun(id.to_owned()))
+/// Writes a run this process holds; [`Interrupt::Superseded`] when another process took it over.
+async fn persist(bridge: &Bridge, run: &Run, owner: &str) -> Result<(), Interrupt> {
+    if bridge.store().save_run(run, owner).await? {
+        Ok(())
+    } else {
+        tracing::warn!(run_id = %run.id, "run taken over by another process; stopping here");
+        Err(Interrupt::Superseded)
     }
+}
 
-    fn spawn_drive(&self, run: Run) {
-        let bridge = self.clone();
-        tokio::spawn(async move { bridge.drive(run).await });
+/// True for an interruption after which the run is replayed later rather than ended: another
+/// process has it, or the store did not answer.
+fn replayed_later(interrupt: &Interrupt) -> bool {
+    match interrupt {
+        Interrupt::Superseded => true,
+        Interrupt::Error(error) => error.is_unavailable(),
+        _ => false,
     }
+}
 
-    /// Registers a run's question under its derived id; when a replay after a crash meets a
-    /// question that already exists, it is reused (and not shown twice).
-    pub(crate) async fn create_for_run(
-        &self,
-        request: NewQuestion,
-        id: QuestionId,
-    ) -> Result<Question, Error> {
-        self.create_as(request, Some(id)).await
+/// Executes a run this process has just taken: absorbs the answer it waited for, runs the
+/// function from the top, and parks the run on its next question or finishes it.
+async fn drive(bridge: &Bridge, flow: Option<Arc<dyn Flow>>, mut run: Run) {
+    let owner = bridge.owner_id().to_owned();
+    if run.state.is_final() {
+        report(bridge, run, &owner).await;
+        return;
     }
-
-    /// Writes a run this process holds; [`Error::LeaseLost`] when another process took it over.
-    pub(crate) async fn persist_run(&self, run: &Run, owner: &str) -> Result<(), Error> {
-        if self.store().save_run(run, owner).await? {
-            Ok(())
+    if let Err(interrupt) = absorb_answer(bridge, &mut run, &owner).await {
+        if replayed_later(&interrupt) {
+            tracing::warn!(run_id = %run.id, error = %interrupt, "cannot load the answer the run waited for; recovery will retry");
         } else {
-            tracing::warn!(run_id = %run.id, "run taken over by another process; stopping here");
-            Err(Error::LeaseLost)
+            finish(bridge, run, &owner, Err(interrupt)).await;
         }
+        return;
     }
-
-    /// Executes a run this process has just taken: absorbs the answer it waited for, runs the
-    /// function from the top, and parks the run on its next question or finishes it.
-    async fn drive(&self, mut run: Run) {
-        let owner = self.owner_id().to_owned();
-        if run.state.is_final() {
-            self.report(run, &owner).await;
-            return;
+    let Some(flow) = flow else {
+        let message = format!("this askbridge has no flow `{}`", run.flow);
+        finish(bridge, run, &owner, Err(Interrupt::Failed(message))).await;
+        return;
+    };
+    let ctx = FlowContext::for_run(bridge, run.clone(), &owner);
+    let _heartbeat = AbortOnDrop(spawn_heartbeat(bridge, ctx.clone()));
+    // A panicking flow ends its run as failed, instead of leaving it running forever.
+    let result = AssertUnwindSafe(flow.run(ctx.clone()))
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| {
+            Err(Interrupt::fail(format!(
+                "the flow panicked: {}",
+                panic_text(&*panic)
+            )))
+        });
+    let (run, suspended) = ctx.finish();
+    match (suspended, result) {
+        (_, Err(interrupt)) if replayed_later(&interrupt) => {
+            tracing::warn!(run_id = %run.id, error = %interrupt, "run stopped; it will be replayed from its journal");
         }
-        if let Err(error) = self.absorb_answer(&mut run, &owner).await {
-            tracing::warn!(run_id = %run.id, %error, "cannot load the answer the run waited for; recovery will retry");
-            return;
-        }
-        let Some(flow) = self.find_flow(&run.flow) else {
-            let message = format!("this askbridge has no flow `{}`", run.flow);
-            self.finish(run, &owner, Err(Error::Flow(message))).await;
-            return;
-        };
-        let ctx = FlowContext::for_run(self, run.clone(), &owner);
-        let _heartbeat = AbortOnDrop(self.spawn_heartbeat(ctx.clone()));
-        // A panicking flow ends its run as failed, instead of leaving it running forever.
-        let result = AssertUnwindSafe(Flow::run(flow.as_ref(), ctx.clone()))
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|panic| {
-                Err(Error::Flow(format!(
-                    "the flow panicked: {}",
-                    panic_text(&*panic)
-                )))
-            });
-        let (run, suspended) = ctx.finish();
-        match (suspended, result) {
-            (_, Err(Error::LeaseLost)) => {}
-            // The store failed under the flow (a Redis restart, say): stop without a verdict; when
-            // the lease runs out, recovery replays the run from its journal.
-            (_, Err(error @ (Error::Redis(_) | Error::Embedded(_)))) => {
-                tracing::warn!(run_id = %run.id, %error, "store unavailable during the run; it will be replayed");
-            }
-            (Some(question), _) => self.park(run, &owner, question).await,
-            (None, result) => self.finish(run, &owner, result).await,
-        }
+        (Some(question), _) => park(bridge, run, &owner, question).await,
+        (None, result) => finish(bridge, run, &owner, result).await,
     }
+}
 
-    /// On taking a run that waited, moves the answer into its journal (once).
-    async fn absorb_answer(&self, run: &mut Run, owner: &str) -> Result<(), Error> {
-        let Some(question_id) = run.waiting_on.clone() else {
-            return Ok(());
-        };
-        if run.knows(&question_id) {
-            run.waiting_on = None;
-            return Ok(());
-        }
-        match self.store().get(&question_id).await? {
-            Some(question) if !question.is_pending() => {
-                run.absorb(&question);
-                self.persist_run(run, owner).await
-            }
-            // Taken over while its question is still open (a crash between creating the question
-            // and parking): the replay below reaches the same question and parks again.
-            Some(_) => {
-                run.waiting_on = None;
-                Ok(())
-            }
-            None => Err(Error::NotFound(question_id.to_string())),
-        }
-    }
-
-    /// Renews the lease while the function executes, so that a long step is not taken over.
-    fn spawn_heartbeat(&self, ctx: FlowContext) -> tokio::task::JoinHandle<()> {
-        let every = self.options().run_lease / 3;
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(every).await;
-                match ctx.save(true).await {
-                    Ok(true) => {}
-                    Ok(false) => return,
-                    Err(error) => {
-                        tracing::warn!(run_id = ?ctx.run_id(), %error, "cannot renew the run's lease")
-                    }
-                }
-            }
-        })
-    }
-
-    /// Saves the run as waiting on `question`. If the question was resolved while the function
-    /// still ran (so its resume found the run busy), takes the run again at once.
-    async fn park(&self, mut run: Run, owner: &str, question: QuestionId) {
-        run.state = RunState::Waiting;
-        run.waiting_on = Some(question.clone());
-        run.owner = None;
-        run.lease_until = None;
-        run.updated_at = Millis::now();
-        if self.persist_run(&run, owner).await.is_err() {
-            return;
-        }
-        tracing::info!(run_id = %run.id, question_id = %question, "run waits for an answer");
-        match self.store().get(&question).await {
-            Ok(Some(resolved)) if !resolved.is_pending() => {
-                if let Err(error) = self.resume(&resolved).await {
-                    tracing::warn!(run_id = %run.id, %error, "cannot resume at once; the question's resume will");
-                }
-            }
-            Ok(_) => {}
-            Err(error) => {
-                tracing::warn!(run_id = %run.id, %error, "cannot check the run's question")
-            }
-        }
-    }
-
-    /// Records the run's end, then reports it.
-    async fn finish(&self, mut run: Run, owner: &str, result: Result<String, Error>) {
-        let (state, text) = match result {
-            Ok(text) => (RunState::Done, text),
-            Err(error) => (RunState::Failed, error.to_string()),
-        };
-        tracing::info!(run_id = %run.id, state = state.as_str(), "run ended");
-        run.state = state;
-        run.result = Some(text);
+/// On taking a run that waited, moves the answer into its journal (once).
+async fn absorb_answer(bridge: &Bridge, run: &mut Run, owner: &str) -> Result<(), Interrupt> {
+    let Some(question_id) = run.waiting_on.clone() else {
+        return Ok(());
+    };
+    if run.knows(&question_id) {
         run.waiting_on = None;
-        run.updated_at = Millis::now();
-        if self.persist_run(&run, owner).await.is_ok() {
-            self.report(run, owner).await;
-        }
+        return Ok(());
     }
+    match bridge.store().get(&question_id).await? {
+        Some(question) if !question.is_pending() => {
+            run.absorb(&question);
+            persist(bridge, run, owner).await
+        }
+        // Taken over while its question is still open (a crash between creating the question
+        // and parking): the replay below reaches the same question and parks again.
+        Some(_) => {
+            run.waiting_on = None;
+            Ok(())
+        }
+        None => Err(Error::NotFound(question_id).into()),
+    }
+}
 
-    /// Posts a finished run's result in its chat, then marks it reported. A failure leaves it
-    /// unreported under its lease, for recovery to post later: a result is never lost (at
-    /// worst, after a crash at the wrong instant, posted twice).
-    async fn report(&self, mut run: Run, owner: &str) {
-        if let Some(chat) = run.origin.chat.clone() {
-            let line = report_line(&run);
-            if let Err(error) = self.say(&chat, &line).await {
-                tracing::warn!(run_id = %run.id, %error, "cannot post the run's result yet; will retry");
-                return;
+/// Renews the lease while the function executes, so that a long step is not taken over.
+fn spawn_heartbeat(bridge: &Bridge, ctx: FlowContext) -> tokio::task::JoinHandle<()> {
+    let every = bridge.options().run_lease / 3;
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            match ctx.save(true).await {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(error) => {
+                    tracing::warn!(run_id = ?ctx.run_id(), %error, "cannot renew the run's lease")
+                }
             }
         }
-        run.reported = true;
-        run.owner = None;
-        run.lease_until = None;
-        let _ = self.persist_run(&run, owner).await;
-    }
+    })
+}
 
-    /// The resume effect of a resolved question that belongs to a run.
-    pub(crate) async fn resume(&self, question: &Question) -> Result<Resume, Error> {
-        let Some(run_id) = &question.run_id else {
-            return Ok(Resume::Done);
-        };
-        let now = Millis::now();
-        let lease_until = now.after(self.options().run_lease);
-        let why = Acquire::Answer(&question.id);
-        if let Some(run) = self
-            .store()
-            .acquire_run(run_id, why, self.owner_id(), now, lease_until)
-            .await?
-        {
-            tracing::info!(run_id = %run.id, question_id = %question.id, "run resumed");
-            self.spawn_drive(run);
-            return Ok(Resume::Done);
+/// Saves the run as waiting on `question`. If the question was resolved while the function
+/// still ran (so its resume found the run busy), takes the run again at once.
+async fn park(bridge: &Bridge, mut run: Run, owner: &str, question: QuestionId) {
+    run.state = RunState::Waiting;
+    run.waiting_on = Some(question.clone());
+    run.owner = None;
+    run.lease_until = None;
+    run.updated_at = Millis::now();
+    if persist(bridge, &run, owner).await.is_err() {
+        return;
+    }
+    tracing::info!(run_id = %run.id, question_id = %question, "run waits for an answer");
+    match bridge.store().get(&question).await {
+        Ok(Some(resolved)) if !resolved.is_pending() => {
+            if let Err(error) = take_up(bridge, &resolved).await {
+                tracing::warn!(run_id = %run.id, %error, "cannot resume at once; the question's resume will");
+            }
         }
-        let Some(run) = self.store().get_run(run_id).await? else {
-            return Ok(Resume::Done);
-        };
-        let busy_towards_it = run.state == RunState::Running
-            && run.waiting_on.as_ref() != Some(&question.id)
-            && !run.knows(&question.id);
-        Ok(if busy_towards_it {
-            Resume::NotYet
-        } else {
-            Resume::Done
-        })
+        Ok(_) => {}
+        Err(error) => {
+            tracing::warn!(run_id = %run.id, %error, "cannot check the run's question")
+        }
     }
+}
 
-    /// Takes over runs whose executor's lease ran out (its process died or stalled).
-    pub(crate) async fn recover_runs(&self) -> Result<usize, Error> {
-        let now = Millis::now();
-        let lease_until = now.after(self.options().run_lease);
-        let mut taken = 0;
-        for id in self.store().expired_runs(now, 64).await? {
-            if let Some(run) = self
-                .store()
-                .acquire_run(&id, Acquire::Recovery, self.owner_id(), now, lease_until)
-                .await?
-            {
+/// Records the run's end, then reports it.
+async fn finish(bridge: &Bridge, mut run: Run, owner: &str, result: FlowResult) {
+    let (state, text) = match result {
+        Ok(text) => (RunState::Done, text),
+        Err(interrupt) => (RunState::Failed, interrupt.to_string()),
+    };
+    if state == RunState::Failed {
+        tracing::warn!(run_id = %run.id, error = %text, "run failed");
+    } else {
+        tracing::info!(run_id = %run.id, "run done");
+    }
+    run.state = state;
+    run.result = Some(text);
+    run.waiting_on = None;
+    run.updated_at = Millis::now();
+    if persist(bridge, &run, owner).await.is_ok() {
+        report(bridge, run, owner).await;
+    }
+}
+
+/// Posts a finished run's result in its chat, then marks it reported. A failure leaves it
+/// unreported under its lease, for recovery to post later: a result is never lost (at worst,
+/// after a crash at the wrong instant, posted twice).
+async fn report(bridge: &Bridge, mut run: Run, owner: &str) {
+    if let Some(chat) = run.origin.chat.clone() {
+        let line = report_line(&run);
+        if let Err(error) = bridge.say(&chat, &line).await {
+            tracing::warn!(run_id = %run.id, %error, "cannot post the run's result yet; will retry");
+            return;
+        }
+    }
+    run.reported = true;
+    run.owner = None;
+    run.lease_until = None;
+    let _ = persist(bridge, &run, owner).await;
+}
+
+/// The resume effect of a resolved question that belongs to a run.
+pub(super) async fn take_up(bridge: &Bridge, question: &Question) -> Result<Resume, Error> {
+    let Some(run_id) = &question.run_id else {
+        return Ok(Resume::Done);
+    };
+    let now = Millis::now();
+    let lease_until = now.after(bridge.options().run_lease);
+    let why = Acquire::Answer(&question.id);
+    if let Some(run) = bridge
+        .store()
+        .acquire_run(run_id, why, bridge.owner_id(), now, lease_until)
+        .await?
+    {
+        tracing::info!(run_id = %run.id, question_id = %question.id, "run resumed");
+        spawn_drive(bridge, None, run);
+        return Ok(Resume::Done);
+    }
+    let Some(run) = bridge.store().get_run(run_id).await? else {
+        return Ok(Resume::Done);
+    };
+    let busy_towards_it = run.state == RunState::Running
+        && run.waiting_on.as_ref() != Some(&question.id)
+        && !run.knows(&question.id);
+    Ok(if busy_towards_it {
+        Resume::NotYet
+    } else {
+        Resume::Done
+    })
+}
+
+/// Takes over runs whose executor's lease ran out (its process died or stalled). A run whose
+/// record no longer reads is abandoned, loudly, instead of being retried for ever.
+pub(super) async fn recover(bridge: &Bridge) -> Result<usize, Error> {
+    let now = Millis::now();
+    let lease_until = now.after(bridge.options().run_lease);
+    let mut taken = 0;
+    for id in bridge.store().expired_runs(now, 64).await? {
+        let acquired = bridge
+            .store()
+            .acquire_run(&id, Acquire::Recovery, bridge.owner_id(), now, lease_until)
+            .await;
+        match acquired {
+            Ok(Some(run)) => {
                 tracing::info!(run_id = %run.id, state = run.state.as_str(), "run taken over after its executor's lease ran out");
                 taken += 1;
-                self.spawn_drive(run);
+                spawn_drive(bridge, None, run);
             }
+            Ok(None) => {}
+            Err(error) if error.kind() == ErrorKind::Corrupt => {
+                tracing::error!(run_id = %id, %error, "run record does not read; it is abandoned");
+                bridge
+                    .store()
+                    .abandon_run(&id, &format!("abandoned: {error}"))
+                    .await?;
+            }
+            Err(error) => return Err(error.into()),
         }
-        Ok(taken)
     }
+    Ok(taken)
 }
 
 fn report_line(run: &Run) -> String {

@@ -9,11 +9,9 @@
 //! endpoint holds nothing between calls: everything it learned is in the journal it receives, so a
 //! Python agent can wait hours for a person without a thread, a process or a socket.
 
-use super::{BoxFuture, Flow, FlowContext};
-use crate::Error;
-use crate::config::Secret;
+use super::{BoxFuture, Flow, FlowContext, FlowResult, Interrupt};
 use crate::signing;
-use askbridge_core::{Millis, NewQuestion};
+use askbridge_core::{Millis, NewQuestion, Secret};
 use serde::Deserialize;
 use serde_json::json;
 use std::time::Duration;
@@ -64,7 +62,7 @@ impl HttpFlow {
         }
     }
 
-    async fn call(&self, body: &[u8]) -> Result<Turn, Error> {
+    async fn call(&self, body: &[u8]) -> Result<Turn, Interrupt> {
         let mut delay = Duration::from_secs(1);
         let mut attempt = 1;
         loop {
@@ -89,17 +87,19 @@ impl HttpFlow {
                 continue;
             }
             let response = sent.map_err(|e| {
-                Error::Flow(format!(
+                Interrupt::fail(format!(
                     "cannot reach the flow endpoint: {}",
                     e.without_url()
                 ))
             })?;
             let status = response.status();
             if !status.is_success() {
-                return Err(Error::Flow(format!("the flow endpoint answered {status}")));
+                return Err(Interrupt::fail(format!(
+                    "the flow endpoint answered {status}"
+                )));
             }
             return response.json::<Turn>().await.map_err(|e| {
-                Error::Flow(format!(
+                Interrupt::fail(format!(
                     "the flow endpoint's answer is not reply/ask/error JSON: {e}"
                 ))
             });
@@ -108,12 +108,12 @@ impl HttpFlow {
 }
 
 impl Flow for HttpFlow {
-    fn run(&self, ctx: FlowContext) -> BoxFuture<Result<String, Error>> {
+    fn run(&self, ctx: FlowContext) -> BoxFuture<FlowResult> {
         let flow = self.clone();
         Box::pin(async move {
             let Some(run_id) = ctx.run_id() else {
-                return Err(Error::Flow(
-                    "HTTP flows run from chats or POST /api/runs, not in blocking mode".into(),
+                return Err(Interrupt::fail(
+                    "HTTP flows run from chats or POST /api/runs, not in blocking mode",
                 ));
             };
             let body = json!({
@@ -130,7 +130,7 @@ impl Flow for HttpFlow {
                 } => Ok(reply),
                 Turn {
                     error: Some(error), ..
-                } => Err(Error::Flow(error)),
+                } => Err(Interrupt::fail(error)),
                 Turn {
                     ask: Some(question),
                     ..
@@ -138,14 +138,12 @@ impl Flow for HttpFlow {
                     // The endpoint read the whole journal: what it asks now is the next question.
                     ctx.fast_forward();
                     match ctx.ask(question).await {
-                        Ok(_) => Err(Error::Flow(
-                            "a new question cannot be answered already".into(),
-                        )),
-                        Err(error) => Err(error),
+                        Ok(_) => Err(Interrupt::fail("a new question cannot be answered already")),
+                        Err(interrupt) => Err(interrupt),
                     }
                 }
-                _ => Err(Error::Flow(
-                    "the flow endpoint's answer had no reply, ask or error".into(),
+                _ => Err(Interrupt::fail(
+                    "the flow endpoint's answer had no reply, ask or error",
                 )),
             }
         })

@@ -135,9 +135,7 @@ mod tests {
         question.status = status;
         question.resolution = Some(Resolution {
             value: None,
-            by: "api".into(),
-            by_name: None,
-            via: "api".into(),
+            decider: askbridge_core::Actor::api().into(),
             at: Millis(NOW.0 - resolved_ms_ago),
             message: None,
             rule_id: None,

@@ -1,12 +1,13 @@
 //! The in-memory store: a mutex around maps. Fast and simple, and gone when the process exits, so
 //! it serves tests and `--ephemeral` runs only; start-up says so.
 
-use super::{EVENT_BUFFER, Event, ListFilter, Shown, Store, StoreOptions};
-use crate::Error;
-use askbridge_core::Rule;
+use super::{
+    Admin, AuditLog, Dedupe, Deliveries, EVENT_BUFFER, Event, Events, Inserted, ListFilter, Outbox,
+    Questions, Result, Rules, Runs, Shown, StoreOptions,
+};
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run};
-use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId};
+use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Rule, RuleId, RunId};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
@@ -31,8 +32,8 @@ struct State {
     due_at: HashMap<QuestionId, Millis>,
     /// Delivery keys and when they may be forgotten.
     seen: HashMap<String, Millis>,
-    runs: HashMap<String, Run>,
-    rules: BTreeMap<String, Rule>,
+    runs: HashMap<RunId, Run>,
+    rules: BTreeMap<RuleId, Rule>,
     audit: Vec<AuditEntry>,
 }
 
@@ -68,6 +69,11 @@ impl MemoryStore {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+
+    fn announce(&self, question: &Question) {
+        // No subscribers is not an error: nobody is listening yet.
+        let _ = self.events.send(Event::of(question));
+    }
 }
 
 impl Default for MemoryStore {
@@ -77,32 +83,23 @@ impl Default for MemoryStore {
 }
 
 #[async_trait]
-impl Store for MemoryStore {
-    fn describe(&self) -> String {
-        "memory (not durable: pending questions are lost when askbridge stops)".into()
-    }
-
-    fn is_durable(&self) -> bool {
-        false
-    }
-
-    async fn ping(&self) -> Result<(), Error> {
-        Ok(())
-    }
-
-    async fn insert(&self, question: &Question) -> Result<(), Error> {
-        let mut state = self.state();
-        if state.questions.contains_key(&question.id) {
-            return Err(Error::IdTaken);
+impl Questions for MemoryStore {
+    async fn insert(&self, question: &Question) -> Result<Inserted> {
+        {
+            let mut state = self.state();
+            if state.questions.contains_key(&question.id) {
+                return Ok(Inserted::Taken);
+            }
+            state
+                .questions
+                .insert(question.id.clone(), question.clone());
+            state.set_due(&question.id, question.expires_at);
         }
-        state
-            .questions
-            .insert(question.id.clone(), question.clone());
-        state.set_due(&question.id, question.expires_at);
-        Ok(())
+        self.announce(question);
+        Ok(Inserted::Created)
     }
 
-    async fn get(&self, id: &QuestionId) -> Result<Option<Question>, Error> {
+    async fn get(&self, id: &QuestionId) -> Result<Option<Question>> {
         Ok(self.state().questions.get(id).cloned())
     }
 
@@ -110,16 +107,28 @@ impl Store for MemoryStore {
         &self,
         snapshot: &Question,
         claim: &Claim,
-    ) -> Result<Option<(ClaimOutcome, Question)>, Error> {
-        let mut state = self.state();
-        let Some(question) = state.questions.get_mut(&snapshot.id) else {
-            return Ok(None);
+        settle_after: Duration,
+    ) -> Result<Option<(ClaimOutcome, Question)>> {
+        let (outcome, question) = {
+            let mut state = self.state();
+            let Some(question) = state.questions.get_mut(&snapshot.id) else {
+                return Ok(None);
+            };
+            let outcome = question.apply(claim);
+            let question = question.clone();
+            if outcome != ClaimOutcome::AlreadyResolved {
+                state.audit.push(AuditEntry::resolved(&question));
+                state.set_due(&question.id, Millis::now().after(settle_after));
+            }
+            (outcome, question)
         };
-        let outcome = question.apply(claim);
-        Ok(Some((outcome, question.clone())))
+        if outcome != ClaimOutcome::AlreadyResolved {
+            self.announce(&question);
+        }
+        Ok(Some((outcome, question)))
     }
 
-    async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>, Error> {
+    async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>> {
         let state = self.state();
         let mut found: Vec<Question> = state
             .questions
@@ -132,7 +141,7 @@ impl Store for MemoryStore {
         Ok(found)
     }
 
-    async fn count_pending(&self) -> Result<usize, Error> {
+    async fn count_pending(&self) -> Result<usize> {
         Ok(self
             .state()
             .questions
@@ -140,8 +149,11 @@ impl Store for MemoryStore {
             .filter(|q| q.is_pending())
             .count())
     }
+}
 
-    async fn record_shown(&self, id: &QuestionId, shown: &Shown) -> Result<(), Error> {
+#[async_trait]
+impl Deliveries for MemoryStore {
+    async fn record_shown(&self, id: &QuestionId, shown: &Shown) -> Result<()> {
         let mut state = self.state();
         let list = state.shown.entry(id.clone()).or_default();
         list.retain(|s| s.target != shown.target);
@@ -149,11 +161,14 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    async fn shown(&self, id: &QuestionId) -> Result<Vec<Shown>, Error> {
+    async fn shown(&self, id: &QuestionId) -> Result<Vec<Shown>> {
         Ok(self.state().shown.get(id).cloned().unwrap_or_default())
     }
+}
 
-    async fn mark_effect(&self, id: &QuestionId, effect: &str) -> Result<bool, Error> {
+#[async_trait]
+impl Outbox for MemoryStore {
+    async fn mark_effect(&self, id: &QuestionId, effect: &str) -> Result<bool> {
         Ok(self
             .state()
             .effects
@@ -162,7 +177,7 @@ impl Store for MemoryStore {
             .insert(effect.to_owned()))
     }
 
-    async fn effects_done(&self, id: &QuestionId) -> Result<Vec<String>, Error> {
+    async fn effects_done(&self, id: &QuestionId) -> Result<Vec<String>> {
         let state = self.state();
         Ok(state
             .effects
@@ -176,7 +191,7 @@ impl Store for MemoryStore {
         now: Millis,
         lease: Duration,
         limit: usize,
-    ) -> Result<Vec<QuestionId>, Error> {
+    ) -> Result<Vec<QuestionId>> {
         let mut state = self.state();
         let due: Vec<QuestionId> = state
             .due
@@ -191,21 +206,24 @@ impl Store for MemoryStore {
         Ok(due)
     }
 
-    async fn open_ids(&self) -> Result<Vec<QuestionId>, Error> {
+    async fn open_ids(&self) -> Result<Vec<QuestionId>> {
         Ok(self.state().due_at.keys().cloned().collect())
     }
 
-    async fn reschedule(&self, id: &QuestionId, at: Millis) -> Result<(), Error> {
+    async fn reschedule(&self, id: &QuestionId, at: Millis) -> Result<()> {
         self.state().set_due(id, at);
         Ok(())
     }
 
-    async fn settle(&self, id: &QuestionId, _question: Option<&Question>) -> Result<(), Error> {
+    async fn settle(&self, id: &QuestionId, _question: Option<&Question>) -> Result<()> {
         self.state().remove_due(id);
         Ok(())
     }
+}
 
-    async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<bool, Error> {
+#[async_trait]
+impl Dedupe for MemoryStore {
+    async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<bool> {
         let now = Millis::now();
         let mut state = self.state();
         match state.seen.get(key) {
@@ -216,8 +234,131 @@ impl Store for MemoryStore {
             }
         }
     }
+}
 
-    async fn purge(&self, now: Millis) -> Result<usize, Error> {
+#[async_trait]
+impl Runs for MemoryStore {
+    async fn insert_run(&self, run: &Run) -> Result<Inserted> {
+        let mut state = self.state();
+        if state.runs.contains_key(&run.id) {
+            return Ok(Inserted::Taken);
+        }
+        state.runs.insert(run.id.clone(), run.clone());
+        Ok(Inserted::Created)
+    }
+
+    async fn get_run(&self, id: &RunId) -> Result<Option<Run>> {
+        Ok(self.state().runs.get(id).cloned())
+    }
+
+    async fn acquire_run(
+        &self,
+        id: &RunId,
+        why: Acquire<'_>,
+        owner: &str,
+        now: Millis,
+        lease_until: Millis,
+    ) -> Result<Option<Run>> {
+        let mut state = self.state();
+        let Some(run) = state.runs.get_mut(id) else {
+            return Ok(None);
+        };
+        Ok(run
+            .acquire(why, owner, now, lease_until)
+            .then(|| run.clone()))
+    }
+
+    async fn save_run(&self, run: &Run, owner: &str) -> Result<bool> {
+        let mut state = self.state();
+        match state.runs.get_mut(&run.id) {
+            Some(stored) if stored.owner.as_deref() == Some(owner) => {
+                *stored = run.clone();
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<RunId>> {
+        let state = self.state();
+        Ok(state
+            .runs
+            .values()
+            .filter(|run| run.needs_executor() && run.lease_until.is_none_or(|until| until <= now))
+            .take(limit)
+            .map(|run| run.id.clone())
+            .collect())
+    }
+
+    async fn abandon_run(&self, id: &RunId, why: &str) -> Result<()> {
+        // Records in memory always read; for completeness, end the run as failed.
+        if let Some(run) = self.state().runs.get_mut(id) {
+            run.state = askbridge_core::run::RunState::Failed;
+            run.result = Some(why.to_owned());
+            run.reported = true;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Rules for MemoryStore {
+    async fn put_rule(&self, rule: &Rule) -> Result<()> {
+        self.state().rules.insert(rule.id.clone(), rule.clone());
+        Ok(())
+    }
+
+    async fn rules(&self) -> Result<Vec<Rule>> {
+        Ok(self.state().rules.values().cloned().collect())
+    }
+
+    async fn delete_rule(&self, id: &RuleId) -> Result<Option<Rule>> {
+        Ok(self.state().rules.remove(id))
+    }
+}
+
+#[async_trait]
+impl AuditLog for MemoryStore {
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<()> {
+        self.state().audit.push(entry.clone());
+        Ok(())
+    }
+
+    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
+        let state = self.state();
+        let mut found: Vec<AuditEntry> = state
+            .audit
+            .iter()
+            .filter(|e| filter.accepts(e))
+            .cloned()
+            .collect();
+        found.sort_by_key(|e| e.at);
+        found.truncate(filter.effective_limit());
+        Ok(found)
+    }
+}
+
+impl Events for MemoryStore {
+    fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+}
+
+#[async_trait]
+impl Admin for MemoryStore {
+    fn describe(&self) -> String {
+        "memory (not durable: pending questions are lost when askbridge stops)".into()
+    }
+
+    fn is_durable(&self) -> bool {
+        false
+    }
+
+    async fn ping(&self) -> Result<()> {
+        Ok(())
+    }
+
+    async fn purge(&self, now: Millis) -> Result<usize> {
         let mut state = self.state();
         let retention = self.options.retention;
         let old: Vec<QuestionId> = state
@@ -243,98 +384,5 @@ impl Store for MemoryStore {
             !(run.state.is_final() && run.reported && run.updated_at.after(retention) <= now)
         });
         Ok(old.len())
-    }
-
-    async fn insert_run(&self, run: &Run) -> Result<(), Error> {
-        let mut state = self.state();
-        if state.runs.contains_key(&run.id) {
-            return Err(Error::IdTaken);
-        }
-        state.runs.insert(run.id.clone(), run.clone());
-        Ok(())
-    }
-
-    async fn get_run(&self, id: &str) -> Result<Option<Run>, Error> {
-        Ok(self.state().runs.get(id).cloned())
-    }
-
-    async fn acquire_run(
-        &self,
-        id: &str,
-        why: Acquire<'_>,
-        owner: &str,
-        now: Millis,
-        lease_until: Millis,
-    ) -> Result<Option<Run>, Error> {
-        let mut state = self.state();
-        let Some(run) = state.runs.get_mut(id) else {
-            return Ok(None);
-        };
-        Ok(run
-            .acquire(why, owner, now, lease_until)
-            .then(|| run.clone()))
-    }
-
-    async fn save_run(&self, run: &Run, owner: &str) -> Result<bool, Error> {
-        let mut state = self.state();
-        match state.runs.get_mut(&run.id) {
-            Some(stored) if stored.owner.as_deref() == Some(owner) => {
-                *stored = run.clone();
-                Ok(true)
-            }
-            _ => Ok(false),
-        }
-    }
-
-    async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<String>, Error> {
-        let state = self.state();
-        Ok(state
-            .runs
-            .values()
-            .filter(|run| run.needs_executor() && run.lease_until.is_none_or(|until| until <= now))
-            .take(limit)
-            .map(|run| run.id.clone())
-            .collect())
-    }
-
-    async fn put_rule(&self, rule: &Rule) -> Result<(), Error> {
-        self.state().rules.insert(rule.id.clone(), rule.clone());
-        Ok(())
-    }
-
-    async fn rules(&self) -> Result<Vec<Rule>, Error> {
-        Ok(self.state().rules.values().cloned().collect())
-    }
-
-    async fn delete_rule(&self, id: &str) -> Result<bool, Error> {
-        Ok(self.state().rules.remove(id).is_some())
-    }
-
-    async fn append_audit(&self, entry: &AuditEntry) -> Result<(), Error> {
-        self.state().audit.push(entry.clone());
-        Ok(())
-    }
-
-    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>, Error> {
-        let state = self.state();
-        let mut found: Vec<AuditEntry> = state
-            .audit
-            .iter()
-            .filter(|e| filter.accepts(e))
-            .cloned()
-            .collect();
-        found.sort_by_key(|e| e.at);
-        found.truncate(filter.effective_limit());
-        Ok(found)
-    }
-
-    async fn publish(&self, event: &Event) -> Result<(), Error> {
-        // No subscribers is not an error: nobody is listening yet.
-        let _ = self.events.send(event.clone());
-        Ok(())
-    }
-
-    fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.events.subscribe()
     }
 }

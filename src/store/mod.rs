@@ -1,4 +1,4 @@
-//! Where questions live: one trait, three implementations.
+//! Where questions live: small role traits ([`roles`]), three implementations.
 //!
 //! - [`redis::RedisStore`]: production. Several askbridge processes can share one Redis; every key
 //!   of one question carries the question id as its hash tag (`askbridge:{k3f9x2m8qa}:q`), so the
@@ -7,31 +7,42 @@
 //!   single-machine user loses nothing on restart without running Redis.
 //! - [`memory::MemoryStore`]: for tests and `--ephemeral`; not durable.
 //!
-//! The three pass one conformance suite (`tests/it/store_conformance.rs`).
+//! The three pass one conformance suite, a module per role (`tests/it/store_conformance/`). Each
+//! implementation is a folder or file of its own; the store has its own [`Error`], whose kind says
+//! whether a failure is worth retrying ([`ErrorKind::Unavailable`]) or not ([`ErrorKind::Corrupt`]).
 //!
 //! # The open index is also the outbox
 //!
 //! Every question is entered in an index of *open* questions, scored by when something is next due
 //! for it: its deadline while it is pending, "now" once it is resolved and its effects (events,
 //! withdrawing buttons, resuming a run) are still to do. The background sweeper leases due entries,
-//! does what they need, and only then calls [`Store::settle`], which removes them. So a process
+//! does what they need, and only then calls [`Outbox::settle`], which removes them. So a process
 //! that dies between winning a claim and finishing its effects leaves the entry behind, and the
 //! next sweep (any process's) finishes the job: nothing resolved is forgotten, and nothing pending
 //! is lost.
+
+mod error;
+pub mod roles;
 
 pub mod embedded;
 pub mod memory;
 pub mod redis;
 
-use crate::Error;
-use askbridge_core::Rule;
-use askbridge_core::audit::{AuditEntry, AuditFilter};
-use askbridge_core::run::{Acquire, Run};
-use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Status};
-use async_trait::async_trait;
+pub use error::{Error, ErrorKind, Result};
+pub use roles::{Admin, AuditLog, Dedupe, Deliveries, Events, Outbox, Questions, Rules, Runs};
+
+/// Every role trait, for code that calls a concrete store's methods (`use
+/// askbridge::store::prelude::*`); an `Arc<dyn Store>` needs no import.
+pub mod prelude {
+    pub use super::roles::{
+        Admin as _, AuditLog as _, Dedupe as _, Deliveries as _, Events as _, Outbox as _,
+        Questions as _, Rules as _, Runs as _,
+    };
+}
+
+use askbridge_core::{Question, Status, Target};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
-use tokio::sync::broadcast;
 
 /// How many events a slow subscriber may fall behind before it skips ahead.
 pub const EVENT_BUFFER: usize = 4096;
@@ -44,7 +55,7 @@ pub struct ListFilter {
     /// Only in this state; `None` lists the pending ones.
     pub status: Option<Status>,
     /// Only those shown in this target (pending ones only).
-    pub target: Option<String>,
+    pub target: Option<Target>,
     /// At most this many, newest first; 0 means the store's default of 1000.
     pub limit: usize,
 }
@@ -142,130 +153,38 @@ impl Event {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shown {
     /// The target (`telegram:-100`).
-    pub target: String,
+    pub target: Target,
     /// The channel's reference (a message id).
     pub reference: String,
 }
 
-/// The question store. Object-safe; the bridge holds an `Arc<dyn Store>`.
-#[async_trait]
-pub trait Store: Send + Sync + 'static {
-    /// One line for logs and `/healthz` (no passwords).
-    fn describe(&self) -> String;
+/// A store: every role. Object-safe; the bridge holds an `Arc<dyn Store>`.
+pub trait Store:
+    Questions + Deliveries + Outbox + Dedupe + Runs + Rules + AuditLog + Events + Admin + 'static
+{
+}
 
-    /// False for the in-memory store: everything is lost on exit.
-    fn is_durable(&self) -> bool;
+impl<T> Store for T where
+    T: Questions
+        + Deliveries
+        + Outbox
+        + Dedupe
+        + Runs
+        + Rules
+        + AuditLog
+        + Events
+        + Admin
+        + 'static
+{
+}
 
-    /// Checks the store answers.
-    async fn ping(&self) -> Result<(), Error>;
-
-    /// Stores a new pending question and enters it in the indexes. Never overwrites: an existing
-    /// id gives [`Error::IdTaken`].
-    async fn insert(&self, question: &Question) -> Result<(), Error>;
-
-    /// The question with this id, if the store still has it.
-    async fn get(&self, id: &QuestionId) -> Result<Option<Question>, Error>;
-
-    /// Applies `claim` to the stored question atomically ([`Question::apply`]). `snapshot` is the
-    /// question as the caller last read it (its immutable fields shape the resolution). Returns
-    /// `None` when the question does not exist.
-    async fn claim(
-        &self,
-        snapshot: &Question,
-        claim: &Claim,
-    ) -> Result<Option<(ClaimOutcome, Question)>, Error>;
-
-    /// Questions passing `filter`, newest first.
-    async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>, Error>;
-
-    /// How many questions are pending. May count questions resolved in the last moments whose
-    /// effects are still running (Redis counts its open index, to stay O(1)).
-    async fn count_pending(&self) -> Result<usize, Error>;
-
-    /// Records that a channel showed the question in `shown.target`.
-    async fn record_shown(&self, id: &QuestionId, shown: &Shown) -> Result<(), Error>;
-
-    /// Everywhere the question was shown.
-    async fn shown(&self, id: &QuestionId) -> Result<Vec<Shown>, Error>;
-
-    /// Marks one of a resolved question's effects (`event`, `withdraw:telegram:-100`...) as done.
-    /// Returns false if it already was.
-    async fn mark_effect(&self, id: &QuestionId, effect: &str) -> Result<bool, Error>;
-
-    /// The effects already done for a question.
-    async fn effects_done(&self, id: &QuestionId) -> Result<Vec<String>, Error>;
-
-    /// Open questions whose next action is due at `now`, at most `limit`. Each returned entry is
-    /// leased: it is not returned again (to this or another process) for `lease`.
-    async fn lease_due(
-        &self,
-        now: Millis,
-        lease: Duration,
-        limit: usize,
-    ) -> Result<Vec<QuestionId>, Error>;
-
-    /// Every open question's id (pending, or resolved with effects still to do). Used at start-up.
-    async fn open_ids(&self) -> Result<Vec<QuestionId>, Error>;
-
-    /// Sets when question `id` is next due (soon, after a resolution; later, to retry), entering
-    /// it in the open index again if it had left (a concurrent settle removed it while this one
-    /// still has work to retry). A stale entry is harmless: settling it again finds nothing to do.
-    async fn reschedule(&self, id: &QuestionId, at: Millis) -> Result<(), Error>;
-
-    /// Removes `id` from the open index and the pending indexes: its effects are all done.
-    /// `question` may be `None` when the question itself is gone.
-    async fn settle(&self, id: &QuestionId, question: Option<&Question>) -> Result<(), Error>;
-
-    /// Returns true the first time `key` is seen within `ttl`; used to drop duplicate deliveries.
-    async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<bool, Error>;
-
-    /// Deletes resolved questions older than the retention and other expired bookkeeping.
-    async fn purge(&self, now: Millis) -> Result<usize, Error>;
-
-    /// Stores a new run (never overwriting) and enters it in the lease index.
-    async fn insert_run(&self, run: &Run) -> Result<(), Error>;
-
-    /// The run with this id.
-    async fn get_run(&self, id: &str) -> Result<Option<Run>, Error>;
-
-    /// Takes run `id` for `owner` until `lease_until` if `why` applies ([`Run::acquire`]),
-    /// atomically: of several processes trying at once, one gets it. Returns the run as taken.
-    async fn acquire_run(
-        &self,
-        id: &str,
-        why: Acquire<'_>,
-        owner: &str,
-        now: Millis,
-        lease_until: Millis,
-    ) -> Result<Option<Run>, Error>;
-
-    /// Writes `run` if `owner` still holds it (a process whose lease was taken over must not
-    /// overwrite the new executor's work). Returns false when it does not.
-    async fn save_run(&self, run: &Run, owner: &str) -> Result<bool, Error>;
-
-    /// Runs needing an executor whose lease ran out before `now` (their process died or stalled).
-    async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<String>, Error>;
-
-    /// Stores an "always allow" rule (replacing one with the same id).
-    async fn put_rule(&self, rule: &Rule) -> Result<(), Error>;
-
-    /// Every rule.
-    async fn rules(&self) -> Result<Vec<Rule>, Error>;
-
-    /// Deletes a rule; false when there was none.
-    async fn delete_rule(&self, id: &str) -> Result<bool, Error>;
-
-    /// Appends to the audit trail.
-    async fn append_audit(&self, entry: &AuditEntry) -> Result<(), Error>;
-
-    /// Audit records passing `filter`, oldest first.
-    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>, Error>;
-
-    /// Sends `event` to every subscriber, in every process sharing this store.
-    async fn publish(&self, event: &Event) -> Result<(), Error>;
-
-    /// Events published from now on, by any process sharing this store.
-    fn subscribe(&self) -> broadcast::Receiver<Event>;
+/// What an insert did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inserted {
+    /// The record is stored.
+    Created,
+    /// Another record has this id; nothing was written.
+    Taken,
 }
 
 /// Settings every store takes.

@@ -5,6 +5,7 @@ use crate::support::{FakeChannel, Process, eventually, eventually_some, http, me
 use askbridge::bridge::{Bridge, ProgramReply};
 use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
+use askbridge::{AskError, NoAnswer};
 use askbridge::{BridgeOptions, Error};
 use askbridge_core::audit::{AuditEvent, AuditFilter};
 use askbridge_core::{
@@ -168,7 +169,7 @@ async fn allow_once_always_and_reject_with_feedback_reach_the_function() {
         .unwrap();
     assert_eq!(r.status(), 200);
     match asking.await.unwrap() {
-        Err(Error::Declined { message }) => {
+        Err(AskError::NoAnswer(NoAnswer::Declined { message })) => {
             assert_eq!(message.as_deref(), Some("use --dry-run first"))
         }
         other => panic!("expected a rejection, got {other:?}"),
@@ -192,7 +193,7 @@ async fn allow_once_always_and_reject_with_feedback_reach_the_function() {
     assert_eq!(
         always,
         Approval::Always {
-            rule_id: format!("rule-{}", q.id),
+            rule_id: format!("rule-{}", q.id).as_str().into(),
             digest: rm_build().digest()
         }
     );
@@ -214,7 +215,10 @@ async fn an_approval_times_out_as_a_timeout_not_a_rejection() {
     let result = session
         .approve(approval(rm_build()).timeout(Duration::from_millis(300)))
         .await;
-    assert!(matches!(result, Err(Error::Timeout { .. })), "{result:?}");
+    assert!(
+        matches!(result, Err(AskError::NoAnswer(NoAnswer::Timeout { .. }))),
+        "{result:?}"
+    );
     let allowed = session
         .approve(
             approval(rm_build())
@@ -266,7 +270,7 @@ async fn a_rule_allows_later_and_pending_approvals_until_revoked() {
     assert_eq!(allowed.status, Status::Answered);
     let resolution = allowed.resolution.clone().unwrap();
     assert_eq!(
-        (resolution.by.as_str(), resolution.via.as_str()),
+        (resolution.by().as_str(), resolution.via().as_str()),
         (format!("rule:rule-{}", first.id).as_str(), "rule")
     );
     assert_eq!(
@@ -287,7 +291,7 @@ async fn a_rule_allows_later_and_pending_approvals_until_revoked() {
     assert_eq!(
         later,
         Approval::ByRule {
-            rule_id: format!("rule-{}", first.id),
+            rule_id: format!("rule-{}", first.id).as_str().into(),
             digest: rm_build().digest()
         }
     );
@@ -423,7 +427,7 @@ async fn a_reply_bound_to_another_action_is_refused() {
         digest: Some(rm_build().digest()),
     };
     bridge
-        .answer(&q.id, right, Actor::new("api", "api"), "api")
+        .answer(&q.id, right, Actor::new("api", "api"), &"api".into())
         .await
         .unwrap();
 }
@@ -649,5 +653,5 @@ async fn rules_and_answerers_never_reach_beyond_the_configured_approvers() {
         .create(approval(rm_build()).session("other").answerers(["chat:7"]))
         .await
         .unwrap();
-    assert_eq!(sevens.resolution.unwrap().via, "rule");
+    assert_eq!(sevens.resolution.unwrap().via(), "rule");
 }

@@ -6,6 +6,7 @@ use crate::support::{Call, FakeChannel, bridge_over, eventually, eventually_some
 use askbridge::bridge::Bridge;
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::{ListFilter, StoreOptions};
+use askbridge::{AskError, NoAnswer};
 use askbridge::{BridgeOptions, Error};
 use askbridge_core::{Actor, Answer, Kind, NewQuestion, Status, Transition};
 use std::sync::Arc;
@@ -53,7 +54,7 @@ async fn ask_returns_the_answer_given_on_a_surface() {
             &q.id,
             answer("luxon"),
             Actor::new("chat:7", "chat"),
-            "chat:1",
+            &"chat:1".into(),
         )
         .await
         .unwrap();
@@ -70,11 +71,18 @@ async fn a_decline_reaches_the_asker_with_its_message() {
         message: Some("ask Bob".into()),
     };
     bridge
-        .resolve(&q.id, decline, Actor::new("chat:7", "chat"), "chat:1")
+        .resolve(
+            &q.id,
+            decline,
+            Actor::new("chat:7", "chat"),
+            &"chat:1".into(),
+        )
         .await
         .unwrap();
     match asking.await.unwrap() {
-        Err(Error::Declined { message }) => assert_eq!(message.as_deref(), Some("ask Bob")),
+        Err(AskError::NoAnswer(NoAnswer::Declined { message })) => {
+            assert_eq!(message.as_deref(), Some("ask Bob"))
+        }
         other => panic!("expected a decline, got {other:?}"),
     }
 }
@@ -96,7 +104,7 @@ async fn timeout_gives_the_default_or_an_explicit_error_never_an_empty_answer() 
         .timeout(Duration::from_millis(300));
     assert!(matches!(
         session.ask(without).await,
-        Err(Error::Timeout { .. })
+        Err(AskError::NoAnswer(NoAnswer::Timeout { .. }))
     ));
     let expired = bridge
         .list(&ListFilter {
@@ -143,7 +151,7 @@ async fn the_sweeper_expires_questions_nobody_waits_for() {
     })
     .await
     .expect("expired by the background sweeper");
-    assert_eq!(expired.resolution.unwrap().via, "timeout");
+    assert_eq!(expired.resolution.unwrap().via(), "timeout");
 }
 
 #[tokio::test]
@@ -169,7 +177,7 @@ async fn confirm_is_a_bool_and_never_fails() {
     assert_eq!(q.kind, Kind::Confirm);
     let yes = q.read_typed("yes").unwrap();
     bridge
-        .resolve(&q.id, yes, Actor::new("chat:7", "chat"), "chat:1")
+        .resolve(&q.id, yes, Actor::new("chat:7", "chat"), &"chat:1".into())
         .await
         .unwrap();
     assert!(asking.await.unwrap());
@@ -184,7 +192,7 @@ async fn can_ask_is_false_and_ask_fails_at_once_without_a_surface() {
     let started = std::time::Instant::now();
     assert!(matches!(
         session.ask(NewQuestion::ask("Anyone?")).await,
-        Err(Error::NoSurface)
+        Err(AskError::Failed(Error::NoSurface))
     ));
     assert!(
         started.elapsed() < Duration::from_secs(1),
@@ -236,7 +244,10 @@ async fn cancelling_a_session_releases_its_waiters_at_once() {
         .await
         .expect("released at once")
         .unwrap();
-    assert!(matches!(result, Err(Error::Cancelled { .. })), "{result:?}");
+    assert!(
+        matches!(result, Err(AskError::NoAnswer(NoAnswer::Cancelled { .. }))),
+        "{result:?}"
+    );
     assert!(
         bridge.get(&other.id).await.unwrap().is_pending(),
         "other sessions are untouched"
@@ -266,17 +277,22 @@ async fn first_answer_wins_and_every_surface_withdraws() {
             &q.id,
             answer("b"),
             Actor::new("other:5", "other"),
-            "other:9",
+            &"other:9".into(),
         )
         .await
         .unwrap();
     assert_eq!(won.status, Status::Answered);
     let late = bridge
-        .resolve(&q.id, answer("a"), Actor::new("chat:6", "chat"), "chat:1")
+        .resolve(
+            &q.id,
+            answer("a"),
+            Actor::new("chat:6", "chat"),
+            &"chat:1".into(),
+        )
         .await;
     match late {
         Err(Error::AlreadyResolved(winner)) => {
-            assert_eq!(winner.resolution.unwrap().by, "other:5");
+            assert_eq!(winner.resolution.unwrap().by(), "other:5");
         }
         other => panic!("expected already resolved, got {other:?}"),
     }
@@ -304,12 +320,22 @@ async fn strangers_cannot_answer_and_nothing_changes() {
         .await
         .unwrap();
     let stranger = bridge
-        .resolve(&q.id, answer("go"), Actor::new("chat:7", "chat"), "chat:1")
+        .resolve(
+            &q.id,
+            answer("go"),
+            Actor::new("chat:7", "chat"),
+            &"chat:1".into(),
+        )
         .await;
     assert!(matches!(stranger, Err(Error::Forbidden)));
     assert!(bridge.get(&q.id).await.unwrap().is_pending());
     bridge
-        .resolve(&q.id, answer("go"), Actor::new("chat:42", "chat"), "chat:1")
+        .resolve(
+            &q.id,
+            answer("go"),
+            Actor::new("chat:42", "chat"),
+            &"chat:1".into(),
+        )
         .await
         .unwrap();
 }
@@ -351,7 +377,7 @@ async fn a_new_bridge_on_the_same_store_recovers_open_questions() {
             &keep.id,
             answer("yes"),
             Actor::new("chat:1", "chat"),
-            "chat:1",
+            &"chat:1".into(),
         )
         .await
         .unwrap();
@@ -385,7 +411,12 @@ async fn a_channel_outage_delays_showing_and_withdrawing_but_loses_nothing() {
     .await;
     chat.down.store(true, Ordering::SeqCst);
     bridge
-        .resolve(&q.id, answer("fine"), Actor::new("api", "api"), "api")
+        .resolve(
+            &q.id,
+            answer("fine"),
+            Actor::new("api", "api"),
+            &"api".into(),
+        )
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -439,7 +470,7 @@ async fn waits_leave_nothing_behind() {
         bridge.wait(&q.id, Duration::from_millis(1)).await.unwrap();
     }
     bridge
-        .resolve(&q.id, answer("x"), Actor::new("api", "api"), "api")
+        .resolve(&q.id, answer("x"), Actor::new("api", "api"), &"api".into())
         .await
         .unwrap();
     for _ in 0..50 {

@@ -71,7 +71,7 @@ async fn two_hundred_concurrent_replies_one_winner() {
                 let message = Inbound {
                     via: "chat".into(),
                     chat: "chat:1".into(),
-                    sender: format!("chat:{n}"),
+                    sender: format!("chat:{n}").into(),
                     sender_name: None,
                     text: format!("/answer {id} {}", n % 3 + 1),
                     private: false,

@@ -387,19 +387,31 @@ async fn a_preview_predicts_the_reply_and_changes_nothing() {
     )
     .await;
     let tap = message("chat:7", "chat:1", &format!("/answer {} 2", q.id));
-    let predicted = bridge.preview(&tap).await.unwrap();
+    let predicted = bridge
+        .prepare(tap.clone())
+        .await
+        .preview()
+        .cloned()
+        .unwrap();
     assert_eq!(predicted.text, "✓ Answered: b, by @chat_7 via chat");
     assert!(
         bridge.get(&q.id).await.unwrap().is_pending(),
         "a preview changes nothing"
     );
     let stranger = bridge
-        .preview(&message("chat:8", "chat:1", &format!("/answer {} 2", q.id)))
+        .prepare(message("chat:8", "chat:1", &format!("/answer {} 2", q.id)))
         .await
+        .preview()
+        .cloned()
         .unwrap();
     assert_eq!(stranger.text, "You can't answer this question.");
     let real = reply(&bridge, tap.clone()).await;
     assert_eq!(real.text, predicted.text);
-    let after = bridge.preview(&tap).await.unwrap();
+    let after = bridge
+        .prepare(tap.clone())
+        .await
+        .preview()
+        .cloned()
+        .unwrap();
     assert_eq!(after.text, "Already answered: b, by @chat_7 via chat");
 }

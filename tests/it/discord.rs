@@ -626,8 +626,8 @@ async fn a_typed_command_answers_and_is_replied_to() {
     );
     let answered = rig.wait_status(&q.id, Status::Answered).await;
     let resolution = answered.resolution.unwrap();
-    assert_eq!(resolution.value.unwrap().to_string(), "luxon");
-    assert_eq!(resolution.by, alice().identity());
+    assert_eq!(resolution.value.as_ref().unwrap().to_string(), "luxon");
+    assert_eq!(resolution.by(), alice().identity());
     let reply = eventually_some(WITHIN, "a reply to the typed command", || async {
         rig.fake
             .posted(CHANNEL)
@@ -717,7 +717,7 @@ async fn a_strangers_click_is_refused_privately_and_changes_nothing() {
     rig.fake
         .click(&alice(), channel(), message, &format!("/answer {} 2", q.id));
     let answered = rig.wait_status(&q.id, Status::Answered).await;
-    assert_eq!(answered.resolution.unwrap().by, alice().identity());
+    assert_eq!(answered.resolution.unwrap().by(), alice().identity());
 }
 
 #[tokio::test]
@@ -869,7 +869,7 @@ async fn a_429_is_waited_out_and_the_request_sent_again() {
             &q.id,
             askbridge_core::Answer::Text("a".into()).into(),
             Actor::new("api", "api"),
-            "api",
+            &"api".into(),
         )
         .await
         .unwrap();
@@ -898,7 +898,7 @@ async fn messages_from_bots_are_ignored() {
         .say(&alice(), channel(), &format!("/answer {} 2", q.id));
     let answered = rig.wait_status(&q.id, Status::Answered).await;
     let resolution = answered.resolution.unwrap();
-    assert_eq!(resolution.by, alice().identity());
+    assert_eq!(resolution.by(), alice().identity());
     assert_eq!(resolution.value.unwrap().to_string(), "b");
     eventually(WITHIN, "alice's reply", || async {
         rig.fake
@@ -983,7 +983,7 @@ async fn slash_commands_answer_and_autocomplete_pending_ids() {
 async fn say_posts_plain_text_and_errors_name_no_token() {
     let rig = Rig::start().await;
     rig.bridge
-        .say(&channel().target(), "Deploy finished @everyone")
+        .say(&channel().target().into(), "Deploy finished @everyone")
         .await
         .unwrap();
     let posted = rig.fake.posted(CHANNEL);
@@ -995,13 +995,13 @@ async fn say_posts_plain_text_and_errors_name_no_token() {
     let channel_of = rig.discord.channel();
     let q = rig.ask(json!({"prompt": "Which?", "options": ["a"]})).await;
     let error = channel_of
-        .show(&q, "discord:not-a-number")
+        .show(&q, &"discord:not-a-number".into())
         .await
         .unwrap_err();
     assert!(!error.is_retryable());
     // A message that is gone: permanent (the bridge stops trying), and no secret in the text.
     let error = channel_of
-        .withdraw(&q, &channel().target(), "123456789")
+        .withdraw(&q, &channel().target().into(), "123456789")
         .await
         .unwrap_err();
     assert!(!error.is_retryable(), "{error}");
@@ -1060,7 +1060,7 @@ async fn a_discord_outage_loses_nothing() {
         .unwrap();
     let error = discord
         .channel()
-        .show(&q_for_error, &channel().target())
+        .show(&q_for_error, &channel().target().into())
         .await
         .unwrap_err();
     assert!(error.is_retryable(), "{error}");

@@ -14,7 +14,7 @@ use askbridge::signing;
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::redis::{RedisOptions, RedisStore};
 use askbridge::store::{ListFilter, Store, StoreOptions};
-use askbridge::{BridgeOptions, Error};
+use askbridge::{BridgeOptions, Error, FlowsExt, Interrupt, NoAnswer};
 use askbridge_core::run::{Origin, RunState};
 use askbridge_core::{Actor, Answer, Inbox, Millis, NewQuestion, Question, Transition};
 use serde_json::{Value, json};
@@ -51,7 +51,7 @@ fn register_trip(bridge: &Bridge, counters: &Counters) {
                     .await
                 {
                     Ok(nights) => nights.to_string(),
-                    Err(Error::Declined { message }) => {
+                    Err(Interrupt::NoAnswer(NoAnswer::Declined { message })) => {
                         format!("unknown ({})", message.unwrap_or_default())
                     }
                     Err(other) => return Err(other),
@@ -200,7 +200,7 @@ async fn a_chat_message_starts_a_run_and_each_answer_resumes_it() {
         1
     );
     let run_id = third.run_id.clone().unwrap();
-    let run = bridge.get_run(&run_id).await.unwrap();
+    let run = bridge.get_run(run_id.as_str()).await.unwrap();
     assert_eq!((run.state, run.reported), (RunState::Done, true));
     assert_eq!(run.journal.len(), 4, "three asks and a step");
 }
@@ -238,7 +238,12 @@ async fn declines_and_expiry_reach_the_flow() {
         .store()
         .claim(
             &third,
-            &askbridge_core::Claim::new(Transition::Expire, Actor::timeout(), Millis::now()),
+            &askbridge_core::Claim::new(
+                Transition::Expire,
+                askbridge_core::Decider::Deadline,
+                Millis::now(),
+            ),
+            Duration::from_secs(10),
         )
         .await
         .unwrap();
@@ -259,7 +264,7 @@ async fn a_flow_error_and_a_changed_flow_fail_in_one_clear_line() {
     let (bridge, chat) = memory_bridge().await;
     bridge
         .flow("boom", "fails", |_ctx| async {
-            Err(Error::Flow("the disk is full".into()))
+            Err(Interrupt::fail("the disk is full"))
         })
         .unwrap();
     bridge
@@ -327,7 +332,7 @@ async fn a_flow_error_and_a_changed_flow_fail_in_one_clear_line() {
     );
     guarded
         .flow("boom", "fails", |_ctx| async {
-            Err(Error::Flow("the disk is full".into()))
+            Err(Interrupt::fail("the disk is full"))
         })
         .unwrap();
     let stranger = guarded
@@ -369,7 +374,7 @@ async fn waiting_runs_hold_no_task_and_no_memory_in_the_process() {
     for n in 0..RUNS {
         let origin = Origin {
             chat: Some("chat:1".into()),
-            user: format!("chat:{n}"),
+            user: format!("chat:{n}").into(),
             user_name: None,
         };
         bridge.start_run("trip", "Rome", origin).await.unwrap();
@@ -421,7 +426,10 @@ async fn a_crash_between_the_answer_and_the_resume_is_picked_up_at_startup() {
         Actor::new("chat:7", "chat"),
         Millis::now(),
     );
-    store.claim(&question, &claim).await.unwrap();
+    store
+        .claim(&question, &claim, Duration::from_secs(10))
+        .await
+        .unwrap();
     // A new process on the same store finds the resolved question in the outbox.
     let (second, _) = bridge_over(store.clone()).await;
     register_trip(&second, &counters);
@@ -492,7 +500,7 @@ async fn two_processes_on_one_redis_resume_a_run_once() {
             value: Answer::Text("2".into()),
         },
         Actor::new("chat:7", "chat"),
-        "chat:1",
+        &"chat:1".into(),
     )
     .await
     .unwrap();
@@ -535,7 +543,12 @@ async fn blocking_mode_runs_the_same_flow_with_waiting_asks() {
         let q = waiting_question(&bridge, "chat:1", prompt).await;
         let transition = q.read_typed(answer).unwrap();
         bridge
-            .resolve(&q.id, transition, Actor::new("chat:7", "chat"), "chat:1")
+            .resolve(
+                &q.id,
+                transition,
+                Actor::new("chat:7", "chat"),
+                &"chat:1".into(),
+            )
             .await
             .unwrap();
     }
@@ -766,7 +779,7 @@ async fn runs_start_over_the_http_api_too() {
                 .await
                 .unwrap()
                 .into_iter()
-                .find(|q| q.run_id.as_deref() == Some(&run_id))
+                .find(|q| q.run_id.as_ref().is_some_and(|r| r.as_str() == run_id))
         }
     })
     .await;

@@ -7,7 +7,7 @@ use askbridge::bridge::Bridge;
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::redis::{RedisOptions, RedisStore};
 use askbridge::store::{Store, StoreOptions};
-use askbridge_core::{Channel, Error as ModelError, Question};
+use askbridge_core::{Channel, Error as ModelError, Question, Target};
 use async_trait::async_trait;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -104,13 +104,13 @@ impl Channel for FakeChannel {
         &self.surface
     }
 
-    async fn show(&self, question: &Question, target: &str) -> Result<String, ModelError> {
+    async fn show(&self, question: &Question, target: &Target) -> Result<String, ModelError> {
         if self.down.load(Ordering::SeqCst) {
             return Err(ModelError::retryable(&self.surface, "platform down"));
         }
         self.calls.lock().unwrap().push(Call::Show {
             id: question.id.to_string(),
-            target: target.into(),
+            target: target.to_string(),
         });
         Ok(format!("msg-{}", self.shown.fetch_add(1, Ordering::SeqCst)))
     }
@@ -118,7 +118,7 @@ impl Channel for FakeChannel {
     async fn withdraw(
         &self,
         question: &Question,
-        target: &str,
+        target: &Target,
         shown: &str,
     ) -> Result<(), ModelError> {
         if self.down.load(Ordering::SeqCst) {
@@ -126,16 +126,16 @@ impl Channel for FakeChannel {
         }
         self.calls.lock().unwrap().push(Call::Withdraw {
             id: question.id.to_string(),
-            target: target.into(),
+            target: target.to_string(),
             reference: shown.into(),
             outcome: askbridge_core::render::outcome_line(question),
         });
         Ok(())
     }
 
-    async fn say(&self, target: &str, text: &str) -> Result<(), ModelError> {
+    async fn say(&self, target: &Target, text: &str) -> Result<(), ModelError> {
         self.calls.lock().unwrap().push(Call::Say {
-            target: target.into(),
+            target: target.to_string(),
             text: text.into(),
         });
         Ok(())

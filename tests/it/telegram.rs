@@ -5,6 +5,7 @@ use crate::support::{
     Call as ChannelCall, FakeChannel, eventually, eventually_some, http, memory_bridge, serve,
 };
 use askbridge::Bridge;
+use askbridge::FlowsExt;
 use askbridge::http::{AppState, app};
 use askbridge_core::{Inbox, Status};
 use askbridge_telegram::{SECRET_HEADER, Telegram, TelegramOptions, WebhookOptions};
@@ -713,7 +714,7 @@ async fn webhook_mode_checks_the_secret_in_constant_time() {
 async fn telegram_outages_are_retryable_and_never_show_the_token() {
     let s = setup().await;
     s.fake.stop();
-    let telegram_channel = s.bridge.channel_for("telegram:1").unwrap();
+    let telegram_channel = s.bridge.channel_for(&"telegram:1".into()).unwrap();
     let question = s
         .bridge
         .create(
@@ -724,7 +725,7 @@ async fn telegram_outages_are_retryable_and_never_show_the_token() {
         .await
         .unwrap();
     let error = telegram_channel
-        .show(&question, "telegram:1")
+        .show(&question, &"telegram:1".into())
         .await
         .unwrap_err();
     assert!(error.is_retryable(), "{error}");
@@ -837,7 +838,9 @@ fn register_trip(bridge: &askbridge::Bridge, side_effects: Arc<std::sync::atomic
                     .await
                 {
                     Ok(nights) => nights.to_string(),
-                    Err(askbridge::Error::Declined { message }) => {
+                    Err(askbridge::Interrupt::NoAnswer(askbridge::NoAnswer::Declined {
+                        message,
+                    })) => {
                         format!("? ({})", message.unwrap_or_default())
                     }
                     Err(other) => return Err(other),

@@ -345,7 +345,7 @@ async fn every_kind_can_be_answered_on_the_page() {
     click_text(&page, &ask, "button", "date-fns").await;
     let q = shows_outcome(&page, &api, &ask).await;
     assert_eq!(value_of(&q), Some(&Answer::Text("date-fns".into())));
-    assert_eq!(q.resolution.as_ref().unwrap().via, "api");
+    assert_eq!(q.resolution.as_ref().unwrap().via(), "api");
 
     // multi: two checkboxes (by their labels), then Submit, which counts them.
     click_text(&page, &multi, "label", "asia").await;
@@ -936,7 +936,7 @@ async fn seed_every_kind(server: &InProcess) -> Seeded {
             &QuestionId::parse(&answered).unwrap(),
             Answer::Text("csv".into()).into(),
             alice,
-            "telegram:-1001234",
+            &"telegram:-1001234".into(),
         )
         .await
         .unwrap();
@@ -961,7 +961,7 @@ async fn seed_every_kind(server: &InProcess) -> Seeded {
                 message: Some("some of them are work lists".into()),
             },
             bob,
-            "discord:5678",
+            &"discord:5678".into(),
         )
         .await
         .unwrap();

@@ -18,7 +18,7 @@ use crate::Core;
 use crate::layout::{fit, no_pings};
 use askbridge_core::command::{Command, CommandLine};
 use askbridge_core::render;
-use askbridge_core::{Inbound, Inbox, Reply, Tone, identity};
+use askbridge_core::{Identity, Inbound, Inbox, Reply, Target, Tone};
 use serenity::all::{
     ChannelType, CommandDataOptionValue, CommandInteraction, CommandOptionType,
     ComponentInteraction, ComponentInteractionDataKind, Context, EventHandler, Interaction,
@@ -60,9 +60,9 @@ pub(crate) fn commands() -> Vec<CreateCommand> {
     ]
 }
 
-fn sender(user: &User) -> (String, Option<String>) {
+fn sender(user: &User) -> (Identity, Option<String>) {
     (
-        identity::compose(crate::SURFACE, user.id),
+        Identity::compose(crate::SURFACE, user.id),
         Some(format!("@{}", user.name)),
     )
 }
@@ -152,7 +152,7 @@ impl Core {
         let (sender, sender_name) = sender(&interaction.user);
         Inbound {
             via: crate::SURFACE.to_owned(),
-            chat: identity::compose(crate::SURFACE, interaction.channel_id),
+            chat: Target::compose(crate::SURFACE, interaction.channel_id),
             sender,
             sender_name,
             text: component_text(interaction),
@@ -165,7 +165,7 @@ impl Core {
         let (sender, sender_name) = sender(&interaction.user);
         Inbound {
             via: crate::SURFACE.to_owned(),
-            chat: identity::compose(crate::SURFACE, interaction.channel_id),
+            chat: Target::compose(crate::SURFACE, interaction.channel_id),
             sender,
             sender_name,
             text,
@@ -258,7 +258,7 @@ impl Core {
             .map(|option| option.value.trim().to_lowercase())
             .unwrap_or_default();
         let (sender, _) = sender(&interaction.user);
-        let chat = identity::compose(crate::SURFACE, interaction.channel_id);
+        let chat = Target::compose(crate::SURFACE, interaction.channel_id);
         let questions = inbox.pending_for(&sender, &chat).await;
         let mut response = CreateAutocompleteResponse::new();
         for question in questions
@@ -292,7 +292,7 @@ impl Core {
         let (sender, sender_name) = sender(&message.author);
         let inbound = Inbound {
             via: crate::SURFACE.to_owned(),
-            chat: identity::compose(crate::SURFACE, message.channel_id),
+            chat: Target::compose(crate::SURFACE, message.channel_id),
             sender,
             sender_name,
             text: text.to_owned(),

@@ -363,9 +363,7 @@ mod tests {
         q.status = askbridge_core::Status::Declined;
         q.resolution = Some(askbridge_core::Resolution {
             value: None,
-            by: "discord:1".into(),
-            by_name: None,
-            via: "discord".into(),
+            decider: askbridge_core::Actor::new("discord:1", "discord").into(),
             at: Millis(0),
             message: Some("m".repeat(4000)),
             rule_id: None,

@@ -33,7 +33,7 @@ mod rest;
 pub use error::Error;
 pub use serenity;
 
-use askbridge_core::{Channel, Inbox, Question, identity};
+use askbridge_core::{Channel, Inbox, Question, Target};
 use serenity::all::{ChannelId, GatewayIntents, MessageId, UserId};
 use serenity::builder::CreateMessage;
 use serenity::http::{Http, HttpBuilder};
@@ -266,13 +266,13 @@ impl Discord {
         }
     }
 
-    fn target_channel(target: &str) -> Result<ChannelId, Error> {
-        let id = match (identity::surface_of(target), identity::address_of(target)) {
+    fn target_channel(target: &Target) -> Result<ChannelId, Error> {
+        let id = match (target.surface(), target.address()) {
             (SURFACE, Some(address)) => address.parse::<u64>().ok().filter(|id| *id != 0),
             _ => None,
         };
         id.map(ChannelId::new)
-            .ok_or_else(|| Error::BadTarget(target.to_owned()))
+            .ok_or_else(|| Error::BadTarget(target.to_string()))
     }
 }
 
@@ -316,17 +316,17 @@ impl Channel for Discord {
     async fn show(
         &self,
         question: &Question,
-        target: &str,
+        target: &Target,
     ) -> Result<String, askbridge_core::Error> {
         let channel_id = Discord::target_channel(target)?;
         let message = layout::question_message(question, channel_id.get());
         match self.core.rest.send_message(channel_id, &message).await {
             Ok(message_id) => {
-                tracing::info!(question_id = %question.id, target, message_id = %message_id, "question shown on Discord");
+                tracing::info!(question_id = %question.id, %target, message_id = %message_id, "question shown on Discord");
                 Ok(message_id.to_string())
             }
             Err(error) => {
-                tracing::warn!(question_id = %question.id, target, %error, "cannot show question on Discord");
+                tracing::warn!(question_id = %question.id, %target, %error, "cannot show question on Discord");
                 Err(error.into())
             }
         }
@@ -335,7 +335,7 @@ impl Channel for Discord {
     async fn withdraw(
         &self,
         question: &Question,
-        target: &str,
+        target: &Target,
         shown: &str,
     ) -> Result<(), askbridge_core::Error> {
         let channel_id = Discord::target_channel(target)?;
@@ -353,17 +353,17 @@ impl Channel for Discord {
             .await
         {
             Ok(()) => {
-                tracing::info!(question_id = %question.id, target, message_id = %message_id, status = %question.status, "Discord message edited to the outcome");
+                tracing::info!(question_id = %question.id, %target, message_id = %message_id, status = %question.status, "Discord message edited to the outcome");
                 Ok(())
             }
             Err(error) => {
-                tracing::warn!(question_id = %question.id, target, %error, "cannot edit the Discord message");
+                tracing::warn!(question_id = %question.id, %target, %error, "cannot edit the Discord message");
                 Err(error.into())
             }
         }
     }
 
-    async fn say(&self, target: &str, text: &str) -> Result<(), askbridge_core::Error> {
+    async fn say(&self, target: &Target, text: &str) -> Result<(), askbridge_core::Error> {
         let channel_id = Discord::target_channel(target)?;
         let message = CreateMessage::new()
             .content(layout::fit(text))
@@ -374,7 +374,7 @@ impl Channel for Discord {
             .await
             .map(drop)
             .map_err(|error| {
-                tracing::warn!(target, %error, "cannot say on Discord");
+                tracing::warn!(%target, %error, "cannot say on Discord");
                 error.into()
             })
     }
@@ -386,7 +386,10 @@ mod tests {
 
     #[test]
     fn targets_are_discord_channel_ids() {
-        assert_eq!(Discord::target_channel("discord:42").unwrap().get(), 42);
+        assert_eq!(
+            Discord::target_channel(&"discord:42".into()).unwrap().get(),
+            42
+        );
         for bad in [
             "discord:",
             "discord:0",
@@ -395,7 +398,10 @@ mod tests {
             "console",
         ] {
             assert!(
-                matches!(Discord::target_channel(bad), Err(Error::BadTarget(_))),
+                matches!(
+                    Discord::target_channel(&Target::new(bad.to_string())),
+                    Err(Error::BadTarget(_))
+                ),
                 "{bad}"
             );
         }

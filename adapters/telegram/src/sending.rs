@@ -6,7 +6,7 @@
 
 use crate::keyboard::{keyboard, message_text, resolved_text};
 use crate::{Redactor, SURFACE};
-use askbridge_core::{Channel, Error, Question, identity};
+use askbridge_core::{Channel, Error, Question, Target};
 use async_trait::async_trait;
 use std::future::Future;
 use teloxide::prelude::*;
@@ -69,8 +69,9 @@ pub(crate) fn to_model_error(redactor: &Redactor, error: RequestError) -> Error 
 }
 
 /// The chat id in a `telegram:<chat id>` target.
-pub(crate) fn chat_of(target: &str) -> Result<ChatId, Error> {
-    identity::address_of(target)
+pub(crate) fn chat_of(target: &Target) -> Result<ChatId, Error> {
+    target
+        .address()
         .and_then(|address| address.parse::<i64>().ok())
         .map(ChatId)
         .ok_or_else(|| {
@@ -107,7 +108,7 @@ impl Channel for TelegramChannel {
         SURFACE
     }
 
-    async fn show(&self, question: &Question, target: &str) -> Result<String, Error> {
+    async fn show(&self, question: &Question, target: &Target) -> Result<String, Error> {
         let chat = chat_of(target)?;
         let text = message_text(question);
         let markup = keyboard(question, &[]);
@@ -119,21 +120,26 @@ impl Channel for TelegramChannel {
         })
         .await
         .map_err(|error| to_model_error(&self.redactor, error))?;
-        tracing::info!(question_id = %question.id, target, message_id = sent.id.0, "question shown on Telegram");
+        tracing::info!(question_id = %question.id, %target, message_id = sent.id.0, "question shown on Telegram");
         Ok(sent.id.0.to_string())
     }
 
-    async fn withdraw(&self, question: &Question, target: &str, shown: &str) -> Result<(), Error> {
+    async fn withdraw(
+        &self,
+        question: &Question,
+        target: &Target,
+        shown: &str,
+    ) -> Result<(), Error> {
         let chat = chat_of(target)?;
         let message = shown.parse::<i32>().map(MessageId).map_err(|_| {
             Error::permanent(SURFACE, format!("`{shown}` is not a Telegram message id"))
         })?;
         self.edit(chat, message, resolved_text(question)).await?;
-        tracing::info!(question_id = %question.id, target, "question withdrawn on Telegram");
+        tracing::info!(question_id = %question.id, %target, "question withdrawn on Telegram");
         Ok(())
     }
 
-    async fn say(&self, target: &str, text: &str) -> Result<(), Error> {
+    async fn say(&self, target: &Target, text: &str) -> Result<(), Error> {
         let chat = chat_of(target)?;
         with_rate_limit(&self.redactor, || self.bot.send_message(chat, text).send())
             .await

@@ -5,15 +5,15 @@
 //! anonymous admins, channels — their `from` is a placeholder), forwarded messages (the words are
 //! someone else's), messages through inline bots, and edits (a changed message must not re-answer).
 //!
-//! A tap is acknowledged first — `answerCallbackQuery` with a toast predicted by
-//! [`Inbox::preview`], which changes nothing — so the button never spins and the person learns at
-//! once whether the tap counts. Then the same path as a typed command runs for real; only if its
+//! A tap is acknowledged first — `answerCallbackQuery` with the toast [`Inbox::prepare`] predicts
+//! from its one reading of the question, which changes nothing — so the button never spins and the
+//! person learns at once whether the tap counts. Then the prepared claim is committed; only if its
 //! reply differs from the prediction (someone else won in between) is it sent as a message.
 
 use crate::sending::{TelegramChannel, with_rate_limit};
 use crate::{SURFACE, Telegram};
 use askbridge_core::command::{Command, CommandLine, addressed_elsewhere};
-use askbridge_core::{Inbound, Inbox, Reply, identity, render};
+use askbridge_core::{Identity, Inbound, Inbox, Reply, Target, render};
 use std::sync::Arc;
 use teloxide::prelude::*;
 use teloxide::types::{CallbackQuery, MaybeInaccessibleMessage, Message, Update, UpdateKind, User};
@@ -73,8 +73,8 @@ impl Telegram {
         }
         Some(Inbound {
             via: SURFACE.into(),
-            chat: identity::compose(SURFACE, message.chat.id.0),
-            sender: identity::compose(SURFACE, from.id.0),
+            chat: Target::compose(SURFACE, message.chat.id.0),
+            sender: Identity::compose(SURFACE, from.id.0),
             sender_name: Some(display_name(from)),
             text: text.to_owned(),
             private: message.chat.is_private(),
@@ -111,20 +111,21 @@ impl Telegram {
         let (chat, message_id) = (message.chat().clone(), message.id());
         let inbound = Inbound {
             via: SURFACE.into(),
-            chat: identity::compose(SURFACE, chat.id.0),
-            sender: identity::compose(SURFACE, query.from.id.0),
+            chat: Target::compose(SURFACE, chat.id.0),
+            sender: Identity::compose(SURFACE, query.from.id.0),
             sender_name: Some(display_name(&query.from)),
             text: data.clone(),
             private: chat.is_private(),
             delivery_id: Some(delivery),
         };
-        let predicted = inbox.preview(&inbound).await;
+        let prepared = inbox.prepare(inbound).await;
+        let predicted = prepared.preview().cloned();
         let toast = predicted
             .as_ref()
             .map(|r| r.text.as_str())
             .unwrap_or_default();
         self.acknowledge(&query, toast).await;
-        let Some(reply) = inbox.handle(inbound).await else {
+        let Some(reply) = prepared.commit().await else {
             return;
         };
         if let Some(selection) = picked(&data) {

@@ -1,0 +1,169 @@
+//! Who resolves a question: a person or program on some surface ([`Actor`]), an "always allow"
+//! rule, or the deadline ([`Decider`]).
+//!
+//! Records and API clients have always seen who decided as two strings, `by` and `via` (`by:
+//! "telegram:42", via: "telegram"`; `by: "rule:<id>", via: "rule"`; `by: "askbridge", via:
+//! "timeout"`). [`Decider`] is the typed form the code works with; [`Decider::wire`] and
+//! [`Decider::from_wire`] keep those strings exactly as they were, so nothing stored or sent
+//! changes.
+
+use crate::id::RuleId;
+use crate::identity::Identity;
+use serde::{Deserialize, Serialize};
+
+/// The `via` of decisions made by rules.
+pub const RULE_VIA: &str = "rule";
+/// The `via` of expiries.
+pub const TIMEOUT_VIA: &str = "timeout";
+
+/// A person or program acting through a surface.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Actor {
+    /// Identity (`telegram:42`).
+    pub by: Identity,
+    /// Display name (`@alice`), if known.
+    pub by_name: Option<String>,
+    /// Surface (`telegram`).
+    pub via: String,
+}
+
+impl Actor {
+    /// An actor with no display name.
+    pub fn new(by: impl Into<Identity>, via: impl Into<String>) -> Self {
+        Actor {
+            by: by.into(),
+            by_name: None,
+            via: via.into(),
+        }
+    }
+
+    /// The HTTP API (every HTTP caller acts as `api`).
+    pub fn api() -> Self {
+        Actor::new(Identity::api(), crate::identity::API)
+    }
+
+    /// askbridge itself, for what it does on its own (`via` says why: `stop` for a stopped
+    /// session).
+    pub fn askbridge(via: impl Into<String>) -> Self {
+        Actor::new(Identity::askbridge(), via)
+    }
+
+    /// Sets the display name.
+    pub fn named(mut self, name: Option<String>) -> Self {
+        self.by_name = name;
+        self
+    }
+}
+
+/// Who decided a question's outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decider {
+    /// A person or program (including askbridge stopping a session).
+    Actor(Actor),
+    /// An "always allow" rule allowed an approval.
+    Rule(RuleId),
+    /// The deadline passed.
+    Deadline,
+}
+
+impl From<Actor> for Decider {
+    fn from(actor: Actor) -> Self {
+        Decider::Actor(actor)
+    }
+}
+
+/// `by`, `by_name` and `via` as stored and sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireDecider {
+    /// The identity (`telegram:42`, `rule:<id>`, `askbridge`).
+    pub by: Identity,
+    /// A display name.
+    pub by_name: Option<String>,
+    /// The surface (`telegram`, `rule`, `timeout`).
+    pub via: String,
+}
+
+impl Decider {
+    /// The `by`/`by_name`/`via` strings records have always carried.
+    pub fn wire(&self) -> WireDecider {
+        match self {
+            Decider::Actor(actor) => WireDecider {
+                by: actor.by.clone(),
+                by_name: actor.by_name.clone(),
+                via: actor.via.clone(),
+            },
+            Decider::Rule(rule) => WireDecider {
+                by: Identity::of_rule(rule),
+                by_name: None,
+                via: RULE_VIA.to_owned(),
+            },
+            Decider::Deadline => WireDecider {
+                by: Identity::askbridge(),
+                by_name: None,
+                via: TIMEOUT_VIA.to_owned(),
+            },
+        }
+    }
+
+    /// Reads the strings back.
+    pub fn from_wire(wire: WireDecider) -> Self {
+        if wire.via == RULE_VIA {
+            if let Some(rule) = wire.by.rule() {
+                return Decider::Rule(rule);
+            }
+        }
+        if wire.via == TIMEOUT_VIA && wire.by == Identity::askbridge() {
+            return Decider::Deadline;
+        }
+        Decider::Actor(Actor {
+            by: wire.by,
+            by_name: wire.by_name,
+            via: wire.via,
+        })
+    }
+
+    /// The person or program, when one decided.
+    pub fn actor(&self) -> Option<&Actor> {
+        match self {
+            Decider::Actor(actor) => Some(actor),
+            _ => None,
+        }
+    }
+
+    /// The rule, when one decided.
+    pub fn rule(&self) -> Option<&RuleId> {
+        match self {
+            Decider::Rule(rule) => Some(rule),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_decider_keeps_its_strings() {
+        let deciders = [
+            Decider::Actor(Actor::new("telegram:42", "telegram").named(Some("@alice".into()))),
+            Decider::Actor(Actor::askbridge("stop")),
+            Decider::Actor(Actor::api()),
+            Decider::Rule(RuleId::new("rule-k3f9x2m8qa")),
+            Decider::Deadline,
+        ];
+        for decider in deciders {
+            assert_eq!(Decider::from_wire(decider.wire()), decider);
+        }
+        let rule = Decider::Rule(RuleId::new("rule-x")).wire();
+        assert_eq!(
+            (rule.by.as_str(), rule.via.as_str()),
+            ("rule:rule-x", "rule")
+        );
+        let timeout = Decider::Deadline.wire();
+        assert_eq!(
+            (timeout.by.as_str(), timeout.via.as_str()),
+            ("askbridge", "timeout")
+        );
+    }
+}

@@ -1,0 +1,286 @@
+//! The registry: creating, reading, listing, waiting for and cancelling questions, and reading
+//! runs.
+
+use super::Bridge;
+use crate::Error;
+use crate::store::{Inserted, ListFilter};
+use askbridge_core::run::{Origin, Run, fingerprint};
+use askbridge_core::{
+    Actor, Claim, Millis, NewQuestion, Question, QuestionId, RunId, Target, Transition, identity,
+};
+use std::time::Duration;
+
+/// How long after a deadline an in-process waiter gives the sweeper before expiring the
+/// question itself (a bot never hangs because a background task died).
+const EXPIRY_GRACE: Duration = Duration::from_secs(2);
+/// How many times creation retries with a new id after a collision.
+const ID_ATTEMPTS: usize = 3;
+/// How often a waiter re-reads the store in case an event was lost.
+const WAIT_RECHECK: Duration = Duration::from_secs(2);
+
+impl Bridge {
+    /// Checks targets against the channels: each must be served by one.
+    fn check_targets(&self, targets: &[Target]) -> Result<(), Error> {
+        match targets.iter().find(|t| self.channel_for(t).is_none()) {
+            None => Ok(()),
+            Some(target) => {
+                let hint = match target.surface() {
+                    "telegram" => "set TELEGRAM_BOT_TOKEN to enable Telegram".to_owned(),
+                    "discord" => "set DISCORD_BOT_TOKEN to enable Discord".to_owned(),
+                    "console" => "the console is only attached in `askbridge demo`".to_owned(),
+                    other => format!("no `{other}` channel exists"),
+                };
+                Err(Error::UnknownTarget {
+                    target: target.to_string(),
+                    hint,
+                })
+            }
+        }
+    }
+
+    /// Registers a question and shows it on its targets. Returns it as stored.
+    pub async fn create(&self, request: NewQuestion) -> Result<Question, Error> {
+        let request = self.vet(request)?;
+        for _ in 0..ID_ATTEMPTS {
+            let question = request.clone().into_question(
+                QuestionId::random(),
+                Millis::now(),
+                self.options().default_timeout,
+            )?;
+            if self.store().insert(&question).await? == Inserted::Created {
+                return self.introduce(question).await;
+            }
+        }
+        Err(askbridge_core::Error::Invalid {
+            field: "id",
+            reason: "no free question id after several tries".into(),
+        }
+        .into())
+    }
+
+    /// [`Bridge::create`] under a run's derived id: a replay after a crash that meets the same
+    /// question again gets it back as it is, neither stored nor shown twice; one that meets it
+    /// changed gets [`CreateError::Diverged`].
+    pub async fn create_for_run(
+        &self,
+        request: NewQuestion,
+        id: QuestionId,
+    ) -> Result<Question, CreateError> {
+        let request = self.vet(request)?;
+        let question = request.into_question(id, Millis::now(), self.options().default_timeout)?;
+        match self.store().insert(&question).await? {
+            Inserted::Created => Ok(self.introduce(question).await?),
+            Inserted::Taken => self.existing_for_run(&question).await,
+        }
+    }
+
+    /// What every request goes through before it becomes a question: its targets must have a
+    /// channel, approvals get their approvers, callbacks need a signing key.
+    fn vet(&self, mut request: NewQuestion) -> Result<NewQuestion, Error> {
+        self.check_targets(&request.targets)?;
+        self.name_approvers(&mut request)?;
+        if request.callback_url.is_some() && self.options().signing_secret.is_none() {
+            return Err(askbridge_core::Error::Invalid {
+                field: "callback_url",
+                reason: "needs ASKBRIDGE_FLOW_SECRET, so that callbacks are signed".into(),
+            }
+            .into());
+        }
+        Ok(request)
+    }
+
+    /// A question just stored: a rule may decide it at once; otherwise it is shown.
+    async fn introduce(&self, question: Question) -> Result<Question, Error> {
+        tracing::info!(
+            question_id = %question.id,
+            session_id = %question.session_id,
+            kind = ?question.kind,
+            targets = ?question.targets,
+            "question asked"
+        );
+        self.metrics().asked();
+        if let Some(allowed) = self.allow_by_rule(&question).await? {
+            return Ok(allowed);
+        }
+        for target in &question.targets {
+            self.spawn_delivery(question.clone(), target.clone());
+        }
+        Ok(question)
+    }
+
+    /// A run's replay meeting its own question again: it must be the same question, or the flow
+    /// changed (or an HTTP flow answered differently) since it was asked.
+    async fn existing_for_run(&self, question: &Question) -> Result<Question, CreateError> {
+        let existing = self.get(&question.id).await?;
+        if existing.run_id.is_none() || existing.run_id != question.run_id {
+            return Err(CreateError::Failed(Error::Model(
+                askbridge_core::Error::Invalid {
+                    field: "id",
+                    reason: format!("question {} belongs to another run", question.id),
+                },
+            )));
+        }
+        if fingerprint(&existing) != fingerprint(question) {
+            return Err(CreateError::Diverged {
+                expected: format!("the question \"{}\" as first asked", existing.prompt),
+                found: format!("asks \"{}\" differently", question.prompt),
+            });
+        }
+        Ok(existing)
+    }
+
+    /// The question with this id.
+    pub async fn get(&self, id: &QuestionId) -> Result<Question, Error> {
+        self.store()
+            .get(id)
+            .await?
+            .ok_or_else(|| Error::NotFound(id.clone()))
+    }
+
+    /// Questions passing `filter`. Its session and target are checked first: they become parts
+    /// of store keys.
+    pub async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>, Error> {
+        if let Some(session_id) = &filter.session_id {
+            askbridge_core::request::check_session_id(session_id)?;
+        }
+        if let Some(target) = filter.target.as_ref().filter(|t| !t.is_well_formed()) {
+            return Err(askbridge_core::Error::Invalid {
+                field: "target",
+                reason: format!("`{target}` is not a target like telegram:-100 or console"),
+            }
+            .into());
+        }
+        Ok(self.store().list(filter).await?)
+    }
+
+    /// Waits until question `id` leaves `pending` or `timeout` passes; returns it as it is then.
+    pub async fn wait(&self, id: &QuestionId, timeout: Duration) -> Result<Question, Error> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            // Registered before reading, so a resolution in between is not missed; dropped
+            // (and so removed) on every way out of this loop.
+            let mut registration = self.waiters().register(id);
+            let question = self.get(id).await?;
+            if !question.is_pending() {
+                return Ok(question);
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Ok(question);
+            }
+            if let Some(resolved) = registration
+                .woken_within(WAIT_RECHECK.min(deadline - now))
+                .await
+            {
+                return Ok(resolved);
+            }
+        }
+    }
+
+    /// Waits for question `id` until its deadline (and a short grace), expiring it here if the
+    /// sweeper has not: a waiter never hangs past a deadline.
+    pub async fn wait_for_outcome(&self, id: &QuestionId) -> Result<Question, Error> {
+        let question = self.get(id).await?;
+        let left = question.remaining(Millis::now()) + EXPIRY_GRACE;
+        let question = self.wait(id, left).await?;
+        if !question.is_pending() {
+            return Ok(question);
+        }
+        match self.claim(&question, Claim::expire(Millis::now())).await {
+            Ok(resolved) => Ok(resolved),
+            Err(Error::AlreadyResolved(resolved)) => Ok(*resolved),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Cancels every pending question of a session; their waiters are released at once.
+    pub async fn cancel_session(&self, session_id: &str, actor: Actor) -> Result<usize, Error> {
+        let filter = ListFilter {
+            session_id: Some(session_id.to_owned()),
+            limit: usize::MAX,
+            ..ListFilter::pending()
+        };
+        let mut cancelled = 0;
+        for question in self.list(&filter).await? {
+            let claim = Claim::new(
+                Transition::Cancel { reason: None },
+                actor.clone(),
+                Millis::now(),
+            );
+            match self.claim(&question, claim).await {
+                Ok(_) => cancelled += 1,
+                Err(Error::AlreadyResolved(_)) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        tracing::info!(session_id, cancelled, "session cancelled");
+        Ok(cancelled)
+    }
+
+    /// The run with this id.
+    pub async fn get_run(&self, id: &str) -> Result<Run, Error> {
+        let unknown = || Error::UnknownRun(id.to_owned());
+        let run_id = RunId::parse(id).ok_or_else(unknown)?;
+        self.store().get_run(&run_id).await?.ok_or_else(unknown)
+    }
+
+    /// Starts flow `name` for `origin` with the registered [`super::Runner`].
+    pub async fn start_run(&self, name: &str, input: &str, origin: Origin) -> Result<Run, Error> {
+        let runner = self
+            .runner()
+            .ok_or_else(|| Error::UnknownFlow(name.to_owned()))?;
+        if let Some(chat) = &origin.chat {
+            if self.channel_for(chat).is_none() {
+                return Err(Error::UnknownTarget {
+                    target: chat.to_string(),
+                    hint: "a run reports in the chat it came from, which needs a channel".into(),
+                });
+            }
+        }
+        runner.start(self, name, input, origin).await
+    }
+
+    /// Says `text` in `target` (a reply that is not an edit of a question).
+    pub async fn say(&self, target: &Target, text: &str) -> Result<(), Error> {
+        let channel = self
+            .channel_for(target)
+            .ok_or_else(|| Error::UnknownTarget {
+                target: target.to_string(),
+                hint: format!(
+                    "no `{}` channel exists",
+                    identity::surface_of(target.as_str())
+                ),
+            })?;
+        channel.say(target, text).await.map_err(Error::from)
+    }
+}
+
+/// Why [`Bridge::create_as`] created nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    /// The request cannot be asked.
+    #[error(transparent)]
+    Failed(#[from] Error),
+    /// A run's replay met its question changed: the flow changed under a waiting run.
+    #[error(
+        "The flow changed while the run waited: it now {found} where its journal recorded {expected}."
+    )]
+    Diverged {
+        /// What was asked first.
+        expected: String,
+        /// What is asked now.
+        found: String,
+    },
+}
+
+impl From<askbridge_core::Error> for CreateError {
+    fn from(error: askbridge_core::Error) -> Self {
+        CreateError::Failed(error.into())
+    }
+}
+
+impl From<crate::store::Error> for CreateError {
+    fn from(error: crate::store::Error) -> Self {
+        CreateError::Failed(error.into())
+    }
+}

@@ -1,0 +1,276 @@
+//! The one path from "someone said this about a question" to "resolved" or "refused", for every
+//! surface: the HTTP API, the console, Telegram, Discord and the ops page.
+//!
+//! [`Bridge::check`] reads the question once, checks the sender may answer it once, and reads
+//! what they said against it once; [`Bridge::commit`] claims with that reading. A tap is
+//! acknowledged between the two, from the same reading ([`Checked::predicted`]). Every refusal
+//! passes through [`Bridge::conclude`], the one place refused attempts reach the audit trail.
+
+use super::Bridge;
+use crate::Error;
+use askbridge_core::audit::AuditEntry;
+use askbridge_core::{
+    Actor, Answer, Claim, ClaimOutcome, Millis, Question, QuestionId, Target, Transition,
+};
+use std::time::Duration;
+
+/// How long after a resolution its outbox entry waits for the winner's own settle before any
+/// sweeper does it.
+pub(super) const SETTLE_GRACE: Duration = Duration::from_secs(10);
+
+/// A reply given by a program (HTTP API, Rust API) rather than typed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProgramReply {
+    /// The answer: a label, labels, a boolean; for approvals `once`, `always`,
+    /// `always everywhere` or `reject`.
+    pub answer: Answer,
+    /// An approval rejection's feedback.
+    pub message: Option<String>,
+    /// The action digest the replier saw; refused when it is not the question's.
+    pub digest: Option<String>,
+}
+
+impl From<Answer> for ProgramReply {
+    fn from(answer: Answer) -> Self {
+        ProgramReply {
+            answer,
+            message: None,
+            digest: None,
+        }
+    }
+}
+
+/// What someone said about a question.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Said {
+    /// The `<choice>` of `/answer <id> <choice>`, a button's payload, or a plain reply.
+    Typed(String),
+    /// A program's reply.
+    Program(ProgramReply),
+    /// A decline (or an approval's rejection), maybe saying why.
+    Decline(Option<String>),
+    /// A transition already made by the caller (the Rust API), applied as it is.
+    Transition(Transition),
+}
+
+/// An attempt to resolve question `id`: what `actor`, writing in `chat` (a target, or `api` for
+/// the HTTP API), said about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attempt {
+    /// The question.
+    pub id: QuestionId,
+    /// What was said.
+    pub said: Said,
+    /// Who said it, through which surface.
+    pub actor: Actor,
+    /// Where.
+    pub chat: Target,
+}
+
+/// An attempt read and checked against its question: the claim it makes.
+#[derive(Clone, Debug)]
+pub(crate) struct Checked {
+    question: Question,
+    claim: Claim,
+}
+
+impl Checked {
+    /// The question as claiming would leave it, unless someone else wins first (computed on a
+    /// copy: [`Question::apply`] is pure). A claim that would lose gives the error it would.
+    pub(crate) fn predicted(&self) -> Result<Question, Error> {
+        let mut copy = self.question.clone();
+        match copy.apply(&self.claim) {
+            ClaimOutcome::Won => Ok(copy),
+            ClaimOutcome::Expired | ClaimOutcome::AlreadyResolved => {
+                Err(Error::AlreadyResolved(Box::new(copy)))
+            }
+        }
+    }
+}
+
+/// A refused attempt, with the question when it was read (for the audit record).
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    pub(crate) error: Error,
+    pub(crate) question: Option<Question>,
+}
+
+impl From<Error> for Refusal {
+    fn from(error: Error) -> Self {
+        let question = match &error {
+            Error::AlreadyResolved(question) => Some((**question).clone()),
+            _ => None,
+        };
+        Refusal { error, question }
+    }
+}
+
+impl Bridge {
+    /// Resolves question `id` with what `actor` said, writing in `chat`: the whole path for
+    /// programs (HTTP, Rust API). Returns the resolved question, or why not
+    /// ([`Error::AlreadyResolved`] carries the winner).
+    pub async fn attempt(&self, attempt: Attempt) -> Result<Question, Error> {
+        let result = match self.check(&attempt, None).await {
+            Ok(checked) => self.commit(checked).await.map_err(Refusal::from),
+            Err(refusal) => Err(refusal),
+        };
+        self.conclude(&attempt.actor, Some(attempt.id.to_string()), result)
+            .await
+    }
+
+    /// [`Bridge::attempt`] with a transition the caller made: `Answer`s must already fit.
+    pub async fn resolve(
+        &self,
+        id: &QuestionId,
+        transition: Transition,
+        actor: Actor,
+        chat: &Target,
+    ) -> Result<Question, Error> {
+        self.attempt(Attempt {
+            id: id.clone(),
+            said: Said::Transition(transition),
+            actor,
+            chat: chat.clone(),
+        })
+        .await
+    }
+
+    /// [`Bridge::attempt`] with a program's reply, checked against the question.
+    pub async fn answer(
+        &self,
+        id: &QuestionId,
+        reply: ProgramReply,
+        actor: Actor,
+        chat: &Target,
+    ) -> Result<Question, Error> {
+        self.attempt(Attempt {
+            id: id.clone(),
+            said: Said::Program(reply),
+            actor,
+            chat: chat.clone(),
+        })
+        .await
+    }
+
+    /// Reads the question (unless the caller already has it), checks the sender may answer it
+    /// while it is pending, and reads what they said against it. Changes nothing.
+    pub(crate) async fn check(
+        &self,
+        attempt: &Attempt,
+        known: Option<Question>,
+    ) -> Result<Checked, Refusal> {
+        let question = match known {
+            Some(question) => question,
+            None => self.get(&attempt.id).await?,
+        };
+        let refused = |error: Error, question: Question| Refusal {
+            error,
+            question: Some(question),
+        };
+        if !question.may_answer(&attempt.actor.by, &attempt.chat) {
+            tracing::info!(question_id = %question.id, by = %attempt.actor.by, chat = %attempt.chat, "refused: not an answerer");
+            return Err(refused(Error::Forbidden, question));
+        }
+        if !question.is_pending() {
+            return Err(Error::AlreadyResolved(Box::new(question)).into());
+        }
+        let transition = match &attempt.said {
+            Said::Typed(text) => question.read_typed(text),
+            Said::Program(reply) => question.reply_transition(
+                reply.answer.clone(),
+                reply.message.clone(),
+                reply.digest.as_deref(),
+            ),
+            Said::Decline(message) => Ok(Transition::Decline {
+                message: message.clone(),
+            }),
+            Said::Transition(transition) => Ok(transition.clone()),
+        };
+        match transition {
+            Ok(transition) => {
+                let claim = Claim::new(transition, attempt.actor.clone(), Millis::now());
+                Ok(Checked { question, claim })
+            }
+            Err(error) => Err(refused(error.into(), question)),
+        }
+    }
+
+    /// Claims what [`Bridge::check`] read, as of now.
+    pub(crate) async fn commit(&self, checked: Checked) -> Result<Question, Error> {
+        let Checked {
+            question,
+            mut claim,
+        } = checked;
+        claim.at = Millis::now();
+        self.claim(&question, claim).await
+    }
+
+    /// Passes a result on, recording a refusal in the audit trail first: the one place refused
+    /// attempts are audited. A store that did not answer is not a refusal (and could not record
+    /// one anyway).
+    pub(crate) async fn conclude(
+        &self,
+        actor: &Actor,
+        attempted: Option<String>,
+        result: Result<Question, Refusal>,
+    ) -> Result<Question, Error> {
+        let refusal = match result {
+            Ok(question) => return Ok(question),
+            Err(refusal) => refusal,
+        };
+        if !refusal.error.is_unavailable() {
+            let entry = AuditEntry::refused(
+                &actor.by,
+                &actor.via,
+                attempted,
+                refusal.question.as_ref(),
+                &refusal.error.to_string(),
+            );
+            if let Err(error) = self.store().append_audit(&entry).await {
+                tracing::warn!(%error, "cannot append to the audit trail");
+            }
+        }
+        Err(refusal.error)
+    }
+
+    /// Applies `claim` in the store and starts the effects of a win. No authorisation check:
+    /// expiry, cancellation, and the checked attempts above.
+    pub(crate) async fn claim(&self, question: &Question, claim: Claim) -> Result<Question, Error> {
+        if !question.is_pending() {
+            return Err(Error::AlreadyResolved(Box::new(question.clone())));
+        }
+        let Some((outcome, resolved)) = self.store().claim(question, &claim, SETTLE_GRACE).await?
+        else {
+            return Err(Error::NotFound(question.id.clone()));
+        };
+        match outcome {
+            ClaimOutcome::Won => {
+                tracing::info!(
+                    question_id = %resolved.id,
+                    status = %resolved.status,
+                    decider = ?claim.decider,
+                    "question resolved"
+                );
+                if resolved
+                    .resolution
+                    .as_ref()
+                    .is_some_and(|r| r.rule_to_create().is_some())
+                {
+                    // "Always allow": the rule exists (and matching pending approvals are
+                    // allowed) before the approver's reply returns; the rest follows as usual.
+                    if let Err(error) = self.create_rule_now(&resolved).await {
+                        tracing::warn!(question_id = %resolved.id, %error, "cannot create the rule yet; the sweeper will retry");
+                    }
+                }
+                self.after_win(&resolved);
+                Ok(resolved)
+            }
+            ClaimOutcome::Expired => {
+                tracing::info!(question_id = %resolved.id, "question expired (claim arrived after the deadline)");
+                self.after_win(&resolved);
+                Err(Error::AlreadyResolved(Box::new(resolved)))
+            }
+            ClaimOutcome::AlreadyResolved => Err(Error::AlreadyResolved(Box::new(resolved))),
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! The seam between the bridge and a flow engine.
+//!
+//! The bridge resumes runs (a resolved question with a `run_id`), takes over runs whose process
+//! died, and starts flows from chat commands — without knowing what a flow is. A flow engine
+//! (`crate::flows`) implements [`Runner`] and registers it with [`Bridge::set_runner`]; the
+//! dependency points from flows to the bridge, never back.
+
+use super::Bridge;
+use crate::Error;
+use askbridge_core::Question;
+use askbridge_core::run::{Origin, Run};
+use async_trait::async_trait;
+
+/// What a resolved question's resume effect found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resume {
+    /// The run was taken and is executing, or needed nothing (finished, already past this
+    /// question, or taken by another process).
+    Done,
+    /// The run has not parked on this question yet (its function is still executing towards
+    /// it); try again shortly.
+    NotYet,
+}
+
+/// A flow engine, as the bridge sees it.
+#[async_trait]
+pub trait Runner: Send + Sync {
+    /// The flows people may start, by name, with a one-line description each, sorted by name.
+    fn flows(&self) -> Vec<(String, String)>;
+
+    /// Starts flow `name` with `input` for `origin`; the run executes in the background.
+    async fn start(
+        &self,
+        bridge: &Bridge,
+        name: &str,
+        input: &str,
+        origin: Origin,
+    ) -> Result<Run, Error>;
+
+    /// A question of a run was resolved: take the run up again.
+    async fn resume(&self, bridge: &Bridge, question: &Question) -> Result<Resume, Error>;
+
+    /// Takes over runs whose executor's lease ran out (its process died or stalled). Returns
+    /// how many were taken.
+    async fn recover(&self, bridge: &Bridge) -> Result<usize, Error>;
+}

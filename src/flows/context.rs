@@ -1,0 +1,353 @@
+//! What a flow's function gets: its input, and `ask`, `confirm`, `approve` and `step`, which
+//! replay the run's journal before they ask anything new.
+
+use super::Interrupt;
+use crate::Session;
+use crate::bridge::{Bridge, decide, outcome_from};
+use askbridge_core::run::{AskRecord, JournalEntry, Origin, Run, fingerprint_of};
+use askbridge_core::{Answer, Approval, Identity, Kind, Millis, NewQuestion, QuestionId, RunId};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+enum Mode {
+    Blocking(Session),
+    Run(Box<Mutex<Replay>>),
+}
+
+/// A run being replayed: its journal, how far the function has got in it, and whether it has
+/// reached a question nobody has answered.
+pub(super) struct Replay {
+    run: Run,
+    owner: String,
+    cursor: usize,
+    suspended: Option<QuestionId>,
+}
+
+struct ContextInner {
+    bridge: Bridge,
+    /// Serialises writes of the run (a step's journal entry, the heartbeat's lease renewal): each
+    /// takes its snapshot under this lock, so the last write has the latest journal.
+    saving: tokio::sync::Mutex<()>,
+    input: String,
+    run_id: Option<RunId>,
+    origin: Origin,
+    mode: Mode,
+}
+
+/// See the module documentation.
+#[derive(Clone)]
+pub struct FlowContext {
+    inner: Arc<ContextInner>,
+}
+
+impl std::fmt::Debug for FlowContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlowContext")
+            .field("run_id", &self.inner.run_id)
+            .finish()
+    }
+}
+
+/// What the journal says at the cursor, for an ask.
+enum AskAt {
+    Recorded(AskRecord),
+    New(QuestionId),
+}
+
+impl FlowContext {
+    pub(super) fn for_run(bridge: &Bridge, run: Run, owner: &str) -> Self {
+        FlowContext {
+            inner: Arc::new(ContextInner {
+                bridge: bridge.clone(),
+                saving: tokio::sync::Mutex::new(()),
+                input: run.input.clone(),
+                run_id: Some(run.id.clone()),
+                origin: run.origin.clone(),
+                mode: Mode::Run(Box::new(Mutex::new(Replay {
+                    run,
+                    owner: owner.to_owned(),
+                    cursor: 0,
+                    suspended: None,
+                }))),
+            }),
+        }
+    }
+
+    pub(super) fn blocking(bridge: &Bridge, input: &str, session: Session) -> Self {
+        FlowContext {
+            inner: Arc::new(ContextInner {
+                bridge: bridge.clone(),
+                saving: tokio::sync::Mutex::new(()),
+                input: input.to_owned(),
+                run_id: None,
+                origin: Origin {
+                    chat: None,
+                    user: Identity::new(session.id()),
+                    user_name: None,
+                },
+                mode: Mode::Blocking(session),
+            }),
+        }
+    }
+
+    /// What the run was started with (`/deploy staging` gives `staging`).
+    pub fn input(&self) -> &str {
+        &self.inner.input
+    }
+
+    /// The run's id (`None` in blocking mode).
+    pub fn run_id(&self) -> Option<&RunId> {
+        self.inner.run_id.as_ref()
+    }
+
+    /// Where the run came from.
+    pub fn origin(&self) -> &Origin {
+        &self.inner.origin
+    }
+
+    fn replay(&self) -> Option<MutexGuard<'_, Replay>> {
+        match &self.inner.mode {
+            Mode::Run(replay) => Some(replay.lock().unwrap_or_else(|p| p.into_inner())),
+            Mode::Blocking(_) => None,
+        }
+    }
+
+    /// The journal so far (empty in blocking mode).
+    pub fn journal(&self) -> Vec<JournalEntry> {
+        self.replay()
+            .map(|r| r.run.journal.clone())
+            .unwrap_or_default()
+    }
+
+    /// Asks; the answer, or why there is none: [`Interrupt::NoAnswer`] (declined, timed out —
+    /// the default is returned instead when the question has one —, cancelled), and in a run,
+    /// [`Interrupt::Suspended`] when nobody has answered yet (pass it on with `?`).
+    pub async fn ask(&self, request: NewQuestion) -> Result<Answer, Interrupt> {
+        if let Mode::Blocking(session) = &self.inner.mode {
+            return Ok(session.ask(request).await?);
+        }
+        let record = self.recorded(request).await?;
+        Ok(outcome_from(
+            record.question_id,
+            record.status,
+            record.value,
+            record.message,
+        )?)
+    }
+
+    /// Asks for approval of an action (`NewQuestion::ask(prompt).approve(action)`): how it was
+    /// allowed, or `NoAnswer` (declined with the approver's feedback, timed out, cancelled);
+    /// `Suspended` while nobody has decided. Approvers are the request's `answerers`, else
+    /// `ASKBRIDGE_APPROVERS` — never the person who started the run by default.
+    pub async fn approve(&self, request: NewQuestion) -> Result<Approval, Interrupt> {
+        let request = request.kind(Kind::Approval);
+        if let Mode::Blocking(session) = &self.inner.mode {
+            return Ok(session.approve(request).await?);
+        }
+        let digest = request
+            .action
+            .as_ref()
+            .map(|a| a.digest())
+            .unwrap_or_default();
+        let record = self.recorded(request).await?;
+        Ok(decide(
+            &record.question_id,
+            record.status,
+            record.value.as_ref(),
+            record.message,
+            &record.by,
+            None,
+            digest,
+        )?)
+    }
+
+    /// Asks yes or no: `Ok(false)` for no, a decline, or a timeout without default (as
+    /// [`crate::Session::confirm`]); `Err(Suspended)` while nobody has answered.
+    pub async fn confirm(&self, request: NewQuestion) -> Result<bool, Interrupt> {
+        match self.ask(request.kind(Kind::Confirm)).await {
+            Ok(Answer::Bool(yes)) => Ok(yes),
+            Ok(_) | Err(Interrupt::NoAnswer(_)) => Ok(false),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// The journal's record of this ask: replayed, or — for a question the run meets for the
+    /// first time — registered (and `Suspended` returned), unless a rule decided it at once.
+    async fn recorded(&self, request: NewQuestion) -> Result<AskRecord, Interrupt> {
+        let request = self.complete(request);
+        let fingerprint = fingerprint_of(&request).map_err(crate::Error::from)?;
+        let question_id = match self.next_ask(&request, &fingerprint)? {
+            AskAt::Recorded(record) => return Ok(record),
+            AskAt::New(question_id) => question_id,
+        };
+        let question = self
+            .inner
+            .bridge
+            .create_for_run(request, question_id.clone())
+            .await?;
+        let mut replay = self.replay().expect("run mode");
+        if question.is_pending() {
+            replay.suspended = Some(question_id.clone());
+            return Err(Interrupt::Suspended { question_id });
+        }
+        // Decided at once (an "always allow" rule): no need to wait.
+        replay.run.absorb(&question);
+        replay.cursor += 1;
+        match replay.run.journal.last() {
+            Some(JournalEntry::Ask(record)) => Ok(record.clone()),
+            _ => unreachable!("absorb appends an ask"),
+        }
+    }
+
+    /// Runs `work` once: on replay, returns its recorded result instead of running it again.
+    /// The result is written to the store before `step` returns.
+    pub async fn step<T, F>(&self, name: &str, work: F) -> Result<T, Interrupt>
+    where
+        T: Serialize + DeserializeOwned,
+        F: Future<Output = T>,
+    {
+        if matches!(self.inner.mode, Mode::Blocking(_)) {
+            return Ok(work.await);
+        }
+        if let Some(recorded) = self.next_step(name)? {
+            return serde_json::from_value(recorded).map_err(|e| {
+                Interrupt::fail(format!(
+                    "step `{name}`'s recorded result no longer reads: {e}"
+                ))
+            });
+        }
+        let value = work.await;
+        let json = serde_json::to_value(&value).map_err(|e| {
+            Interrupt::fail(format!("step `{name}`'s result cannot be recorded: {e}"))
+        })?;
+        if let Some(mut replay) = self.replay() {
+            replay.run.journal.push(JournalEntry::Step {
+                name: name.to_owned(),
+                value: json,
+            });
+            replay.cursor += 1;
+        }
+        if !self.save(false).await? {
+            return Err(Interrupt::Superseded);
+        }
+        Ok(value)
+    }
+
+    /// Writes the run as it stands (renewing the lease when `renew`). False when another process
+    /// has taken the run over.
+    pub(super) async fn save(&self, renew: bool) -> Result<bool, crate::store::Error> {
+        let _writing = self.inner.saving.lock().await;
+        let (run, owner) = {
+            let Some(mut replay) = self.replay() else {
+                return Ok(true);
+            };
+            if renew {
+                replay.run.lease_until =
+                    Some(Millis::now().after(self.inner.bridge.options().run_lease));
+            }
+            (replay.run.clone(), replay.owner.clone())
+        };
+        self.inner.bridge.store().save_run(&run, &owner).await
+    }
+
+    /// Skips the rest of the journal: the next ask is a new question. For flows that read the
+    /// journal themselves (HTTP flows get it whole and answer with the next question).
+    pub fn fast_forward(&self) {
+        if let Some(mut replay) = self.replay() {
+            replay.cursor = replay.run.journal.len();
+        }
+    }
+
+    /// Fills in what a run's question needs: its session, its run, and by default the run's chat
+    /// as target and the person who started it as the only answerer.
+    fn complete(&self, mut request: NewQuestion) -> NewQuestion {
+        let replay = self.replay().expect("run mode");
+        request.session_id = replay.run.session_id();
+        request.run_id = Some(replay.run.id.clone());
+        if request.targets.is_empty() {
+            request.targets = replay.run.origin.chat.iter().cloned().collect();
+        }
+        // Approvals are the exception: their approvers come from the question or from
+        // ASKBRIDGE_APPROVERS, never from who happened to start the run.
+        if request.answerers.is_empty() && request.kind != Kind::Approval {
+            request.answerers = vec![replay.run.origin.user.clone()];
+        }
+        request
+    }
+
+    /// The replay state, unless the function already reached an unanswered question: then
+    /// nothing after it may run (not even a step), so everything returns `Suspended`.
+    fn unsuspended(&self) -> Result<MutexGuard<'_, Replay>, Interrupt> {
+        let replay = self.replay().expect("run mode");
+        match &replay.suspended {
+            Some(question) => Err(Interrupt::Suspended {
+                question_id: question.clone(),
+            }),
+            None => Ok(replay),
+        }
+    }
+
+    fn next_ask(&self, request: &NewQuestion, fingerprint: &str) -> Result<AskAt, Interrupt> {
+        let mut replay = self.unsuspended()?;
+        let cursor = replay.cursor;
+        let diverged =
+            |expected: String, found: String| Err(Interrupt::Diverged { expected, found });
+        match replay.run.journal.get(cursor) {
+            Some(JournalEntry::Ask(record)) if record.fingerprint == fingerprint => {
+                let record = record.clone();
+                replay.cursor += 1;
+                Ok(AskAt::Recorded(record))
+            }
+            // Same words, different question: other options, or another action to approve.
+            Some(JournalEntry::Ask(record)) if record.prompt == request.prompt.trim() => diverged(
+                format!("\"{}\" with other options or another action", record.prompt),
+                format!("asks \"{}\" differently", request.prompt),
+            ),
+            Some(JournalEntry::Ask(record)) => diverged(
+                format!("the question \"{}\"", record.prompt),
+                format!("asks \"{}\"", request.prompt),
+            ),
+            Some(JournalEntry::Step { name, .. }) => diverged(
+                format!("step `{name}`"),
+                format!("asks \"{}\"", request.prompt),
+            ),
+            None => Ok(AskAt::New(replay.run.question_id(replay.run.asks()))),
+        }
+    }
+
+    fn next_step(&self, name: &str) -> Result<Option<serde_json::Value>, Interrupt> {
+        let mut replay = self.unsuspended()?;
+        let cursor = replay.cursor;
+        let diverged = |expected: String| {
+            Err(Interrupt::Diverged {
+                expected,
+                found: format!("runs step `{name}`"),
+            })
+        };
+        match replay.run.journal.get(cursor) {
+            Some(JournalEntry::Step {
+                name: recorded,
+                value,
+            }) if recorded == name => {
+                let value = value.clone();
+                replay.cursor += 1;
+                Ok(Some(value))
+            }
+            Some(JournalEntry::Step { name: recorded, .. }) => {
+                diverged(format!("step `{recorded}`"))
+            }
+            Some(JournalEntry::Ask(record)) => {
+                diverged(format!("the question \"{}\"", record.prompt))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The run as the function left it, and the question it stopped at, if any.
+    pub(super) fn finish(&self) -> (Run, Option<QuestionId>) {
+        let replay = self.replay().expect("run mode");
+        (replay.run.clone(), replay.suspended.clone())
+    }
+}

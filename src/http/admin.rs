@@ -1,0 +1,138 @@
+//! The other routes: rules, the audit trail, runs, health and metrics.
+
+use super::{ApiError, AppState, JsonBody};
+use askbridge_core::audit::AuditFilter;
+use askbridge_core::run::{Origin, Run};
+use askbridge_core::{Actor, Identity, Millis, RuleId, Target, identity};
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+pub(super) async fn list_rules(
+    State(state): State<AppState>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    Ok(Json(json!({ "rules": state.bridge.rules().await? })))
+}
+
+pub(super) async fn revoke_rule(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    state
+        .bridge
+        .revoke_rule(&RuleId::new(id), &Actor::api())
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct AuditQuery {
+    session_id: Option<String>,
+    since: Option<String>,
+    limit: Option<usize>,
+}
+
+pub(super) async fn audit(
+    State(state): State<AppState>,
+    Query(query): Query<AuditQuery>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let since = match query.since.as_deref().filter(|s| !s.is_empty()) {
+        None => None,
+        Some(text) => Some(
+            Millis::parse_rfc3339(text)
+                .or_else(|| text.parse().ok().map(Millis))
+                .ok_or_else(|| {
+                    ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        format!("since `{text}` is not an RFC 3339 time or epoch milliseconds"),
+                    )
+                    .with("field", json!("since"))
+                })?,
+        ),
+    };
+    let filter = AuditFilter {
+        session_id: query.session_id.filter(|s| !s.is_empty()),
+        since,
+        limit: query.limit.unwrap_or(0),
+    };
+    Ok(Json(
+        json!({ "entries": state.bridge.audit(&filter).await? }),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct StartRun {
+    flow: String,
+    #[serde(default)]
+    input: String,
+    /// The chat the run's questions and result go to; without one they are answered over HTTP.
+    #[serde(default)]
+    chat: Option<String>,
+    /// Who may answer (by default); `api` when absent.
+    #[serde(default)]
+    user: Option<String>,
+}
+
+pub(super) async fn start_run(
+    State(state): State<AppState>,
+    JsonBody(request): JsonBody<StartRun>,
+) -> Result<(StatusCode, Json<Run>), ApiError> {
+    // Like a question's answerers, set by whoever creates the run.
+    let user = request
+        .user
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| identity::API.to_owned());
+    if !identity::is_well_formed(&user) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("`{user}` is not an identity like api or telegram:42"),
+        )
+        .with("field", json!("user")));
+    }
+    let origin = Origin {
+        chat: request.chat.filter(|c| !c.is_empty()).map(Target::new),
+        user: Identity::new(user),
+        user_name: None,
+    };
+    let run = state
+        .bridge
+        .start_run(&request.flow, &request.input, origin)
+        .await?;
+    Ok((StatusCode::CREATED, Json(run)))
+}
+
+pub(super) async fn get_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Run>, ApiError> {
+    Ok(Json(state.bridge.get_run(&id).await?))
+}
+
+pub(super) async fn healthz(State(state): State<AppState>) -> Response {
+    let store = state.bridge.store();
+    match store.ping().await {
+        Ok(()) => Json(json!({ "status": "ok", "store": store.describe() })).into_response(),
+        Err(error) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "status": "unavailable", "store": store.describe(), "error": error.to_string() })),
+        )
+            .into_response(),
+    }
+}
+
+pub(super) async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let pending = state.bridge.store().count_pending().await?;
+    let body = state.bridge.metrics().render(pending);
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response())
+}
+
+pub(super) async fn not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "no such route; see the README for the API",
+    )
+}

@@ -1,0 +1,152 @@
+//! One JSON shape for every error: `{"error": "...", "field"?: "...", "question"?: {...}}`, with
+//! the status that says what went wrong. Request bodies that do not read are turned into the same
+//! shape, naming the field at fault.
+
+use crate::Error;
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use regex::Regex;
+use serde_json::json;
+use std::sync::LazyLock;
+
+/// Every API error, as JSON with the right status.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    body: serde_json::Value,
+}
+
+impl ApiError {
+    pub(super) fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            body: json!({ "error": message.into() }),
+        }
+    }
+
+    pub(super) fn with(mut self, key: &str, value: serde_json::Value) -> Self {
+        self.body[key] = value;
+        self
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(error: Error) -> Self {
+        use askbridge_core::Error as Model;
+        let message = error.to_string();
+        match error {
+            Error::Model(Model::Invalid { field, .. }) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message).with("field", json!(field))
+            }
+            Error::Model(Model::NotFit { .. }) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
+            }
+            Error::Model(Model::Delivery { .. }) => ApiError::new(StatusCode::BAD_GATEWAY, message),
+            Error::Model(_) => ApiError::new(StatusCode::BAD_REQUEST, message),
+            Error::NotFound(_) | Error::UnknownRun(_) | Error::UnknownRule(_) => {
+                ApiError::new(StatusCode::NOT_FOUND, message)
+            }
+            Error::AlreadyResolved(question) => ApiError::new(StatusCode::CONFLICT, message)
+                .with("resolution", json!(question.resolution))
+                .with("question", super::view::json(&question)),
+            Error::Forbidden => ApiError::new(StatusCode::FORBIDDEN, message),
+            Error::UnknownTarget { .. } => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
+                .with("field", json!("targets")),
+            Error::NoSurface | Error::UnknownFlow(_) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
+            }
+            Error::Store(error) if error.is_unavailable() => {
+                tracing::error!(%error, "store failure answering an API request");
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message)
+            }
+            Error::Store(error) => {
+                tracing::error!(%error, "corrupt record met answering an API request");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message)
+            }
+        }
+    }
+}
+
+impl From<askbridge_core::Error> for ApiError {
+    fn from(error: askbridge_core::Error) -> Self {
+        ApiError::from(Error::from(error))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body)).into_response()
+    }
+}
+
+/// `Json<T>` whose rejections are [`ApiError`]s naming the bad field.
+#[derive(Debug)]
+pub struct JsonBody<T>(pub T);
+
+impl<S, T> FromRequest<S> for JsonBody<T>
+where
+    Json<T>: FromRequest<S, Rejection = JsonRejection>,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(request, state).await {
+            Ok(Json(value)) => Ok(JsonBody(value)),
+            Err(rejection) => Err(json_rejection(rejection)),
+        }
+    }
+}
+
+static FIELD_IN_ERROR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:missing|unknown) field `([^`]+)`|target type: ([A-Za-z_][A-Za-z0-9_.\[\]]*): ")
+        .expect("the field regex is valid")
+});
+
+/// Turns axum's JSON rejection into our shape, naming the field serde complained about.
+fn json_rejection(rejection: JsonRejection) -> ApiError {
+    let detail = rejection.body_text();
+    let field = FIELD_IN_ERROR
+        .captures(&detail)
+        .and_then(|c| c.get(1).or_else(|| c.get(2)))
+        .map(|m| m.as_str().to_owned());
+    let error = ApiError::new(rejection.status(), detail.clone());
+    match field {
+        Some(field) => error.with("field", json!(field)),
+        None => error,
+    }
+}
+
+/// Reads a JSON body that may be absent altogether (then the type's default).
+pub(super) fn optional_json<T: Default + serde::de::DeserializeOwned>(
+    body: &[u8],
+) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|error| {
+        let status = match error.classify() {
+            serde_json::error::Category::Data => StatusCode::UNPROCESSABLE_ENTITY,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        let detail = error.to_string();
+        let field = FIELD_IN_ERROR
+            .captures(&detail)
+            .and_then(|c| c.get(1))
+            .map(|m| m.as_str().to_owned());
+        let error = ApiError::new(status, format!("Failed to parse the JSON body: {detail}"));
+        match field {
+            Some(field) => error.with("field", json!(field)),
+            None => error,
+        }
+    })
+}
+
+impl From<crate::store::Error> for ApiError {
+    fn from(error: crate::store::Error) -> Self {
+        ApiError::from(Error::from(error))
+    }
+}

@@ -1,0 +1,192 @@
+//! The question routes: ask, list, read, reply, reject, wait, cancel a session.
+
+use super::error::optional_json;
+use super::view::{self, QuestionJson};
+use super::{ApiError, AppState, DEFAULT_WAIT_S, JsonBody, MAX_WAIT_S};
+use crate::bridge::{Attempt, ProgramReply, Said};
+use crate::store::ListFilter;
+use askbridge_core::{Actor, Answer, NewQuestion, QuestionId, Status, Target};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::json;
+use std::time::Duration;
+
+fn parse_id(text: &str) -> Result<QuestionId, ApiError> {
+    QuestionId::parse(text).map_err(|_| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("There is no question {text}."),
+        )
+    })
+}
+
+pub(super) async fn create(
+    State(state): State<AppState>,
+    JsonBody(request): JsonBody<NewQuestion>,
+) -> Result<(StatusCode, QuestionJson), ApiError> {
+    let question = state.bridge.create(request).await?;
+    Ok((StatusCode::CREATED, QuestionJson(question)))
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct ListQuery {
+    session_id: Option<String>,
+    status: Option<String>,
+    target: Option<String>,
+    limit: Option<usize>,
+}
+
+pub(super) async fn list(
+    State(state): State<AppState>,
+    Query(query): Query<ListQuery>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let status = match query.status.as_deref() {
+        None | Some("") => None,
+        Some(text) => Some(Status::parse(text).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!(
+                    "unknown status `{text}`: use pending, answered, declined, expired or cancelled"
+                ),
+            )
+            .with("field", json!("status"))
+        })?),
+    };
+    let filter = ListFilter {
+        session_id: query.session_id.filter(|s| !s.is_empty()),
+        status,
+        target: query.target.filter(|t| !t.is_empty()).map(Target::new),
+        limit: query.limit.unwrap_or(0),
+    };
+    let questions = state.bridge.list(&filter).await?;
+    let questions: Vec<serde_json::Value> = questions.iter().map(view::json).collect();
+    Ok(Json(json!({ "questions": questions })))
+}
+
+pub(super) async fn get(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<QuestionJson, ApiError> {
+    Ok(QuestionJson(state.bridge.get(&parse_id(&id)?).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ReplyBody {
+    answer: Answer,
+    #[serde(default)]
+    by: Option<String>,
+    /// An approval rejection's feedback.
+    #[serde(default)]
+    message: Option<String>,
+    /// The approved action's digest as the replier saw it.
+    #[serde(default)]
+    digest: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RejectBody {
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    by: Option<String>,
+}
+
+/// The HTTP caller: always the identity `api` (the token says who may call, not who they are).
+/// `by` is kept as the display name, so "Answered: …, by ops:alice via api" reads well, but it
+/// never lets a caller pass for an answerer: a question limited to `telegram:42` refuses the API
+/// unless `api` is among its answerers too.
+fn api_actor(by: Option<String>) -> Result<Actor, ApiError> {
+    let name = by.map(|b| b.trim().to_owned()).filter(|b| !b.is_empty());
+    if let Some(name) = &name {
+        if name.chars().count() > 100 || name.chars().any(char::is_control) {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "`by` must be one line of at most 100 characters",
+            )
+            .with("field", json!("by")));
+        }
+    }
+    Ok(Actor::api().named(name))
+}
+
+pub(super) async fn reply(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<ReplyBody>,
+) -> Result<QuestionJson, ApiError> {
+    let said = Said::Program(ProgramReply {
+        answer: body.answer,
+        message: body.message,
+        digest: body.digest,
+    });
+    attempt(&state, &id, said, body.by).await
+}
+
+/// The one path every HTTP answer takes (see `bridge::resolve`), as the identity `api`.
+async fn attempt(
+    state: &AppState,
+    id: &str,
+    said: Said,
+    by: Option<String>,
+) -> Result<QuestionJson, ApiError> {
+    let attempt = Attempt {
+        id: parse_id(id)?,
+        said,
+        actor: api_actor(by)?,
+        chat: Target::api(),
+    };
+    Ok(QuestionJson(state.bridge.attempt(attempt).await?))
+}
+
+pub(super) async fn reject(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<QuestionJson, ApiError> {
+    let body: RejectBody = optional_json(&body)?;
+    let message = body.message.filter(|m| !m.trim().is_empty());
+    attempt(&state, &id, Said::Decline(message), body.by).await
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct WaitQuery {
+    timeout_s: Option<f64>,
+}
+
+pub(super) async fn wait(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<WaitQuery>,
+) -> Result<QuestionJson, ApiError> {
+    let id = parse_id(&id)?;
+    let seconds = query.timeout_s.unwrap_or(DEFAULT_WAIT_S);
+    if !(seconds.is_finite() && (0.0..=MAX_WAIT_S).contains(&seconds)) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("timeout_s must be between 0 and {MAX_WAIT_S}"),
+        )
+        .with("field", json!("timeout_s")));
+    }
+    let mut shutdown = state.bridge.shutdown_signal();
+    let waited = tokio::select! {
+        waited = state.bridge.wait(&id, Duration::from_secs_f64(seconds)) => waited?,
+        _ = shutdown.changed() => state.bridge.get(&id).await?,
+    };
+    Ok(QuestionJson(waited))
+}
+
+pub(super) async fn cancel_session(
+    State(state): State<AppState>,
+    Path(session_id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let cancelled = state
+        .bridge
+        .cancel_session(&session_id, Actor::api())
+        .await?;
+    Ok(Json(json!({ "cancelled": cancelled })))
+}

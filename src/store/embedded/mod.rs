@@ -1,0 +1,180 @@
+//! The embedded store: one redb file in `ASKBRIDGE_DATA_DIR`.
+//!
+//! redb gives serialisable write transactions committed with fsync, so the claim-once rule is a
+//! read-apply-write inside one transaction, and a pending question survives a crash the moment
+//! `insert` returns. redb is synchronous: every call runs on tokio's blocking pool. One process owns
+//! the file (redb locks it); several processes need Redis.
+//!
+//! - `tables.rs`: the tables, codecs and index helpers;
+//! - `questions.rs`: questions, deliveries and the outbox;
+//! - `records.rs`: runs, rules, the audit trail and delivery dedupe.
+
+mod questions;
+mod records;
+mod tables;
+
+use super::{Admin, EVENT_BUFFER, Error, Event, Events, Result, StoreOptions};
+use askbridge_core::Millis;
+use askbridge_core::run::Run;
+use async_trait::async_trait;
+use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, WriteTransaction};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tables::{
+    AUDIT, BY_SESSION, DUE_AT, EFFECTS, QUESTIONS, RUNS, SEEN, SHOWN, decode, decode_run,
+};
+use tokio::sync::broadcast;
+
+/// The database file inside the data directory.
+pub const FILE_NAME: &str = "askbridge.redb";
+
+/// See the module documentation.
+#[derive(Debug, Clone)]
+pub struct EmbeddedStore {
+    db: Arc<Database>,
+    path: PathBuf,
+    events: broadcast::Sender<Event>,
+    options: StoreOptions,
+}
+
+impl EmbeddedStore {
+    /// Opens (or creates) the database in `dir`, creating the directory if needed.
+    pub async fn open(dir: &Path, options: StoreOptions) -> Result<Self> {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Error::unavailable(format!("cannot create data directory {}", dir.display()), e)
+        })?;
+        let path = dir.join(FILE_NAME);
+        let open_path = path.clone();
+        let db = tokio::task::spawn_blocking(move || -> Result<Database> {
+            let db = Database::create(&open_path).map_err(|e| match e {
+                redb::DatabaseError::DatabaseAlreadyOpen => Error::new(
+                    super::ErrorKind::Unavailable,
+                    format!(
+                        "{} is in use by another askbridge process; stop it, or use Redis to run several",
+                        open_path.display()
+                    ),
+                ),
+                other => other.into(),
+            })?;
+            let txn = db.begin_write()?;
+            tables::create_all(&txn)?;
+            txn.commit()?;
+            Ok(db)
+        })
+        .await
+        .map_err(|e| Error::unavailable("opening the database", e))??;
+        Ok(EmbeddedStore {
+            db: Arc::new(db),
+            path,
+            events: broadcast::channel(EVENT_BUFFER).0,
+            options,
+        })
+    }
+
+    /// Runs `work` in a read transaction on the blocking pool.
+    async fn read<T, F>(&self, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&ReadTransaction) -> Result<T> + Send + 'static,
+    {
+        let db = Arc::clone(&self.db);
+        tokio::task::spawn_blocking(move || {
+            let txn = db.begin_read()?;
+            work(&txn)
+        })
+        .await
+        .map_err(|e| Error::unavailable("store task", e))?
+    }
+
+    /// Runs `work` in a write transaction on the blocking pool and commits it (with fsync) when
+    /// `work` succeeds; an error drops the transaction, writing nothing.
+    async fn write<T, F>(&self, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&WriteTransaction) -> Result<T> + Send + 'static,
+    {
+        let db = Arc::clone(&self.db);
+        tokio::task::spawn_blocking(move || {
+            let txn = db.begin_write()?;
+            let value = work(&txn)?;
+            txn.commit()?;
+            Ok(value)
+        })
+        .await
+        .map_err(|e| Error::unavailable("store task", e))?
+    }
+
+    fn announce(&self, question: &askbridge_core::Question) {
+        let _ = self.events.send(Event::of(question));
+    }
+}
+
+impl Events for EmbeddedStore {
+    fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+}
+
+#[async_trait]
+impl Admin for EmbeddedStore {
+    fn describe(&self) -> String {
+        format!("embedded ({})", self.path.display())
+    }
+
+    fn is_durable(&self) -> bool {
+        true
+    }
+
+    async fn ping(&self) -> Result<()> {
+        self.read(|txn| {
+            txn.open_table(QUESTIONS)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn purge(&self, now: Millis) -> Result<usize> {
+        let retention = self.options.retention;
+        let audit_cutoff = now
+            .0
+            .saturating_sub(self.options.audit_retention.as_millis() as u64);
+        self.write(move |txn| {
+            let due_at = txn.open_table(DUE_AT)?;
+            let mut questions = txn.open_table(QUESTIONS)?;
+            let mut old = Vec::new();
+            for entry in questions.iter()? {
+                let (id, json) = entry?;
+                let question = decode(json.value())?;
+                let expired_record = question
+                    .resolution
+                    .as_ref()
+                    .is_some_and(|r| r.at.after(retention) <= now);
+                if expired_record && due_at.get(id.value())?.is_none() {
+                    old.push(question);
+                }
+            }
+            let mut shown = txn.open_table(SHOWN)?;
+            let mut effects = txn.open_table(EFFECTS)?;
+            let mut by_session = txn.open_table(BY_SESSION)?;
+            for question in &old {
+                let id = question.id.as_str();
+                questions.remove(id)?;
+                by_session.remove((question.session_id.as_str(), id))?;
+                shown.retain_in((id, "")..(id, "\u{10FFFF}"), |_, _| false)?;
+                effects.retain_in((id, "")..(id, "\u{10FFFF}"), |_, _| false)?;
+            }
+            txn.open_table(SEEN)?.retain(|_, until| until > now.0)?;
+            txn.open_table(AUDIT)?
+                .retain_in((0, 0)..(audit_cutoff, 0), |_, _| false)?;
+            txn.open_table(RUNS)?.retain(|_, json| {
+                decode_run(json).is_ok_and(|run: Run| {
+                    !(run.state.is_final()
+                        && run.reported
+                        && run.updated_at.after(retention) <= now)
+                })
+            })?;
+            Ok(old.len())
+        })
+        .await
+    }
+}

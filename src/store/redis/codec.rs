@@ -1,0 +1,97 @@
+//! How records are spread over hash fields: a question is its JSON as asked plus the fields the
+//! claim script changes (`status`, `res`); a run is its JSON plus the fields the lease scripts
+//! change. Reading puts them back together; a field that does not read is a corrupt record.
+
+use crate::store::{Error, Result};
+use askbridge_core::run::{Run, RunState};
+use askbridge_core::{Millis, Question, QuestionId, Resolution, Status};
+use std::collections::HashMap;
+
+/// Rebuilds a question from its hash fields.
+pub(super) fn assemble(json: &str, status: &str, resolution: Option<&str>) -> Result<Question> {
+    let corrupt = |why: String| Error::corrupt("a question in Redis", why);
+    let mut question: Question = serde_json::from_str(json).map_err(|e| corrupt(e.to_string()))?;
+    question.status = Status::parse(status).ok_or_else(|| corrupt(format!("status {status}")))?;
+    question.resolution = match resolution.filter(|r| !r.is_empty()) {
+        Some(json) => {
+            Some(serde_json::from_str::<Resolution>(json).map_err(|e| corrupt(e.to_string()))?)
+        }
+        None => None,
+    };
+    Ok(question)
+}
+
+/// The JSON of a question as asked (pending, no resolution): what its `q` field holds.
+pub(super) fn as_asked(question: &Question) -> String {
+    serde_json::to_string(&Question {
+        status: Status::Pending,
+        resolution: None,
+        ..question.clone()
+    })
+    .expect("a question always serialises")
+}
+
+/// A run's mutable fields, as the run hash holds them beside its JSON.
+pub(super) struct RunFields {
+    data: String,
+    state: &'static str,
+    waiting_on: String,
+    owner: String,
+    lease_until: String,
+    reported: &'static str,
+    updated_at: String,
+}
+
+impl RunFields {
+    pub(super) fn of(run: &Run) -> Self {
+        RunFields {
+            data: serde_json::to_string(run).expect("a run always serialises"),
+            state: run.state.as_str(),
+            waiting_on: run
+                .waiting_on
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+            owner: run.owner.clone().unwrap_or_default(),
+            lease_until: run.lease_until.map(|m| m.0.to_string()).unwrap_or_default(),
+            reported: if run.reported { "1" } else { "0" },
+            updated_at: run.updated_at.0.to_string(),
+        }
+    }
+
+    pub(super) fn push(&self, invocation: &mut redis::ScriptInvocation<'_>) {
+        invocation
+            .arg(&self.data)
+            .arg(self.state)
+            .arg(&self.waiting_on)
+            .arg(&self.owner)
+            .arg(&self.lease_until)
+            .arg(self.reported)
+            .arg(&self.updated_at);
+    }
+}
+
+/// Rebuilds a run from its hash: the JSON, overridden by the fields scripts change.
+pub(super) fn assemble_run(fields: &HashMap<String, String>) -> Result<Option<Run>> {
+    let Some(data) = fields.get("data") else {
+        return Ok(None);
+    };
+    let corrupt = |why: String| Error::corrupt("a run in Redis", why);
+    let mut run: Run = serde_json::from_str(data).map_err(|e| corrupt(e.to_string()))?;
+    let field = |name: &str| fields.get(name).map(String::as_str).unwrap_or_default();
+    run.state = match field("state") {
+        "running" => RunState::Running,
+        "waiting" => RunState::Waiting,
+        "done" => RunState::Done,
+        "failed" => RunState::Failed,
+        other => return Err(corrupt(format!("run state `{other}`"))),
+    };
+    run.waiting_on = QuestionId::parse(field("waiting_on")).ok();
+    run.owner = Some(field("owner").to_owned()).filter(|o| !o.is_empty());
+    run.lease_until = field("lease_until").parse().ok().map(Millis);
+    run.reported = field("reported") == "1";
+    if let Ok(updated) = field("updated_at").parse() {
+        run.updated_at = Millis(updated);
+    }
+    Ok(Some(run))
+}

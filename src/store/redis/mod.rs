@@ -1,0 +1,184 @@
+//! The Redis store: production, shared by any number of askbridge processes.
+//!
+//! - `keys.rs`: the key layout (below);
+//! - `scripts.rs` and `lua/*.lua`: the Lua scripts, one file each;
+//! - `retry.rs`: the one place that sends commands, retrying connection errors;
+//! - `codec.rs`: how questions and runs are spread over hash fields;
+//! - `questions.rs` (questions, deliveries, the outbox), `records.rs` (runs, rules, audit,
+//!   dedupe), `events.rs` (the event stream every process reads): one file per group of roles.
+//!
+//! # Keys
+//!
+//! Everything about one question lives under its id as a hash tag:
+//!
+//! | key | type | holds |
+//! |---|---|---|
+//! | `askbridge:{<id>}:q` | hash | `q` (the question as asked, JSON), `status`, `res` (resolution JSON), `exp` (deadline, ms) |
+//! | `askbridge:{<id>}:shown` | hash | target → the channel's message reference |
+//! | `askbridge:{<id>}:fx` | set | effects done after resolution |
+//! | `askbridge:open` | sorted set | open questions, scored by when they are next due (the outbox; see [`super`]) |
+//! | `askbridge:all` | sorted set | every question by creation time (listing by status) |
+//! | `askbridge:session:<session>` | set | a session's question ids |
+//! | `askbridge:target:<target>` | set | pending question ids shown in a target |
+//! | `askbridge:seen:<key>` | string | delivery ids already handled (with a TTL) |
+//! | `askbridge:events` | stream | events, read by every process |
+//! | `askbridge:audit` | stream | the audit trail |
+//!
+//! An ask is one script (the question, its indexes and its event); a claim is one script (the
+//! resolution, its event, its audit record, its outbox entry). Readers check every question they
+//! load against their filter, so a stale index entry never shows up in a result.
+//!
+//! # Failures
+//!
+//! After a Redis restart, the connection manager's next command fails once and then reconnects;
+//! every operation retries connection errors a few times with backoff. Scripts are sent by SHA and
+//! re-loaded on NOSCRIPT (Redis forgets them on restart). A retried claim or insert may find its
+//! own earlier attempt already applied; that is recognised and reported as success.
+
+mod codec;
+mod events;
+mod keys;
+mod questions;
+mod records;
+mod retry;
+mod scripts;
+
+use super::{Admin, EVENT_BUFFER, Error, Event, Events, Result, StoreOptions};
+use askbridge_core::Millis;
+use async_trait::async_trait;
+use keys::Keys;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast;
+
+pub use keys::DEFAULT_PREFIX;
+
+/// Connection settings.
+#[derive(Clone, Debug)]
+pub struct RedisOptions {
+    /// `redis://[user:password@]host:port/db`.
+    pub url: String,
+    /// Prefix of every key; lets several deployments (or tests) share one Redis.
+    pub prefix: String,
+    /// Shared store settings.
+    pub store: StoreOptions,
+}
+
+/// See the module documentation.
+#[derive(Clone)]
+pub struct RedisStore {
+    connection: ConnectionManager,
+    keys: Keys,
+    described: String,
+    events: broadcast::Sender<Event>,
+    options: StoreOptions,
+    /// The event reader stops when the last clone of the store is dropped.
+    _alive: Arc<()>,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("at", &self.described)
+            .finish()
+    }
+}
+
+/// `redis://user:secret@host` without the secret, for logs.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            format!("{}://***@{}", &url[..scheme_end], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+impl RedisStore {
+    /// Connects, checks the server answers, and starts the event reader.
+    pub async fn connect(options: RedisOptions) -> Result<Self> {
+        let described = format!("redis ({})", redact_url(&options.url));
+        let unreachable = |e| Error::unavailable(format!("cannot connect to {described}"), e);
+        let client = redis::Client::open(options.url.as_str()).map_err(unreachable)?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(5)))
+            .set_response_timeout(Some(Duration::from_secs(5)))
+            .set_number_of_retries(3)
+            .set_max_delay(Duration::from_millis(500));
+        let connection = client
+            .get_connection_manager_with_config(config)
+            .await
+            .map_err(unreachable)?;
+        let alive = Arc::new(());
+        let store = RedisStore {
+            connection,
+            keys: Keys::new(&options.prefix),
+            described: described.clone(),
+            events: broadcast::channel(EVENT_BUFFER).0,
+            options: options.store,
+            _alive: Arc::clone(&alive),
+        };
+        store.ping().await?;
+        store
+            .start_event_reader(&client, Arc::downgrade(&alive))
+            .await?;
+        Ok(store)
+    }
+
+    fn connection(&self) -> ConnectionManager {
+        self.connection.clone()
+    }
+}
+
+impl Events for RedisStore {
+    fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+}
+
+#[async_trait]
+impl Admin for RedisStore {
+    fn describe(&self) -> String {
+        self.described.clone()
+    }
+
+    fn is_durable(&self) -> bool {
+        true
+    }
+
+    async fn ping(&self) -> Result<()> {
+        self.query::<String>("ping", &redis::cmd("PING"))
+            .await
+            .map(drop)
+    }
+
+    async fn purge(&self, now: Millis) -> Result<usize> {
+        // Question keys expire by themselves (PEXPIRE at resolution); trim the index that points
+        // at them. Session sets expire after their newest question could have; readers skip ids
+        // whose question is gone meanwhile.
+        let cutoff = now
+            .0
+            .saturating_sub(self.options.retention.as_millis() as u64);
+        let mut command = redis::cmd("ZREMRANGEBYSCORE");
+        command.arg(self.keys.all()).arg(0).arg(cutoff);
+        self.query("purge", &command).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_lose_their_passwords_in_logs() {
+        assert_eq!(
+            redact_url("redis://:hunter2@db:6379/0"),
+            "redis://***@db:6379/0"
+        );
+        assert_eq!(
+            redact_url("redis://127.0.0.1:6379"),
+            "redis://127.0.0.1:6379"
+        );
+    }
+}

@@ -1,0 +1,79 @@
+//! The one place that talks to Redis: every command, pipeline and script goes through
+//! [`RedisStore::query`], [`RedisStore::query_pipe`] or [`RedisStore::invoke`], which retry
+//! connection errors with backoff (Redis restarting, a dropped connection) and turn what is left
+//! into the store's [`Error`].
+
+use super::RedisStore;
+use crate::store::{Error, Result};
+use redis::{Cmd, FromRedisValue, Pipeline, RedisError, ScriptInvocation};
+use std::future::Future;
+use std::time::Duration;
+
+/// Attempts for an operation hitting connection errors.
+const ATTEMPTS: u32 = 6;
+
+fn is_transient(error: &RedisError) -> bool {
+    error.is_io_error()
+        || error.is_connection_dropped()
+        || error.is_connection_refusal()
+        || error.is_timeout()
+}
+
+/// Runs `operation` again on connection errors, backing off from 50 ms to 1 s.
+async fn retrying<T, F, Fut>(what: &str, mut operation: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = redis::RedisResult<T>>,
+{
+    let mut delay = Duration::from_millis(50);
+    let mut attempt = 1;
+    loop {
+        match operation().await {
+            Ok(value) => return Ok(value),
+            Err(error) if is_transient(&error) && attempt < ATTEMPTS => {
+                tracing::debug!(%error, attempt, "redis {what} failed; retrying");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(1));
+                attempt += 1;
+            }
+            Err(error) => return Err(Error::unavailable(format!("redis {what}"), error)),
+        }
+    }
+}
+
+impl RedisStore {
+    /// Sends one command.
+    pub(super) async fn query<T: FromRedisValue>(&self, what: &str, command: &Cmd) -> Result<T> {
+        retrying(what, || {
+            let mut connection = self.connection();
+            async move { command.query_async(&mut connection).await }
+        })
+        .await
+    }
+
+    /// Sends a pipeline (one round trip).
+    pub(super) async fn query_pipe<T: FromRedisValue>(
+        &self,
+        what: &str,
+        pipe: &Pipeline,
+    ) -> Result<T> {
+        retrying(what, || {
+            let mut connection = self.connection();
+            async move { pipe.query_async(&mut connection).await }
+        })
+        .await
+    }
+
+    /// Runs a script (by SHA, loading it on NOSCRIPT).
+    pub(super) async fn invoke<T: FromRedisValue>(
+        &self,
+        what: &str,
+        invocation: &ScriptInvocation<'_>,
+    ) -> Result<T> {
+        retrying(what, || {
+            let mut connection = self.connection();
+            async move { invocation.invoke_async(&mut connection).await }
+        })
+        .await
+    }
+}

@@ -1,0 +1,171 @@
+//! The store's roles: small traits of a few methods each, so that each can be read at a glance
+//! and checked on its own by the conformance suite (`tests/it/store_conformance/`). A store is
+//! all of them ([`super::Store`]).
+//!
+//! Writes carry what must happen with them: [`Questions::insert`] also announces the question,
+//! and a winning [`Questions::claim`] also announces the resolution and appends its audit record,
+//! in the same atomic step where the store can (one Lua script on Redis, one transaction in the
+//! embedded store), so no crash can leave a resolution that nobody hears about.
+
+use super::Result;
+use super::{Event, Inserted, ListFilter, Shown};
+use askbridge_core::audit::{AuditEntry, AuditFilter};
+use askbridge_core::run::{Acquire, Run};
+use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Rule, RuleId, RunId};
+use async_trait::async_trait;
+use std::time::Duration;
+use tokio::sync::broadcast;
+
+/// Questions: the registry and the claim-once rule.
+#[async_trait]
+pub trait Questions: Send + Sync {
+    /// Stores a new pending question, enters it in the indexes, and announces it
+    /// (`question.asked`). Never overwrites: an existing id gives [`Inserted::Taken`].
+    async fn insert(&self, question: &Question) -> Result<Inserted>;
+
+    /// The question with this id, if the store still has it.
+    async fn get(&self, id: &QuestionId) -> Result<Option<Question>>;
+
+    /// Applies `claim` to the stored question atomically ([`Question::apply`]). `snapshot` is the
+    /// question as the caller last read it. When the question leaves `pending` (a win, or an
+    /// expiry of a late claim) its event and audit record are written with it, and its outbox
+    /// entry becomes due after `settle_after`. `None` when the question does not exist.
+    async fn claim(
+        &self,
+        snapshot: &Question,
+        claim: &Claim,
+        settle_after: Duration,
+    ) -> Result<Option<(ClaimOutcome, Question)>>;
+
+    /// Questions passing `filter`, newest first.
+    async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>>;
+
+    /// How many questions are pending. May count questions resolved in the last moments whose
+    /// effects are still running (Redis counts its open index, to stay O(1)).
+    async fn count_pending(&self) -> Result<usize>;
+}
+
+/// Where questions were shown, so that any process can withdraw them.
+#[async_trait]
+pub trait Deliveries: Send + Sync {
+    /// Records that a channel showed the question in `shown.target`.
+    async fn record_shown(&self, id: &QuestionId, shown: &Shown) -> Result<()>;
+
+    /// Everywhere the question was shown.
+    async fn shown(&self, id: &QuestionId) -> Result<Vec<Shown>>;
+}
+
+/// The outbox: open questions and what remains to do after a resolution (see [`super`]).
+#[async_trait]
+pub trait Outbox: Send + Sync {
+    /// Marks one of a resolved question's effects (`withdraw:telegram:-100`, `resume` ...) as
+    /// done. Returns false if it already was.
+    async fn mark_effect(&self, id: &QuestionId, effect: &str) -> Result<bool>;
+
+    /// The effects already done for a question.
+    async fn effects_done(&self, id: &QuestionId) -> Result<Vec<String>>;
+
+    /// Open questions whose next action is due at `now`, at most `limit`. Each returned entry is
+    /// leased: it is not returned again (to this or another process) for `lease`.
+    async fn lease_due(
+        &self,
+        now: Millis,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<QuestionId>>;
+
+    /// Every open question's id (pending, or resolved with effects still to do). Used at start-up.
+    async fn open_ids(&self) -> Result<Vec<QuestionId>>;
+
+    /// Sets when question `id` is next due, entering it in the open index again if it had left.
+    /// A stale entry is harmless: settling it again finds nothing to do.
+    async fn reschedule(&self, id: &QuestionId, at: Millis) -> Result<()>;
+
+    /// Removes `id` from the open index and the pending indexes: its effects are all done.
+    /// `question` may be `None` when the question itself is gone.
+    async fn settle(&self, id: &QuestionId, question: Option<&Question>) -> Result<()>;
+}
+
+/// Dropping duplicate deliveries (a re-delivered update, a double click).
+#[async_trait]
+pub trait Dedupe: Send + Sync {
+    /// True the first time `key` is seen within `ttl`.
+    async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<bool>;
+}
+
+/// Follow-up runs and the leases of the processes executing them.
+#[async_trait]
+pub trait Runs: Send + Sync {
+    /// Stores a new run (never overwriting) and enters it in the lease index.
+    async fn insert_run(&self, run: &Run) -> Result<Inserted>;
+
+    /// The run with this id.
+    async fn get_run(&self, id: &RunId) -> Result<Option<Run>>;
+
+    /// Takes run `id` for `owner` until `lease_until` if `why` applies ([`Run::acquire`]),
+    /// atomically: of several processes trying at once, one gets it. Returns the run as taken.
+    async fn acquire_run(
+        &self,
+        id: &RunId,
+        why: Acquire<'_>,
+        owner: &str,
+        now: Millis,
+        lease_until: Millis,
+    ) -> Result<Option<Run>>;
+
+    /// Writes `run` if `owner` still holds it. Returns false when it does not.
+    async fn save_run(&self, run: &Run, owner: &str) -> Result<bool>;
+
+    /// Runs needing an executor whose lease ran out before `now`.
+    async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<RunId>>;
+
+    /// Gives up on a run whose record does not read: it leaves the lease index (so recovery
+    /// stops retrying it) and, where the store keeps its state apart from its record, is marked
+    /// failed with `why`.
+    async fn abandon_run(&self, id: &RunId, why: &str) -> Result<()>;
+}
+
+/// "Always allow" rules.
+#[async_trait]
+pub trait Rules: Send + Sync {
+    /// Stores a rule (replacing one with the same id).
+    async fn put_rule(&self, rule: &Rule) -> Result<()>;
+
+    /// Every rule.
+    async fn rules(&self) -> Result<Vec<Rule>>;
+
+    /// Deletes a rule and returns it; `None` when there was none.
+    async fn delete_rule(&self, id: &RuleId) -> Result<Option<Rule>>;
+}
+
+/// The audit trail.
+#[async_trait]
+pub trait AuditLog: Send + Sync {
+    /// Appends a record.
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<()>;
+
+    /// Records passing `filter`, oldest first.
+    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>>;
+}
+
+/// Events, from every process sharing the store.
+pub trait Events: Send + Sync {
+    /// Events published from now on, by any process sharing this store.
+    fn subscribe(&self) -> broadcast::Receiver<Event>;
+}
+
+/// Looking after the store itself.
+#[async_trait]
+pub trait Admin: Send + Sync {
+    /// One line for logs and `/healthz` (no passwords).
+    fn describe(&self) -> String;
+
+    /// False for the in-memory store: everything is lost on exit.
+    fn is_durable(&self) -> bool;
+
+    /// Checks the store answers.
+    async fn ping(&self) -> Result<()>;
+
+    /// Deletes resolved questions older than the retention and other expired bookkeeping.
+    async fn purge(&self, now: Millis) -> Result<usize>;
+}

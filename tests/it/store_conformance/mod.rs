@@ -1,0 +1,173 @@
+//! One suite, three stores: every test runs against memory, embedded (redb) and Redis, grouped
+//! by the store role it checks (`questions.rs`, `outbox.rs`, `runs.rs`, `records.rs`,
+//! `events.rs`), plus Redis-only tests below.
+
+use crate::support::{RedisServer, redis_store_with};
+use askbridge::store::embedded::EmbeddedStore;
+use askbridge::store::memory::MemoryStore;
+use askbridge::store::prelude::*;
+use askbridge::store::{Shown, Store, StoreOptions};
+use askbridge_core::question::DEFAULT_TIMEOUT;
+use askbridge_core::{
+    Actor, Answer, Claim, ClaimOutcome, Millis, NewQuestion, Question, QuestionId, Transition,
+};
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Runs each named test (a function of a [`Fixture`] in the invoking module) on every store.
+macro_rules! conformance {
+    ($($test:ident),* $(,)?) => {
+        mod memory_store {
+            $(#[tokio::test] async fn $test() { super::$test(crate::store_conformance::memory(crate::store_conformance::options(stringify!($test))).await).await })*
+        }
+        mod embedded_store {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $test() { super::$test(crate::store_conformance::embedded(crate::store_conformance::options(stringify!($test))).await).await })*
+        }
+        mod redis_store {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $test() { super::$test(crate::store_conformance::redis(crate::store_conformance::options(stringify!($test))).await).await })*
+        }
+    };
+}
+
+mod outbox;
+mod questions;
+mod records;
+mod runs;
+
+/// How long after a resolution the tests ask the outbox entry to become due.
+pub(crate) const SETTLE: Duration = Duration::from_secs(10);
+
+/// A store and whatever must stay alive for it (a temp dir, a redis-server).
+pub(crate) struct Fixture {
+    pub store: Arc<dyn Store>,
+    _keep: Box<dyn Any + Send>,
+}
+
+pub(crate) async fn memory(options: StoreOptions) -> Fixture {
+    Fixture {
+        store: Arc::new(MemoryStore::new(options)),
+        _keep: Box::new(()),
+    }
+}
+
+pub(crate) async fn embedded(options: StoreOptions) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedStore::open(dir.path(), options).await.unwrap();
+    Fixture {
+        store: Arc::new(store),
+        _keep: Box::new(dir),
+    }
+}
+
+pub(crate) async fn redis(options: StoreOptions) -> Fixture {
+    let fixture = redis_store_with(options).await;
+    Fixture {
+        store: fixture.store,
+        _keep: Box::new(fixture.server),
+    }
+}
+
+pub(crate) fn question(session: &str, targets: &[&str], timeout: Duration) -> Question {
+    NewQuestion::ask("Which library?")
+        .session(session)
+        .options(["dayjs", "luxon"])
+        .targets(targets.iter().copied())
+        .timeout(timeout)
+        .into_question(QuestionId::random(), Millis::now(), DEFAULT_TIMEOUT)
+        .unwrap()
+}
+
+pub(crate) fn claim(transition: Transition, by: &str) -> Claim {
+    Claim::new(transition, Actor::new(by, "test"), Millis::now())
+}
+
+pub(crate) fn answer(text: &str) -> Transition {
+    Transition::Answer {
+        value: Answer::Text(text.into()),
+    }
+}
+
+pub(crate) fn options(test: &str) -> StoreOptions {
+    let retention = if test.starts_with("purge") {
+        Duration::from_secs(1)
+    } else {
+        Duration::from_secs(3600)
+    };
+    StoreOptions {
+        retention,
+        ..StoreOptions::default()
+    }
+}
+
+/// Redis only: the store keeps working across a redis-server crash and restart (reconnection,
+/// and scripts re-loaded after NOSCRIPT), and the AOF keeps the pending question.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_store_survives_a_redis_restart() {
+    let mut fixture = redis_store_with(StoreOptions::default()).await;
+    let q = question("s1", &["chat:1"], DEFAULT_TIMEOUT);
+    fixture.store.insert(&q).await.unwrap();
+    fixture.server.restart();
+    let (outcome, _) = fixture
+        .store
+        .claim(&q, &claim(answer("luxon"), "x:1"), SETTLE)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        outcome,
+        ClaimOutcome::Won,
+        "the pending question survived and scripts were re-loaded"
+    );
+    let _: &RedisServer = &fixture.server;
+}
+
+/// Redis only: every key of one question shares its hash tag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_keys_of_a_question_share_one_hash_tag() {
+    let fixture = redis_store_with(StoreOptions::default()).await;
+    let q = question("s1", &["chat:1"], DEFAULT_TIMEOUT);
+    fixture.store.insert(&q).await.unwrap();
+    fixture
+        .store
+        .record_shown(
+            &q.id,
+            &Shown {
+                target: "chat:1".into(),
+                reference: "m".into(),
+            },
+        )
+        .await
+        .unwrap();
+    fixture.store.mark_effect(&q.id, "resume").await.unwrap();
+    let client = redis::Client::open(fixture.server.url()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("*{}*", q.id))
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    let tag = format!("{{{}}}", q.id);
+    assert!(keys.iter().all(|k| k.contains(&tag)), "{keys:?}");
+    // Once resolved, every key of the question expires with the retention, including effects
+    // marked after the claim.
+    fixture
+        .store
+        .claim(&q, &claim(answer("dayjs"), "x:1"), SETTLE)
+        .await
+        .unwrap();
+    fixture
+        .store
+        .mark_effect(&q.id, "withdraw:chat:1")
+        .await
+        .unwrap();
+    for key in &keys {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(key)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        assert!(ttl > 0, "{key} has no TTL ({ttl})");
+    }
+}

@@ -1,0 +1,143 @@
+//! The outbox, deliveries and dedupe roles: due entries leased, rescheduled and settled; where
+//! questions were shown and which effects are done; duplicate deliveries.
+
+use super::{Fixture, SETTLE, claim, question};
+use askbridge::store::{ListFilter, Shown};
+use askbridge_core::question::DEFAULT_TIMEOUT;
+use askbridge_core::{Millis, Transition};
+use std::time::Duration;
+
+async fn due_entries_are_leased_rescheduled_and_settled(f: Fixture) {
+    let soon = question("s1", &["chat:1"], Duration::from_millis(1));
+    let later = question("s1", &["chat:1"], DEFAULT_TIMEOUT);
+    f.store.insert(&soon).await.unwrap();
+    f.store.insert(&later).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let now = Millis::now();
+    let lease = Duration::from_secs(30);
+    assert_eq!(
+        f.store.lease_due(now, lease, 10).await.unwrap(),
+        vec![soon.id.clone()]
+    );
+    assert!(
+        f.store.lease_due(now, lease, 10).await.unwrap().is_empty(),
+        "a leased entry is hidden"
+    );
+    assert_eq!(
+        f.store
+            .lease_due(now.after(lease), lease, 10)
+            .await
+            .unwrap(),
+        vec![soon.id.clone()],
+        "until the lease ends"
+    );
+    let mut open = f.store.open_ids().await.unwrap();
+    open.sort();
+    let mut expected = vec![soon.id.clone(), later.id.clone()];
+    expected.sort();
+    assert_eq!(open, expected);
+    f.store.reschedule(&later.id, now).await.unwrap();
+    assert_eq!(
+        f.store.lease_due(now, lease, 10).await.unwrap(),
+        vec![later.id.clone()]
+    );
+    f.store
+        .claim(&soon, &claim(Transition::Expire, "askbridge"), SETTLE)
+        .await
+        .unwrap();
+    f.store.settle(&soon.id, Some(&soon)).await.unwrap();
+    assert_eq!(f.store.open_ids().await.unwrap(), vec![later.id.clone()]);
+    let in_chat = ListFilter {
+        target: Some("chat:1".into()),
+        ..ListFilter::pending()
+    };
+    assert_eq!(f.store.list(&in_chat).await.unwrap().len(), 1);
+    // Rescheduling enters an entry again (a settle that must retry after another removed it).
+    f.store.reschedule(&soon.id, now).await.unwrap();
+    assert_eq!(f.store.open_ids().await.unwrap().len(), 2);
+}
+
+async fn deliveries_and_effects_are_recorded(f: Fixture) {
+    let q = question("s1", &["chat:1", "chat:2"], DEFAULT_TIMEOUT);
+    f.store.insert(&q).await.unwrap();
+    for (target, reference) in [("chat:1", "m1"), ("chat:2", "m2"), ("chat:1", "m3")] {
+        f.store
+            .record_shown(
+                &q.id,
+                &Shown {
+                    target: target.into(),
+                    reference: reference.into(),
+                },
+            )
+            .await
+            .unwrap();
+    }
+    let mut shown = f.store.shown(&q.id).await.unwrap();
+    shown.sort_by(|a, b| a.target.cmp(&b.target));
+    assert_eq!(
+        shown,
+        vec![
+            Shown {
+                target: "chat:1".into(),
+                reference: "m3".into()
+            },
+            Shown {
+                target: "chat:2".into(),
+                reference: "m2".into()
+            },
+        ]
+    );
+    assert!(f.store.mark_effect(&q.id, "resume").await.unwrap());
+    assert!(
+        !f.store.mark_effect(&q.id, "resume").await.unwrap(),
+        "an effect is marked once"
+    );
+    assert!(f.store.mark_effect(&q.id, "withdraw:chat:1").await.unwrap());
+    let mut done = f.store.effects_done(&q.id).await.unwrap();
+    done.sort();
+    assert_eq!(
+        done,
+        vec!["resume".to_owned(), "withdraw:chat:1".to_owned()]
+    );
+}
+
+async fn duplicate_deliveries_are_recognised(f: Fixture) {
+    assert!(
+        f.store
+            .first_sighting("telegram:update:1", Duration::from_secs(60))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !f.store
+            .first_sighting("telegram:update:1", Duration::from_secs(60))
+            .await
+            .unwrap()
+    );
+    assert!(
+        f.store
+            .first_sighting("telegram:update:2", Duration::from_secs(60))
+            .await
+            .unwrap()
+    );
+    assert!(
+        f.store
+            .first_sighting("short", Duration::from_millis(30))
+            .await
+            .unwrap()
+    );
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    assert!(
+        f.store
+            .first_sighting("short", Duration::from_millis(30))
+            .await
+            .unwrap(),
+        "forgotten after the window"
+    );
+}
+
+conformance!(
+    due_entries_are_leased_rescheduled_and_settled,
+    deliveries_and_effects_are_recorded,
+    duplicate_deliveries_are_recognised,
+);

@@ -1,0 +1,78 @@
+//! The rules and audit roles.
+
+use super::{Fixture, question};
+use askbridge_core::audit::{AuditEntry, AuditFilter};
+use askbridge_core::question::DEFAULT_TIMEOUT;
+use askbridge_core::{Action, Identity, Millis, Rule, RuleId, Scope};
+
+async fn rules_are_stored_listed_and_deleted(f: Fixture) {
+    let action = Action::new("shell", serde_json::json!({"command": "make"}));
+    let rule = Rule {
+        id: "rule-1".into(),
+        action,
+        scope: Scope::Everywhere,
+        created_by: "telegram:1".into(),
+        created_at: Millis(5),
+        question_id: None,
+    };
+
+    f.store.put_rule(&rule).await.unwrap();
+    f.store.put_rule(&rule).await.unwrap();
+    assert_eq!(f.store.rules().await.unwrap(), vec![rule.clone()]);
+    let id = RuleId::new("rule-1");
+    assert_eq!(f.store.delete_rule(&id).await.unwrap(), Some(rule.clone()));
+    assert_eq!(f.store.delete_rule(&id).await.unwrap(), None);
+    assert!(f.store.rules().await.unwrap().is_empty());
+}
+
+async fn the_audit_trail_keeps_order_and_filters(f: Fixture) {
+    let q = question("s1", &[], DEFAULT_TIMEOUT);
+    let mut entries = Vec::new();
+    for (n, session) in ["s1", "s2", "s1"].iter().enumerate() {
+        let mut entry = AuditEntry::refused(
+            &Identity::new(format!("chat:{n}")),
+            "chat",
+            Some(q.id.to_string()),
+            None,
+            "no",
+        );
+        entry.at = Millis(1_000 + n as u64);
+        entry.session_id = Some((*session).into());
+        f.store.append_audit(&entry).await.unwrap();
+        entries.push(entry);
+    }
+    let all = f.store.audit(&AuditFilter::default()).await.unwrap();
+    assert_eq!(all, entries, "oldest first");
+    let s1 = f
+        .store
+        .audit(&AuditFilter {
+            session_id: Some("s1".into()),
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(s1, vec![entries[0].clone(), entries[2].clone()]);
+    let recent = f
+        .store
+        .audit(&AuditFilter {
+            since: Some(Millis(1_001)),
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(recent, entries[1..].to_vec());
+    let one = f
+        .store
+        .audit(&AuditFilter {
+            limit: 1,
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(one, entries[..1].to_vec());
+}
+
+conformance!(
+    rules_are_stored_listed_and_deleted,
+    the_audit_trail_keeps_order_and_filters,
+);

@@ -1,0 +1,212 @@
+//! The runs role: runs stored without overwriting, taken once, recovered after their lease,
+//! written only by their holder.
+
+use super::Fixture;
+use askbridge::store::Inserted;
+use askbridge_core::run::{Acquire, JournalEntry, Origin, Run, RunState};
+use askbridge_core::{Millis, RunId};
+
+fn run() -> Run {
+    let origin = Origin {
+        chat: Some("chat:1".into()),
+        user: "chat:7".into(),
+        user_name: None,
+    };
+    Run::new(
+        "deploy",
+        "staging",
+        origin,
+        "p1",
+        Millis(1_000),
+        Millis(31_000),
+    )
+}
+
+async fn runs_are_stored_without_overwriting(f: Fixture) {
+    let r = run();
+    f.store.insert_run(&r).await.unwrap();
+    assert_eq!(f.store.get_run(&r.id).await.unwrap(), Some(r.clone()));
+    assert!(f.store.get_run(&RunId::random()).await.unwrap().is_none());
+    let mut other = run();
+    other.id = r.id.clone();
+    other.flow = "other".into();
+    assert_eq!(f.store.insert_run(&other).await.unwrap(), Inserted::Taken);
+}
+
+async fn a_run_is_taken_for_its_answer_once(f: Fixture) {
+    let mut r = run();
+    let question = r.question_id(0);
+    f.store.insert_run(&r).await.unwrap();
+    r.state = RunState::Waiting;
+    r.waiting_on = Some(question.clone());
+    r.owner = None;
+    r.lease_until = None;
+    assert!(f.store.save_run(&r, "p1").await.unwrap());
+    assert!(
+        f.store
+            .expired_runs(Millis(u64::MAX / 2), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "waiting runs need no executor"
+    );
+    let mut tasks = Vec::new();
+    for n in 0..20 {
+        let (store, id, question) = (f.store.clone(), r.id.clone(), question.clone());
+        tasks.push(tokio::spawn(async move {
+            store
+                .acquire_run(
+                    &id,
+                    Acquire::Answer(&question),
+                    &format!("p{n}"),
+                    Millis(2_000),
+                    Millis(32_000),
+                )
+                .await
+                .unwrap()
+        }));
+    }
+    let mut taken = Vec::new();
+    for task in tasks {
+        taken.extend(task.await.unwrap());
+    }
+    assert_eq!(taken.len(), 1, "one of 20 processes takes the run");
+    assert_eq!(taken[0].state, RunState::Running);
+    assert_eq!(
+        f.store.get_run(&r.id).await.unwrap().unwrap().owner,
+        taken[0].owner
+    );
+    let other = r.question_id(1);
+    assert!(
+        f.store
+            .acquire_run(
+                &r.id,
+                Acquire::Answer(&other),
+                "p9",
+                Millis(2_000),
+                Millis(3_000)
+            )
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+async fn runs_are_recovered_only_after_their_lease(f: Fixture) {
+    let r = run();
+    f.store.insert_run(&r).await.unwrap();
+    assert!(
+        f.store
+            .expired_runs(Millis(30_000), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        f.store
+            .acquire_run(
+                &r.id,
+                Acquire::Recovery,
+                "p2",
+                Millis(30_000),
+                Millis(60_000)
+            )
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(
+        f.store.expired_runs(Millis(31_000), 10).await.unwrap(),
+        vec![r.id.clone()]
+    );
+    let taken = f
+        .store
+        .acquire_run(
+            &r.id,
+            Acquire::Recovery,
+            "p2",
+            Millis(31_000),
+            Millis(61_000),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (taken.owner.as_deref(), taken.lease_until),
+        (Some("p2"), Some(Millis(61_000)))
+    );
+    assert!(
+        f.store
+            .expired_runs(Millis(40_000), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "the new lease counts"
+    );
+}
+
+async fn saving_a_run_is_fenced_by_its_owner(f: Fixture) {
+    let mut r = run();
+    f.store.insert_run(&r).await.unwrap();
+    r.journal.push(JournalEntry::Step {
+        name: "s".into(),
+        value: serde_json::json!(1),
+    });
+    assert!(
+        !f.store.save_run(&r, "p2").await.unwrap(),
+        "a process that does not hold it cannot write"
+    );
+    assert!(f.store.save_run(&r, "p1").await.unwrap());
+    assert_eq!(
+        f.store.get_run(&r.id).await.unwrap().unwrap().journal.len(),
+        1
+    );
+    r.state = RunState::Done;
+    r.result = Some("ok".into());
+    assert!(f.store.save_run(&r, "p1").await.unwrap());
+    assert_eq!(
+        f.store
+            .expired_runs(Millis(u64::MAX / 2), 10)
+            .await
+            .unwrap(),
+        vec![r.id.clone()],
+        "done but not reported"
+    );
+    r.reported = true;
+    r.owner = None;
+    assert!(f.store.save_run(&r, "p1").await.unwrap());
+    assert!(
+        f.store
+            .expired_runs(Millis(u64::MAX / 2), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(f.store.get_run(&r.id).await.unwrap().unwrap(), r);
+}
+
+async fn an_abandoned_run_leaves_recovery(f: Fixture) {
+    let r = run();
+    f.store.insert_run(&r).await.unwrap();
+    assert_eq!(
+        f.store.expired_runs(Millis(31_000), 10).await.unwrap(),
+        vec![r.id.clone()]
+    );
+    f.store.abandon_run(&r.id, "does not read").await.unwrap();
+    assert!(
+        f.store
+            .expired_runs(Millis(u64::MAX / 2), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "recovery no longer retries it"
+    );
+}
+
+conformance!(
+    runs_are_stored_without_overwriting,
+    a_run_is_taken_for_its_answer_once,
+    runs_are_recovered_only_after_their_lease,
+    saving_a_run_is_fenced_by_its_owner,
+    an_abandoned_run_leaves_recovery,
+);
