@@ -1,11 +1,11 @@
 //! The read-only commands of the grammar (`/help`, `/pending`, `/show`, `/rules`, the
 //! multi-choice toggles), and the texts they share.
 
-use super::inbox::Turn;
+use super::Bridge;
 use crate::Error;
 use askbridge_core::command::{AnswerCommand, PickCommand, ShowCommand};
 use askbridge_core::text::first_line;
-use askbridge_core::{IdRef, Question, Reply, Tone, render};
+use askbridge_core::{Actor, IdRef, Inbound, Question, Reply, Tone, render};
 
 /// The help text of every chat surface.
 pub(super) const HELP: &str = "askbridge lets a running program ask you questions here.\n\
@@ -22,6 +22,13 @@ multi-choice (1,3 or 1-3), yes/no, or your own words where allowed\n\
 \n\
 An id can be shortened to its first 4 or more characters. When exactly one question is waiting \
 for you, you can simply reply with your answer.";
+
+/// One incoming message being handled.
+pub(super) struct Turn {
+    pub(super) bridge: Bridge,
+    pub(super) message: Inbound,
+    pub(super) actor: Actor,
+}
 
 /// One entry per question, with the command that answers it.
 pub(super) fn pending_list(questions: &[Question]) -> String {

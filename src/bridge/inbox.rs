@@ -9,6 +9,7 @@
 //! nothing.
 
 use super::Bridge;
+use super::commands::{Turn, pending_list};
 use super::resolve::{Attempt, Checked, Refusal, Said};
 use crate::Error;
 use crate::store::ListFilter;
@@ -111,13 +112,6 @@ pub(super) fn refusal_reply(error: &Error) -> Reply {
             )
         }
     }
-}
-
-/// One incoming message being handled.
-pub(super) struct Turn {
-    pub(super) bridge: Bridge,
-    pub(super) message: Inbound,
-    pub(super) actor: Actor,
 }
 
 impl Turn {
@@ -310,7 +304,7 @@ impl Turn {
                 Tone::Info,
                 format!(
                     "Several questions are waiting for you; answer one with its command:\n{}",
-                    super::commands::pending_list(several)
+                    pending_list(several)
                 ),
             )),
         }

@@ -23,7 +23,7 @@ pub(super) struct EventsQuery {
 fn sse(event: &Event) -> SseEvent {
     SseEvent::default()
         .event(event.kind.name())
-        .json_data(&event.question)
+        .json_data(super::view::json(&event.question))
         .expect("a question always serialises")
 }
 

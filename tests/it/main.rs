@@ -10,6 +10,7 @@ mod redis_server;
 mod support;
 
 mod approvals;
+mod architecture;
 mod bridge;
 mod claim_race;
 mod console;

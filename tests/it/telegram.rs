@@ -2,11 +2,13 @@
 
 use crate::fakes::telegram::{BOT_USERNAME, FakeTelegram, Sent, User};
 use crate::support::{
-    Call as ChannelCall, FakeChannel, eventually, eventually_some, http, memory_bridge, serve,
+    Call as ChannelCall, FakeChannel, bridge_over, eventually, eventually_some, http,
+    memory_bridge, serve,
 };
 use askbridge::Bridge;
 use askbridge::FlowsExt;
 use askbridge::http::{AppState, app};
+use askbridge::store::Store;
 use askbridge_core::{Inbox, Status};
 use askbridge_telegram::{SECRET_HEADER, Telegram, TelegramOptions, WebhookOptions};
 use serde_json::{Value, json};
@@ -14,10 +16,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const TOKEN: &str = "123456:TEST-token-never-logged";
-const GROUP: i64 = -100_200;
+pub(crate) const GROUP: i64 = -100_200;
 const WITHIN: Duration = Duration::from_secs(10);
 
-fn alice() -> User {
+pub(crate) fn alice() -> User {
     User {
         id: 7,
         username: "alice",
@@ -30,16 +32,30 @@ fn mallory() -> User {
     }
 }
 
-struct Setup {
-    fake: FakeTelegram,
-    bridge: Bridge,
+pub(crate) struct Setup {
+    pub(crate) fake: FakeTelegram,
+    pub(crate) bridge: Bridge,
     chat: Arc<FakeChannel>,
     base: String,
 }
 
 async fn setup_with(webhook: Option<WebhookOptions>) -> Setup {
-    let fake = FakeTelegram::start();
     let (bridge, chat) = memory_bridge().await;
+    setup_bridge(bridge, chat, webhook).await
+}
+
+/// A fake Telegram, askbridge's Telegram adapter, and the HTTP API, over `store`.
+pub(crate) async fn setup_over(store: Arc<dyn Store>) -> Setup {
+    let (bridge, chat) = bridge_over(store).await;
+    setup_bridge(bridge, chat, None).await
+}
+
+async fn setup_bridge(
+    bridge: Bridge,
+    chat: Arc<FakeChannel>,
+    webhook: Option<WebhookOptions>,
+) -> Setup {
+    let fake = FakeTelegram::start();
     let telegram = Telegram::connect(TelegramOptions {
         token: TOKEN.into(),
         api_url: Some(fake.base.clone()),
@@ -67,7 +83,7 @@ async fn setup() -> Setup {
 }
 
 impl Setup {
-    async fn ask(&self, body: Value) -> Value {
+    pub(crate) async fn ask(&self, body: Value) -> Value {
         let response = http()
             .post(format!("{}/api/questions", self.base))
             .json(&body)
@@ -78,7 +94,7 @@ impl Setup {
         response.json().await.unwrap()
     }
 
-    async fn status(&self, id: &str) -> String {
+    pub(crate) async fn status(&self, id: &str) -> String {
         let q: Value = http()
             .get(format!("{}/api/questions/{id}", self.base))
             .send()
@@ -90,7 +106,7 @@ impl Setup {
         q["status"].as_str().unwrap().to_owned()
     }
 
-    async fn shown(&self, chat: i64, id: &str) -> Sent {
+    pub(crate) async fn shown(&self, chat: i64, id: &str) -> Sent {
         let fake = self.fake.clone();
         eventually_some(WITHIN, "the question shown on Telegram", move || {
             let fake = fake.clone();
@@ -112,7 +128,7 @@ impl Setup {
             .unwrap()
     }
 
-    async fn wait_for_text(&self, chat: i64, message: i64, needle: &str) -> Sent {
+    pub(crate) async fn wait_for_text(&self, chat: i64, message: i64, needle: &str) -> Sent {
         let fake = self.fake.clone();
         eventually_some(WITHIN, needle, move || {
             let fake = fake.clone();
@@ -193,7 +209,7 @@ impl Setup {
     }
 }
 
-fn ask_body(targets: &[&str], answerers: &[&str]) -> Value {
+pub(crate) fn ask_body(targets: &[&str], answerers: &[&str]) -> Value {
     json!({
         "session_id": "tg",
         "prompt": "Which library for date formatting?",

@@ -99,47 +99,10 @@
     state.skewMs = Math.abs(skew) > 2000 ? skew : 0;
   }
 
-  // ---- the same words as askbridge-core's render.rs ------------------------------------------
-
-  function answerText(value) {
-    if (value === true) return 'yes';
-    if (value === false) return 'no';
-    if (Array.isArray(value)) return value.join(', ');
-    return value === null || value === undefined ? '' : String(value);
-  }
-
-  // render::outcome_line, word for word.
+  // The line every surface shows for a resolved question, as the server rendered it
+  // (render::outcome_line): the page never re-derives askbridge's words.
   function outcomeLine(q) {
-    const r = q.resolution;
-    if (!r) return 'Pending';
-    const by = r.by_name || r.by;
-    const via = r.via;
-    switch (q.status) {
-      case 'answered': {
-        if (q.kind === 'approval' && via === 'rule') return `Allowed by rule ${r.rule_id || '?'}`;
-        let value = answerText(r.value);
-        if (q.kind === 'approval' && value === 'once') value = 'allowed once';
-        else if (q.kind === 'approval' && value === 'always') value = 'always allowed in this session';
-        else if (q.kind === 'approval' && value === 'always everywhere') value = 'always allowed everywhere';
-        return `Answered: ${value}, by ${by} via ${via}`;
-      }
-      case 'declined': {
-        const verb = q.kind === 'approval' ? 'Rejected' : 'Declined';
-        return r.message !== null && r.message !== undefined
-          ? `${verb}: ${r.message} (by ${by} via ${via})`
-          : `${verb} by ${by} via ${via}`;
-      }
-      case 'expired':
-        return r.value !== null && r.value !== undefined
-          ? `Expired: default used (${answerText(r.value)})`
-          : 'Expired: no answer';
-      case 'cancelled':
-        return r.message !== null && r.message !== undefined
-          ? `Cancelled: ${r.message}`
-          : 'Cancelled: the run that asked it was stopped';
-      default:
-        return 'Pending';
-    }
+    return q.outcome || 'Pending';
   }
 
   function kindLabel(q) {
