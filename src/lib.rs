@@ -8,19 +8,30 @@
 //!
 //! # Layout
 //!
+//! From the bottom up; a part depends only on parts above it in this list:
+//!
 //! - [`core`] (the `askbridge-core` crate, re-exported): questions, outcomes, the claim-once state
-//!   machine, the command grammar and the channel traits. No network code; the chat adapters
-//!   under `adapters/` depend on it alone.
-//! - [`store`]: the store trait and its memory, embedded (redb) and Redis implementations.
-//! - [`bridge`]: the registry (create, resolve, wait, cancel), showing and withdrawing questions,
-//!   expiry, and what chat messages do.
+//!   machine, typed ids and identities, approvals, the command grammar, rendering, secrets and
+//!   the channel traits. No network code; the chat adapters under `adapters/` depend on it alone.
+//! - [`store`]: small role traits (questions, deliveries, outbox, dedupe, runs, rules, audit,
+//!   events, admin), the store's own error, and the memory, embedded (redb) and Redis
+//!   implementations, each in its own file or folder.
+//! - [`bridge`]: the registry (create, read, wait, cancel), the one reply path (`resolve.rs`:
+//!   check once, claim once, audit refusals in one place), showing and withdrawing questions, the
+//!   sweeper, what chat messages do, and the [`bridge::Runner`] seam flows plug into.
 //! - [`flows`]: follow-up runs: functions started from a chat that wait for people without
-//!   holding a task.
-//! - [`http`]: the HTTP API and event stream (axum); [`signing`]: signatures on what askbridge
-//!   POSTs to other endpoints.
-//! - [`console`]: the terminal as a plain-text surface.
-//! - [`config`]: settings from the environment; [`runtime`]: wiring them into a running server.
-//! - [`metrics`]: Prometheus counters.
+//!   holding a task; they register with the bridge as its runner.
+//! - [`http`]: the HTTP API, event stream and ops page (axum); [`signing`]: signatures on what
+//!   askbridge POSTs to other endpoints.
+//! - [`console`]: the terminal as a plain-text surface; [`demo`]: the examples `askbridge demo`
+//!   runs.
+//! - [`config`]: settings from the environment, read once; [`runtime`]: wiring them into a running
+//!   server; [`metrics`]: Prometheus counters.
+//!
+//! Errors: [`Error`] is a failure; [`NoAnswer`] is an outcome (declined, timed out, cancelled);
+//! [`AskError`] is either, for `Session::ask`; a flow's [`Interrupt`] adds suspension, which is
+//! control flow, not a failure; the store's [`store::Error`] says whether it was unavailable or met
+//! a corrupt record.
 
 pub use askbridge_core as core;
 

@@ -42,7 +42,7 @@ pub struct NewQuestion {
     /// See [`Question::allow_custom`].
     #[serde(default)]
     pub allow_custom: bool,
-    /// Seconds until it expires; [`DEFAULT_TIMEOUT`] when absent.
+    /// Seconds until it expires; [`crate::question::DEFAULT_TIMEOUT`] when absent.
     #[serde(default)]
     pub timeout_s: Option<f64>,
     /// See [`Question::default`].

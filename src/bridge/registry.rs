@@ -255,7 +255,7 @@ impl Bridge {
     }
 }
 
-/// Why [`Bridge::create_as`] created nothing.
+/// Why [`Bridge::create_for_run`] created nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum CreateError {
     /// The request cannot be asked.
