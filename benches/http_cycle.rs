@@ -143,8 +143,11 @@ async fn expiry_lag(bridge: &Bridge, base: &str, count: usize) -> Vec<Duration> 
             .await
             .expect("expiry events")
             .unwrap();
-        if event.question.status == askbridge_core::Status::Expired {
-            if let Some(deadline) = pending.remove(event.question.id.as_str()) {
+        let Some(question) = event.question() else {
+            continue;
+        };
+        if question.status == askbridge_core::Status::Expired {
+            if let Some(deadline) = pending.remove(question.id.as_str()) {
                 lags.push(Millis::now().since(deadline));
             }
         }

@@ -41,6 +41,17 @@ impl QuestionId {
         Self::from_bytes(&digest[..ID_LEN])
     }
 
+    /// [`QuestionId::derived`], with `first` (a character of [`ALPHABET`]) as its first
+    /// character, so that a store that groups ids by their first character can keep this question
+    /// beside whatever `first` was taken from (a run's questions beside their run).
+    pub fn derived_beside(seed: &[u8], first: u8) -> Self {
+        let mut id = Self::derived(seed).0.into_bytes();
+        if ALPHABET.contains(&first) {
+            id[0] = first;
+        }
+        QuestionId(String::from_utf8(id).expect("the alphabet is ASCII"))
+    }
+
     fn from_bytes(bytes: &[u8]) -> Self {
         let text = bytes
             .iter()

@@ -182,7 +182,8 @@ impl From<ResolutionWire> for Resolution {
     }
 }
 
-/// A question, as stored and as sent over the HTTP API.
+/// A question, as stored and as sent over the HTTP API. (Stores may leave out empty fields; they
+/// read back as their defaults.)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Question {
     /// Unique, random id.
@@ -196,10 +197,13 @@ pub struct Question {
     /// Longer context shown under the prompt.
     pub detail: Option<String>,
     /// Option labels, in order; option numbers are 1-based positions in this list.
+    #[serde(default)]
     pub options: Vec<String>,
     /// Several options may be chosen.
+    #[serde(default)]
     pub multi: bool,
     /// Free text is accepted besides the options.
+    #[serde(default)]
     pub allow_custom: bool,
     /// When it was asked.
     pub created_at: Millis,
@@ -208,8 +212,10 @@ pub struct Question {
     /// What a waiter gets on timeout; `None` means the waiter gets a timeout error.
     pub default: Option<Answer>,
     /// Who may answer; empty means anyone who can reach a surface showing it.
+    #[serde(default)]
     pub answerers: Vec<Identity>,
     /// Where it is shown (`telegram:<chat id>`, `discord:<channel id>`, `console`).
+    #[serde(default)]
     pub targets: Vec<Target>,
     /// Where it is in its life.
     pub status: Status,

@@ -159,9 +159,11 @@ impl Run {
     }
 
     /// The id of the run's `index`-th question (0-based). Derived, so that a run re-executed
-    /// after a crash asks "the same" question instead of a second one.
+    /// after a crash asks "the same" question instead of a second one; its first character is the
+    /// run id's second, so stores can keep a run and its questions together.
     pub fn question_id(&self, index: usize) -> QuestionId {
-        QuestionId::derived(format!("{}/{index}", self.id).as_bytes())
+        let first = self.id.as_str().as_bytes().get(1).copied().unwrap_or(b'0');
+        QuestionId::derived_beside(format!("{}/{index}", self.id).as_bytes(), first)
     }
 
     /// How many asks the journal holds.

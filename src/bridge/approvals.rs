@@ -10,8 +10,7 @@
 //! rule matches is allowed at once without being shown, and pending approvals a new rule matches
 //! are allowed too; both are resolved by [`Decider::Rule`], recorded as `by rule:<id> via rule`.
 
-use super::Bridge;
-use super::resolve::SETTLE_GRACE;
+use super::{Bridge, EFFECT_RULE, SETTLE_GRACE};
 use crate::store::{Error as StoreError, ListFilter};
 use crate::{AskError, Error, NoAnswer};
 use askbridge_core::audit::{AuditEntry, AuditEvent, AuditFilter};
@@ -19,9 +18,6 @@ use askbridge_core::{
     Action, Actor, Answer, Approval, ApprovalReply, Claim, Decider, Identity, Kind, Millis,
     NewQuestion, Question, QuestionId, Rule, RuleId, Scope, Status, Transition,
 };
-
-/// The outbox effect that records an "always" answer's rule was created.
-const EFFECT_RULE: &str = "rule";
 
 /// What the function that asked for approval gets.
 pub fn approval_of(question: &Question) -> Result<Approval, AskError> {
@@ -153,15 +149,20 @@ impl Bridge {
         );
         // Straight to the store, not through `Bridge::claim` (which may create a rule and so
         // come back here): a rule's decision creates no rule, so its effects can run later.
-        let Some((_, resolved)) = self.store().claim(question, &claim, SETTLE_GRACE).await? else {
+        let Some(claimed) = self
+            .store()
+            .claim(question, &claim, SETTLE_GRACE, None)
+            .await?
+        else {
             return Err(Error::NotFound(question.id.clone()));
         };
+        let resolved = claimed.question.clone();
         if resolved
             .resolution
             .as_ref()
             .is_some_and(|r| r.decider.rule().is_some())
         {
-            self.after_win(&resolved);
+            self.after_win(claimed);
         }
         Ok(resolved)
     }

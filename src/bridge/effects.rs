@@ -11,7 +11,7 @@ use super::runner::Resume;
 use super::{Bridge, Runner};
 use crate::Error;
 use crate::signing;
-use crate::store::Shown;
+use crate::store::{Claimed, Shown, Work};
 use askbridge_core::{Millis, Question, QuestionId, Target};
 use std::time::Duration;
 
@@ -86,39 +86,75 @@ impl Bridge {
         }
     }
 
-    /// What follows a claim this process won: its waiters here are woken at once, and its
-    /// effects start (the store has made its outbox entry due soon, so that if this process dies
-    /// first, any process's sweeper does them within seconds).
-    pub(super) fn after_win(&self, resolved: &Question) {
-        self.metrics().resolved(resolved);
-        self.waiters().wake(resolved);
-        self.spawn_settle(resolved.clone());
-    }
-
-    pub(super) fn spawn_settle(&self, question: Question) {
+    /// What follows a claim this process won: its waiters here are woken at once (other
+    /// processes hear of it from the store's events), a run handed over with the claim starts
+    /// executing here, and the effects start (the store has made the outbox entry due soon, so
+    /// that if this process dies first, any process's sweeper does them within seconds).
+    pub(super) fn after_win(&self, claimed: Claimed) {
+        let Claimed {
+            question,
+            work,
+            run,
+            ..
+        } = claimed;
+        self.metrics().resolved(&question);
+        self.waiters().wake(&question);
+        let handed_over = match (run, self.runner()) {
+            (Some(run), Some(runner)) => {
+                tracing::info!(run_id = %run.id, question_id = %question.id, "run resumed");
+                runner.drive(self, run);
+                true
+            }
+            _ => false,
+        };
         let bridge = self.clone();
         tokio::spawn(async move {
-            if let Err(error) = bridge.settle(&question).await {
+            if let Err(error) = bridge.settle(&question, Some(work), handed_over).await {
                 tracing::warn!(question_id = %question.id, %error, "effects interrupted; the sweeper will retry");
             }
         });
     }
 
-    /// Does what a resolution requires and is not done yet; leaves the open index when all is.
-    /// One settle per question at a time in this process: a second one (a late delivery, a
-    /// sweep) is put off a moment instead of doing the same effects twice.
-    pub(super) async fn settle(&self, question: &Question) -> Result<(), Error> {
-        let Some(_settling) = Settling::start(self, &question.id) else {
-            let later = Millis::now().after(Duration::from_secs(1));
-            return Ok(self.store().reschedule(&question.id, later).await?);
-        };
-        self.settle_effects(question).await
+    pub(super) fn spawn_settle(&self, question: Question) {
+        let bridge = self.clone();
+        tokio::spawn(async move {
+            if let Err(error) = bridge.settle(&question, None, false).await {
+                tracing::warn!(question_id = %question.id, %error, "effects interrupted; the sweeper will retry");
+            }
+        });
     }
 
-    async fn settle_effects(&self, question: &Question) -> Result<(), Error> {
-        let store = self.store();
+    /// Does what a resolution requires and is not done yet (`work` says what is done, when the
+    /// caller knows; `resumed` when the claim handed its run over), then records it all and
+    /// leaves the open index, or schedules a retry, in one store call. One settle per question at
+    /// a time in this process: a second one (a late delivery, a sweep) is put off a moment
+    /// instead of doing the same effects twice.
+    pub(super) async fn settle(
+        &self,
+        question: &Question,
+        work: Option<Work>,
+        resumed: bool,
+    ) -> Result<(), Error> {
+        let Some(_settling) = Settling::start(self, &question.id) else {
+            let later = Millis::now().after(Duration::from_secs(1));
+            self.schedule().offer(later);
+            return Ok(self.store().reschedule(&question.id, later).await?);
+        };
+        let work = match work {
+            Some(work) => work,
+            None => self.store().work(&question.id).await?,
+        };
+        self.settle_effects(question, work, resumed).await
+    }
+
+    async fn settle_effects(
+        &self,
+        question: &Question,
+        work: Work,
+        resumed: bool,
+    ) -> Result<(), Error> {
         let id = &question.id;
-        let done = store.effects_done(id).await?;
+        let Work { shown, done } = work;
         let creates_rule = question
             .resolution
             .as_ref()
@@ -126,28 +162,30 @@ impl Bridge {
         if creates_rule && !Self::rule_done(&done) {
             self.create_rule_now(question).await?;
         }
+        let mut finished: Vec<String> = Vec::new();
         // The soonest time something left undone should be tried again, if anything is.
         let mut retry: Option<Duration> = None;
         let mut retry_in = |after: Duration| retry = Some(retry.map_or(after, |r| r.min(after)));
-        for shown in store.shown(id).await? {
+        for shown in &shown {
             let effect = withdraw_effect(&shown.target);
             if done.contains(&effect) {
                 continue;
             }
-            if self.withdraw(question, &shown).await {
-                store.mark_effect(id, &effect).await?;
+            if self.withdraw(question, shown).await {
+                finished.push(effect);
             } else if self.given_up(question) {
                 tracing::error!(question_id = %id, target = %shown.target, "giving up withdrawing after a day of failures");
-                store.mark_effect(id, &effect).await?;
+                finished.push(effect);
             } else {
                 retry_in(WITHDRAW_RETRY);
             }
         }
-        if question.run_id.is_some() && !done.iter().any(|e| e == EFFECT_RESUME) {
+        let resume_done = done.iter().any(|e| e == EFFECT_RESUME);
+        if resumed && !resume_done {
+            finished.push(EFFECT_RESUME.to_owned());
+        } else if question.run_id.is_some() && !resume_done {
             match self.resume(question).await {
-                Ok(Resume::Done) => {
-                    store.mark_effect(id, EFFECT_RESUME).await?;
-                }
+                Ok(Resume::Done) => finished.push(EFFECT_RESUME.to_owned()),
                 Ok(Resume::NotYet) => retry_in(RESUME_RETRY),
                 Err(error) => {
                     tracing::warn!(question_id = %id, %error, "cannot resume the run yet");
@@ -157,12 +195,10 @@ impl Bridge {
         }
         if question.callback_url.is_some() && !done.iter().any(|e| e == EFFECT_CALLBACK) {
             match self.post_callback(question).await {
-                Ok(()) => {
-                    store.mark_effect(id, EFFECT_CALLBACK).await?;
-                }
+                Ok(()) => finished.push(EFFECT_CALLBACK.to_owned()),
                 Err(error) if self.given_up(question) => {
                     tracing::error!(question_id = %id, %error, "giving up on the callback after a day of failures");
-                    store.mark_effect(id, EFFECT_CALLBACK).await?;
+                    finished.push(EFFECT_CALLBACK.to_owned());
                 }
                 Err(error) => {
                     tracing::warn!(question_id = %id, %error, "callback failed; will retry");
@@ -170,10 +206,14 @@ impl Bridge {
                 }
             }
         }
-        match retry {
-            Some(after) => Ok(store.reschedule(id, Millis::now().after(after)).await?),
-            None => Ok(store.settle(id, Some(question)).await?),
+        let retry_at = retry.map(|after| Millis::now().after(after));
+        if let Some(at) = retry_at {
+            self.schedule().offer(at);
         }
+        Ok(self
+            .store()
+            .finish(id, Some(question), &finished, retry_at)
+            .await?)
     }
 
     /// A resolved question of a run: hands it to the run engine. Without one (a process that

@@ -51,6 +51,12 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+/// How long after a resolution its outbox entry waits for the winner's own settle before any
+/// sweeper does it.
+const SETTLE_GRACE: Duration = Duration::from_secs(10);
+/// The outbox effect that records an "always" answer's rule was created.
+const EFFECT_RULE: &str = "rule";
+
 /// Settings of a bridge.
 #[derive(Clone, Debug)]
 pub struct BridgeOptions {
@@ -96,6 +102,8 @@ struct Inner {
     runner: RwLock<Option<Arc<dyn Runner>>>,
     /// Values other parts attach to this bridge, one per type (see [`Bridge::extension`]).
     extensions: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    /// When the sweeper may next find something due.
+    schedule: sweeper::Schedule,
     /// Questions this process is settling right now.
     settling: Mutex<HashSet<QuestionId>>,
     /// This process's name as a run's executor.
@@ -134,6 +142,7 @@ impl Bridge {
                 channels: RwLock::new(HashMap::new()),
                 runner: RwLock::new(None),
                 extensions: Mutex::new(HashMap::new()),
+                schedule: sweeper::Schedule::default(),
                 settling: Mutex::new(HashSet::new()),
                 owner_id: format!("p{}-{}", std::process::id(), QuestionId::random()),
                 http: reqwest::Client::builder()
@@ -230,6 +239,10 @@ impl Bridge {
         value
             .downcast::<T>()
             .unwrap_or_else(|_| unreachable!("extensions are keyed by their type"))
+    }
+
+    fn schedule(&self) -> &sweeper::Schedule {
+        &self.inner.schedule
     }
 
     fn settling(&self) -> MutexGuard<'_, HashSet<QuestionId>> {

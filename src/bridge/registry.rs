@@ -15,8 +15,6 @@ use std::time::Duration;
 const EXPIRY_GRACE: Duration = Duration::from_secs(2);
 /// How many times creation retries with a new id after a collision.
 const ID_ATTEMPTS: usize = 3;
-/// How often a waiter re-reads the store in case an event was lost.
-const WAIT_RECHECK: Duration = Duration::from_secs(2);
 
 impl Bridge {
     /// Checks targets against the channels: each must be served by one.
@@ -168,10 +166,7 @@ impl Bridge {
             if now >= deadline {
                 return Ok(question);
             }
-            if let Some(resolved) = registration
-                .woken_within(WAIT_RECHECK.min(deadline - now))
-                .await
-            {
+            if let Some(resolved) = registration.woken_within(deadline - now).await {
                 return Ok(resolved);
             }
         }

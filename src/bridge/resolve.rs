@@ -6,17 +6,13 @@
 //! acknowledged between the two, from the same reading ([`Checked::predicted`]). Every refusal
 //! passes through [`Bridge::conclude`], the one place refused attempts reach the audit trail.
 
-use super::Bridge;
+use super::{Bridge, EFFECT_RULE, SETTLE_GRACE};
 use crate::Error;
+use crate::store::TakeRun;
 use askbridge_core::audit::AuditEntry;
 use askbridge_core::{
     Actor, Answer, Claim, ClaimOutcome, Millis, Question, QuestionId, Target, Transition,
 };
-use std::time::Duration;
-
-/// How long after a resolution its outbox entry waits for the winner's own settle before any
-/// sweeper does it.
-pub(super) const SETTLE_GRACE: Duration = Duration::from_secs(10);
 
 /// A reply given by a program (HTTP API, Rust API) rather than typed.
 #[derive(Clone, Debug, PartialEq)]
@@ -239,11 +235,22 @@ impl Bridge {
         if !question.is_pending() {
             return Err(Error::AlreadyResolved(Box::new(question.clone())));
         }
-        let Some((outcome, resolved)) = self.store().claim(question, &claim, SETTLE_GRACE).await?
+        // With a run engine here, a run parked on the question is handed over with the claim.
+        let lease_until = Millis::now().after(self.options().run_lease);
+        let take_run = self.runner().map(|_| TakeRun {
+            owner: self.owner_id(),
+            lease_until,
+        });
+        let Some(claimed) = self
+            .store()
+            .claim(question, &claim, SETTLE_GRACE, take_run)
+            .await?
         else {
             return Err(Error::NotFound(question.id.clone()));
         };
-        match outcome {
+        let mut claimed = claimed;
+        let resolved = claimed.question.clone();
+        match claimed.outcome {
             ClaimOutcome::Won => {
                 tracing::info!(
                     question_id = %resolved.id,
@@ -258,16 +265,19 @@ impl Bridge {
                 {
                     // "Always allow": the rule exists (and matching pending approvals are
                     // allowed) before the approver's reply returns; the rest follows as usual.
-                    if let Err(error) = self.create_rule_now(&resolved).await {
-                        tracing::warn!(question_id = %resolved.id, %error, "cannot create the rule yet; the sweeper will retry");
+                    match self.create_rule_now(&resolved).await {
+                        Ok(()) => claimed.work.done.push(EFFECT_RULE.into()),
+                        Err(error) => {
+                            tracing::warn!(question_id = %resolved.id, %error, "cannot create the rule yet; the sweeper will retry");
+                        }
                     }
                 }
-                self.after_win(&resolved);
+                self.after_win(claimed);
                 Ok(resolved)
             }
             ClaimOutcome::Expired => {
                 tracing::info!(question_id = %resolved.id, "question expired (claim arrived after the deadline)");
-                self.after_win(&resolved);
+                self.after_win(claimed);
                 Err(Error::AlreadyResolved(Box::new(resolved)))
             }
             ClaimOutcome::AlreadyResolved => Err(Error::AlreadyResolved(Box::new(resolved))),

@@ -1,21 +1,71 @@
 //! The background tasks: the sweeper (expiry driven by the open index, and work a crashed
 //! process left), recovery at start-up, and the pump that wakes this process's waiters from the
 //! store's events.
+//!
+//! The sweeper does not poll the store four times a second. Every process sees every event, so it
+//! knows each question's deadline as it is asked and each resolution as it happens; the
+//! [`Schedule`] keeps the earliest time anything may be due, and the sweeper sleeps until then.
+//! A slow poll of the store's own earliest due time is the safety net (entries rescheduled by
+//! another process, events missed while the store was unreachable).
 
-use super::Bridge;
 use super::waiters::{Pumped, next_event};
+use super::{Bridge, SETTLE_GRACE};
 use crate::Error;
+use crate::store::{Event, EventKind};
 use askbridge_core::{Claim, Millis, Question};
+use std::sync::Mutex;
 use std::time::Duration;
+use tokio::sync::Notify;
 
-/// How often the sweeper looks for due work. Expiry happens within this of a deadline.
-const SWEEP_EVERY: Duration = Duration::from_millis(250);
+/// The sweeper never runs more often than this (under load, due work is taken in batches).
+const SWEEP_AT_MOST_EVERY: Duration = Duration::from_millis(250);
+/// How often the store's earliest due time is read, and runs whose process died are looked for.
+const POLL_EVERY: Duration = Duration::from_secs(5);
 /// How long a leased entry is hidden from other sweepers while one works on it.
 const LEASE: Duration = Duration::from_secs(30);
 /// How many due entries one sweep takes.
 const SWEEP_BATCH: usize = 256;
 /// Purging old records runs this often.
 const PURGE_EVERY: Duration = Duration::from_secs(300);
+/// This process's waiters are re-read this often, in case an event was lost.
+const RECHECK_WAITERS_EVERY: Duration = Duration::from_secs(60);
+
+/// The earliest time something may be due in the open index, as far as this process knows.
+#[derive(Debug, Default)]
+pub(super) struct Schedule {
+    next: Mutex<Option<Millis>>,
+    wake: Notify,
+}
+
+impl Schedule {
+    /// Something may be due at `at`: the sweeper wakes then (at the latest).
+    pub(super) fn offer(&self, at: Millis) {
+        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        if next.is_none_or(|current| at < current) {
+            *next = Some(at);
+            drop(next);
+            self.wake.notify_one();
+        }
+    }
+
+    /// True when something may be due at `now`; forgets that time (the sweep will take it).
+    fn due(&self, now: Millis) -> bool {
+        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        match *next {
+            Some(at) if at <= now => {
+                *next = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// How long until the known next due time, if there is one.
+    fn until_next(&self, now: Millis) -> Option<Duration> {
+        let next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        next.map(|at| at.since(now))
+    }
+}
 
 impl Bridge {
     /// Expires a pending question whose deadline passed, and settles it.
@@ -26,41 +76,62 @@ impl Bridge {
         }
     }
 
-    /// One pass of the sweeper: expire what is overdue, finish interrupted effects, take over
-    /// runs whose executor died.
+    /// One pass of the sweeper: expire what is overdue and finish interrupted effects.
     pub async fn sweep_once(&self) -> Result<usize, Error> {
-        if let Some(runner) = self.runner() {
-            if let Err(error) = runner.recover(self).await {
-                tracing::warn!(%error, "cannot recover runs");
-            }
-        }
         let store = self.store();
         let now = Millis::now();
         let due = store.lease_due(now, LEASE, SWEEP_BATCH).await?;
         for id in &due {
             match store.get(id).await? {
-                None => store.settle(id, None).await?,
+                None => store.finish(id, None, &[], None).await?,
                 Some(question) if question.is_pending() && now >= question.expires_at => {
                     self.expire(&question).await?;
                 }
                 // Leased while not yet due (its deadline moved); put it back.
                 Some(question) if question.is_pending() => {
                     store.reschedule(id, question.expires_at).await?;
+                    self.schedule().offer(question.expires_at);
                 }
                 Some(question) => self.spawn_settle(question),
             }
         }
+        if due.len() == SWEEP_BATCH {
+            // More may be waiting: come back at once.
+            self.schedule().offer(now);
+        }
         Ok(due.len())
+    }
+
+    /// Reads the store's earliest due time, and takes over runs whose process died.
+    async fn poll(&self) {
+        match self.store().next_due().await {
+            Ok(Some(at)) => self.schedule().offer(at),
+            Ok(None) => {}
+            Err(error) => tracing::warn!(%error, "cannot read the open index"),
+        }
+        if let Some(runner) = self.runner() {
+            if let Err(error) = runner.recover(self).await {
+                tracing::warn!(%error, "cannot recover runs");
+            }
+        }
     }
 
     pub(super) async fn sweep_forever(self) {
         let mut shutdown = self.shutdown_signal();
-        let mut last_purge = Millis::now();
+        let (mut last_poll, mut last_purge) = (None::<Millis>, Millis::now());
         loop {
-            if let Err(error) = self.sweep_once().await {
-                tracing::warn!(%error, "sweep failed; retrying");
-            }
             let now = Millis::now();
+            if last_poll.is_none_or(|at| now.since(at) >= POLL_EVERY) {
+                last_poll = Some(now);
+                self.poll().await;
+            }
+            if self.schedule().due(Millis::now()) {
+                if let Err(error) = self.sweep_once().await {
+                    tracing::warn!(%error, "sweep failed; retrying");
+                    self.schedule()
+                        .offer(Millis::now().after(Duration::from_secs(1)));
+                }
+            }
             if now.since(last_purge) >= PURGE_EVERY {
                 last_purge = now;
                 match self.store().purge(now).await {
@@ -69,8 +140,17 @@ impl Bridge {
                     Err(error) => tracing::warn!(%error, "purge failed"),
                 }
             }
+            let sleep = self
+                .schedule()
+                .until_next(Millis::now())
+                .unwrap_or(POLL_EVERY)
+                .clamp(SWEEP_AT_MOST_EVERY, POLL_EVERY);
             tokio::select! {
-                _ = tokio::time::sleep(SWEEP_EVERY) => {}
+                _ = tokio::time::sleep(sleep) => {}
+                // Something sooner was offered; still no more often than the floor.
+                _ = self.schedule().wake.notified() => {
+                    tokio::time::sleep(SWEEP_AT_MOST_EVERY).await;
+                }
                 _ = shutdown.changed() => return,
             }
         }
@@ -83,7 +163,7 @@ impl Bridge {
         let (mut resolved, mut reshown) = (0usize, 0usize);
         for id in store.open_ids().await? {
             let Some(question) = store.get(&id).await? else {
-                store.settle(&id, None).await?;
+                store.finish(&id, None, &[], None).await?;
                 continue;
             };
             if !question.is_pending() {
@@ -91,6 +171,7 @@ impl Bridge {
                 store.reschedule(&id, Millis::now()).await?;
                 continue;
             }
+            self.schedule().offer(question.expires_at);
             let shown = store.shown(&id).await?;
             for target in &question.targets {
                 if !shown.iter().any(|s| &s.target == target) && self.channel_for(target).is_some()
@@ -100,26 +181,50 @@ impl Bridge {
                 }
             }
         }
+        if resolved > 0 {
+            self.schedule().offer(Millis::now());
+        }
         if resolved + reshown > 0 {
             tracing::info!(resolved, reshown, "recovered work left by an earlier run");
         }
         Ok(())
     }
 
-    /// Wakes this process's waiters from the store's events (which come from every process).
+    /// Wakes this process's waiters from the store's events (which come from every process), and
+    /// tells the sweeper when something will be due.
     pub(super) async fn pump_events(self) {
         let mut events = self.store().subscribe();
         let mut shutdown = self.shutdown_signal();
+        let mut recheck = tokio::time::interval(RECHECK_WAITERS_EVERY);
+        recheck.tick().await;
         loop {
             let pumped = tokio::select! {
                 pumped = next_event(&mut events) => pumped,
+                _ = recheck.tick() => Pumped::Lagged,
                 _ = shutdown.changed() => return,
             };
             match pumped {
-                Pumped::Event(event) => self.waiters().wake(&event.question),
+                Pumped::Event(event) => self.note(&event),
                 Pumped::Lagged => self.recheck_waiters().await,
                 Pumped::Closed => return,
             }
+        }
+    }
+
+    /// What an event means here: waiters to wake, and when the sweeper may have work.
+    fn note(&self, event: &Event) {
+        match event {
+            Event::Question { kind, question } => {
+                if *kind == EventKind::Asked {
+                    self.schedule().offer(question.expires_at);
+                } else if let Some(resolution) = &question.resolution {
+                    // The winner finishes the effects at once; if it died, this is when any
+                    // sweeper takes over.
+                    self.schedule().offer(resolution.at.after(SETTLE_GRACE));
+                }
+                self.waiters().wake(question);
+            }
+            Event::Run { run, .. } => self.waiters().wake_run(run),
         }
     }
 
@@ -127,6 +232,11 @@ impl Bridge {
         for id in self.waiters().ids() {
             if let Ok(Some(question)) = self.store().get(&id).await {
                 self.waiters().wake(&question);
+            }
+        }
+        for id in self.waiters().run_ids() {
+            if let Ok(Some(run)) = self.store().get_run(&id).await {
+                self.waiters().wake_run(&run);
             }
         }
     }

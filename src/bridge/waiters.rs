@@ -2,20 +2,25 @@
 //!
 //! A waiter registers a one-shot sender under the question id; one task per process reads the
 //! store's event stream (fed by every process sharing the store) and completes the senders of the
-//! question an event is about. Registering happens *before* the waiter re-reads the store, so a
-//! resolution landing in between is seen one way or the other. Waiters also re-read the store
-//! now and then, so a lost event delays them by seconds instead of forever.
+//! question an event is about; the process that wins a claim wakes its own waiters at once,
+//! without waiting for its event to come back. Registering happens *before* the waiter re-reads
+//! the store, so a resolution landing in between is seen one way or the other. A waiter does not
+//! poll: the event pump re-reads every waited-for question once a minute (and when events were
+//! dropped), so a lost event delays a waiter by a minute at most, at a cost of one read per waiter
+//! per minute rather than per second.
 
 use crate::store::Event;
-use askbridge_core::{Question, QuestionId};
+use askbridge_core::run::Run;
+use askbridge_core::{Question, QuestionId, RunId};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use tokio::sync::{broadcast, oneshot};
 
-/// The waiters of this process.
+/// The waiters of this process: for questions to be resolved, and for runs to park or end.
 #[derive(Debug, Default)]
 pub struct Waiters {
     by_id: Mutex<HashMap<QuestionId, Vec<oneshot::Sender<Question>>>>,
+    by_run: Mutex<HashMap<RunId, Vec<oneshot::Sender<Run>>>>,
 }
 
 impl Waiters {
@@ -64,6 +69,34 @@ impl Waiters {
     /// The ids someone is waiting for.
     pub fn ids(&self) -> Vec<QuestionId> {
         self.lock().keys().cloned().collect()
+    }
+
+    fn runs(&self) -> MutexGuard<'_, HashMap<RunId, Vec<oneshot::Sender<Run>>>> {
+        self.by_run.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers interest in the next news of run `id` (it parked, or ended). The receiver
+    /// gets the run as it is then; a dropped receiver is cleaned up on the next news.
+    pub fn register_run(&self, id: &RunId) -> oneshot::Receiver<Run> {
+        let (sender, receiver) = oneshot::channel();
+        let mut runs = self.runs();
+        let senders = runs.entry(id.clone()).or_default();
+        senders.retain(|s| !s.is_closed());
+        senders.push(sender);
+        receiver
+    }
+
+    /// Hands `run` to everyone waiting for news of it.
+    pub fn wake_run(&self, run: &Run) {
+        let senders = self.runs().remove(&run.id).unwrap_or_default();
+        for sender in senders {
+            let _ = sender.send(run.clone());
+        }
+    }
+
+    /// The runs someone is waiting for.
+    pub fn run_ids(&self) -> Vec<RunId> {
+        self.runs().keys().cloned().collect()
     }
 
     /// How many questions have waiters (for tests and diagnostics).

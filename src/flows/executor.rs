@@ -40,7 +40,7 @@ pub(super) async fn start(
     Ok(run)
 }
 
-fn spawn_drive(bridge: &Bridge, flow: Option<Arc<dyn Flow>>, run: Run) {
+pub(super) fn spawn_drive(bridge: &Bridge, flow: Option<Arc<dyn Flow>>, run: Run) {
     let bridge = bridge.clone();
     tokio::spawn(async move {
         let flow = flow.or_else(|| registry(&bridge).find(&run.flow));
@@ -163,6 +163,8 @@ async fn park(bridge: &Bridge, mut run: Run, owner: &str, question: QuestionId) 
     if persist(bridge, &run, owner).await.is_err() {
         return;
     }
+    // Waiters here hear of it at once; other processes through the store's event.
+    bridge.waiters().wake_run(&run);
     tracing::info!(run_id = %run.id, question_id = %question, "run waits for an answer");
     match bridge.store().get(&question).await {
         Ok(Some(resolved)) if !resolved.is_pending() => {
@@ -193,6 +195,7 @@ async fn finish(bridge: &Bridge, mut run: Run, owner: &str, result: FlowResult) 
     run.waiting_on = None;
     run.updated_at = Millis::now();
     if persist(bridge, &run, owner).await.is_ok() {
+        bridge.waiters().wake_run(&run);
         report(bridge, run, owner).await;
     }
 }

@@ -192,6 +192,10 @@ impl Runner for Registry {
         executor::start(bridge, flow, name, input, origin).await
     }
 
+    fn drive(&self, bridge: &Bridge, run: Run) {
+        executor::spawn_drive(bridge, None, run);
+    }
+
     async fn resume(&self, bridge: &Bridge, question: &Question) -> Result<Resume, Error> {
         executor::take_up(bridge, question).await
     }

@@ -125,7 +125,12 @@ pub(super) async fn healthz(State(state): State<AppState>) -> Response {
 }
 
 pub(super) async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let pending = state.bridge.store().count_pending().await?;
+    let pending = state
+        .bridge
+        .store()
+        .counts(askbridge_core::Millis::now())
+        .await?
+        .pending;
     let body = state.bridge.metrics().render(pending);
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response())
 }

@@ -1,7 +1,8 @@
 //! `GET /api/events`: Server-Sent Events.
 //!
-//! A client that connects (or reconnects) first gets every still-pending question as
-//! `question.asked`, oldest first, and then live events. Subscribing happens before the pending
+//! A client that connects (or reconnects) first gets the still-pending questions (the newest
+//! [`REPLAY`]) as `question.asked`, oldest first, and then live events: questions asked and
+//! resolved, and runs that parked (`run.waiting`) or ended (`run.finished`). Subscribing happens before the pending
 //! list is read, so nothing falls between the two; a question resolved in that instant may appear
 //! as asked and then resolved, which clients handle as they would live. Streams end when the
 //! server shuts down, so graceful shutdown does not wait on open browsers.
@@ -15,16 +16,32 @@ use serde::Deserialize;
 use std::convert::Infallible;
 use tokio::sync::{broadcast, watch};
 
+/// How many pending questions a new stream replays: the newest ones. A page of work, however many
+/// are pending (the list endpoint pages through the rest).
+pub(super) const REPLAY: usize = 1000;
+
 #[derive(Debug, Deserialize)]
 pub(super) struct EventsQuery {
     session_id: Option<String>,
 }
 
 fn sse(event: &Event) -> SseEvent {
+    let data = match event {
+        Event::Question { question, .. } => super::view::json(question),
+        Event::Run { run, .. } => serde_json::to_value(run).expect("a run always serialises"),
+    };
     SseEvent::default()
-        .event(event.kind.name())
-        .json_data(super::view::json(&event.question))
-        .expect("a question always serialises")
+        .event(event.kind().name())
+        .json_data(data)
+        .expect("JSON values serialise")
+}
+
+/// The session an event belongs to.
+fn session_of(event: &Event) -> String {
+    match event {
+        Event::Question { question, .. } => question.session_id.clone(),
+        Event::Run { run, .. } => run.session_id(),
+    }
 }
 
 struct Live {
@@ -43,7 +60,7 @@ impl Live {
             tokio::select! {
                 received = self.events.recv() => match received {
                     Ok(event) => {
-                        let wanted = self.session.as_ref().is_none_or(|s| *s == event.question.session_id);
+                        let wanted = self.session.as_ref().is_none_or(|s| *s == session_of(&event));
                         if wanted {
                             return Some(sse(&event));
                         }
@@ -72,7 +89,7 @@ pub(super) async fn stream(
     };
     let filter = ListFilter {
         session_id: session,
-        limit: usize::MAX,
+        limit: REPLAY,
         ..ListFilter::pending()
     };
     let mut pending = state.bridge.list(&filter).await?;

@@ -2,9 +2,11 @@
 //! it serves tests and `--ephemeral` runs only; start-up says so.
 
 use super::{
-    Admin, AuditLog, Dedupe, Deliveries, EVENT_BUFFER, Event, Events, Inserted, ListFilter, Outbox,
-    Questions, Result, Rules, Runs, Shown, StoreOptions,
+    Admin, AuditLog, Claimed, Counts, Dedupe, Deliveries, EVENT_BUFFER, Event, Events, FINAL,
+    Inserted, ListFilter, Outbox, Questions, Result, Rules, Runs, Shown, StoreOptions, TakeRun,
+    Work,
 };
+use askbridge_core::Status;
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run};
 use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Rule, RuleId, RunId};
@@ -43,6 +45,17 @@ impl State {
             self.due.remove(&(old, id.clone()));
         }
         self.due.insert((at, id.clone()));
+    }
+
+    fn work(&self, id: &QuestionId) -> Work {
+        Work {
+            shown: self.shown.get(id).cloned().unwrap_or_default(),
+            done: self
+                .effects
+                .get(id)
+                .map(|set| set.iter().cloned().collect())
+                .unwrap_or_default(),
+        }
     }
 
     fn remove_due(&mut self, id: &QuestionId) {
@@ -108,24 +121,39 @@ impl Questions for MemoryStore {
         snapshot: &Question,
         claim: &Claim,
         settle_after: Duration,
-    ) -> Result<Option<(ClaimOutcome, Question)>> {
-        let (outcome, question) = {
+        take_run: Option<TakeRun<'_>>,
+    ) -> Result<Option<Claimed>> {
+        let claimed = {
             let mut state = self.state();
             let Some(question) = state.questions.get_mut(&snapshot.id) else {
                 return Ok(None);
             };
             let outcome = question.apply(claim);
             let question = question.clone();
+            let mut run = None;
             if outcome != ClaimOutcome::AlreadyResolved {
                 state.audit.push(AuditEntry::resolved(&question));
                 state.set_due(&question.id, Millis::now().after(settle_after));
+                if let (Some(take), Some(run_id)) = (take_run, &question.run_id) {
+                    if let Some(stored) = state.runs.get_mut(run_id) {
+                        let why = Acquire::Answer(&question.id);
+                        if stored.acquire(why, take.owner, claim.at, take.lease_until) {
+                            run = Some(stored.clone());
+                        }
+                    }
+                }
             }
-            (outcome, question)
+            Claimed {
+                outcome,
+                work: state.work(&question.id),
+                question,
+                run,
+            }
         };
-        if outcome != ClaimOutcome::AlreadyResolved {
-            self.announce(&question);
+        if claimed.outcome != ClaimOutcome::AlreadyResolved {
+            self.announce(&claimed.question);
         }
-        Ok(Some((outcome, question)))
+        Ok(Some(claimed))
     }
 
     async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>> {
@@ -141,13 +169,28 @@ impl Questions for MemoryStore {
         Ok(found)
     }
 
-    async fn count_pending(&self) -> Result<usize> {
-        Ok(self
-            .state()
-            .questions
-            .values()
-            .filter(|q| q.is_pending())
-            .count())
+    async fn counts(&self, since: Millis) -> Result<Counts> {
+        let state = self.state();
+        let mut counts = Counts::default();
+        let mut answered: Vec<(Millis, u64)> = Vec::new();
+        for question in state.questions.values() {
+            let Some(resolution) = &question.resolution else {
+                counts.pending += 1;
+                continue;
+            };
+            if let Some(slot) = FINAL.iter().position(|s| *s == question.status) {
+                if resolution.at >= since {
+                    counts.resolved[slot] += 1;
+                }
+            }
+            if question.status == Status::Answered {
+                let took = resolution.at.since(question.created_at).as_millis() as u64;
+                answered.push((resolution.at, took));
+            }
+        }
+        answered.sort_unstable_by_key(|(at, _)| std::cmp::Reverse(*at));
+        counts.answer_ms = answered.into_iter().take(2000).map(|(_, ms)| ms).collect();
+        Ok(counts)
     }
 }
 
@@ -177,13 +220,8 @@ impl Outbox for MemoryStore {
             .insert(effect.to_owned()))
     }
 
-    async fn effects_done(&self, id: &QuestionId) -> Result<Vec<String>> {
-        let state = self.state();
-        Ok(state
-            .effects
-            .get(id)
-            .map(|set| set.iter().cloned().collect())
-            .unwrap_or_default())
+    async fn work(&self, id: &QuestionId) -> Result<Work> {
+        Ok(self.state().work(id))
     }
 
     async fn lease_due(
@@ -206,6 +244,10 @@ impl Outbox for MemoryStore {
         Ok(due)
     }
 
+    async fn next_due(&self) -> Result<Option<Millis>> {
+        Ok(self.state().due.first().map(|(at, _)| *at))
+    }
+
     async fn open_ids(&self) -> Result<Vec<QuestionId>> {
         Ok(self.state().due_at.keys().cloned().collect())
     }
@@ -215,8 +257,23 @@ impl Outbox for MemoryStore {
         Ok(())
     }
 
-    async fn settle(&self, id: &QuestionId, _question: Option<&Question>) -> Result<()> {
-        self.state().remove_due(id);
+    async fn finish(
+        &self,
+        id: &QuestionId,
+        _question: Option<&Question>,
+        done: &[String],
+        retry_at: Option<Millis>,
+    ) -> Result<()> {
+        let mut state = self.state();
+        state
+            .effects
+            .entry(id.clone())
+            .or_default()
+            .extend(done.iter().cloned());
+        match retry_at {
+            Some(at) => state.set_due(id, at),
+            None => state.remove_due(id),
+        }
         Ok(())
     }
 }
@@ -269,14 +326,17 @@ impl Runs for MemoryStore {
     }
 
     async fn save_run(&self, run: &Run, owner: &str) -> Result<bool> {
-        let mut state = self.state();
-        match state.runs.get_mut(&run.id) {
-            Some(stored) if stored.owner.as_deref() == Some(owner) => {
-                *stored = run.clone();
-                Ok(true)
+        {
+            let mut state = self.state();
+            match state.runs.get_mut(&run.id) {
+                Some(stored) if stored.owner.as_deref() == Some(owner) => *stored = run.clone(),
+                _ => return Ok(false),
             }
-            _ => Ok(false),
         }
+        if let Some(event) = Event::of_run(run) {
+            let _ = self.events.send(event);
+        }
+        Ok(true)
     }
 
     async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<RunId>> {

@@ -8,10 +8,10 @@
 //! embedded store), so no crash can leave a resolution that nobody hears about.
 
 use super::Result;
-use super::{Event, Inserted, ListFilter, Shown};
+use super::{Claimed, Counts, Event, Inserted, ListFilter, Shown, TakeRun, Work};
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run};
-use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Rule, RuleId, RunId};
+use askbridge_core::{Claim, Millis, Question, QuestionId, Rule, RuleId, RunId};
 use async_trait::async_trait;
 use std::time::Duration;
 use tokio::sync::broadcast;
@@ -28,21 +28,26 @@ pub trait Questions: Send + Sync {
 
     /// Applies `claim` to the stored question atomically ([`Question::apply`]). `snapshot` is the
     /// question as the caller last read it. When the question leaves `pending` (a win, or an
-    /// expiry of a late claim) its event and audit record are written with it, and its outbox
-    /// entry becomes due after `settle_after`. `None` when the question does not exist.
+    /// expiry of a late claim) its event and audit record are written with it, its outbox entry
+    /// becomes due after `settle_after`, and the result carries what its effects need
+    /// ([`Work`]); with `take_run`, a run parked on the question is taken for the claimer in the
+    /// same step. `None` when the question does not exist.
     async fn claim(
         &self,
         snapshot: &Question,
         claim: &Claim,
         settle_after: Duration,
-    ) -> Result<Option<(ClaimOutcome, Question)>>;
+        take_run: Option<TakeRun<'_>>,
+    ) -> Result<Option<Claimed>>;
 
-    /// Questions passing `filter`, newest first.
+    /// Questions passing `filter`, newest first; the cost grows with the limit (and a target's or
+    /// session's own questions), not with every question stored.
     async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>>;
 
-    /// How many questions are pending. May count questions resolved in the last moments whose
-    /// effects are still running (Redis counts its open index, to stay O(1)).
-    async fn count_pending(&self) -> Result<usize>;
+    /// How many questions are pending, how many were resolved since `since` by outcome, and how
+    /// long recent answers took. May count questions resolved in the last moments whose effects
+    /// are still running as pending.
+    async fn counts(&self, since: Millis) -> Result<Counts>;
 }
 
 /// Where questions were shown, so that any process can withdraw them.
@@ -58,12 +63,12 @@ pub trait Deliveries: Send + Sync {
 /// The outbox: open questions and what remains to do after a resolution (see [`super`]).
 #[async_trait]
 pub trait Outbox: Send + Sync {
-    /// Marks one of a resolved question's effects (`withdraw:telegram:-100`, `resume` ...) as
-    /// done. Returns false if it already was.
+    /// Marks one of a resolved question's effects (`rule` ...) as done. Returns false if it
+    /// already was.
     async fn mark_effect(&self, id: &QuestionId, effect: &str) -> Result<bool>;
 
-    /// The effects already done for a question.
-    async fn effects_done(&self, id: &QuestionId) -> Result<Vec<String>>;
+    /// Where a question was shown and which of its effects are done, in one read.
+    async fn work(&self, id: &QuestionId) -> Result<Work>;
 
     /// Open questions whose next action is due at `now`, at most `limit`. Each returned entry is
     /// leased: it is not returned again (to this or another process) for `lease`.
@@ -74,6 +79,10 @@ pub trait Outbox: Send + Sync {
         limit: usize,
     ) -> Result<Vec<QuestionId>>;
 
+    /// When the open index next has something due, if it has anything: the sweeper sleeps
+    /// until then (or until an event announces something sooner).
+    async fn next_due(&self) -> Result<Option<Millis>>;
+
     /// Every open question's id (pending, or resolved with effects still to do). Used at start-up.
     async fn open_ids(&self) -> Result<Vec<QuestionId>>;
 
@@ -81,9 +90,16 @@ pub trait Outbox: Send + Sync {
     /// A stale entry is harmless: settling it again finds nothing to do.
     async fn reschedule(&self, id: &QuestionId, at: Millis) -> Result<()>;
 
-    /// Removes `id` from the open index and the pending indexes: its effects are all done.
-    /// `question` may be `None` when the question itself is gone.
-    async fn settle(&self, id: &QuestionId, question: Option<&Question>) -> Result<()>;
+    /// Records `done` effects of a resolved question, then either removes it from the open and
+    /// pending indexes (`retry_at` is `None`: everything is done) or makes it due again at
+    /// `retry_at`, in one step. `question` may be `None` when the question itself is gone.
+    async fn finish(
+        &self,
+        id: &QuestionId,
+        question: Option<&Question>,
+        done: &[String],
+        retry_at: Option<Millis>,
+    ) -> Result<()>;
 }
 
 /// Dropping duplicate deliveries (a re-delivered update, a double click).
@@ -113,7 +129,8 @@ pub trait Runs: Send + Sync {
         lease_until: Millis,
     ) -> Result<Option<Run>>;
 
-    /// Writes `run` if `owner` still holds it. Returns false when it does not.
+    /// Writes `run` if `owner` still holds it, announcing it when it parks or ends
+    /// ([`Event::of_run`]). Returns false when `owner` no longer holds it.
     async fn save_run(&self, run: &Run, owner: &str) -> Result<bool>;
 
     /// Runs needing an executor whose lease ran out before `now`.

@@ -529,7 +529,7 @@ async fn every_decision_and_every_refusal_is_in_the_audit_trail() {
     let expired = entries
         .iter()
         .find(|e| e["question_id"] == expiring.id.as_str())
-        .expect("the expiry");
+        .unwrap_or_else(|| panic!("the expiry in {entries:#?}"));
     assert_eq!(
         (expired["status"].as_str(), expired["by"].as_str()),
         (Some("expired"), Some("askbridge"))

@@ -10,14 +10,12 @@ use askbridge::bridge::Bridge;
 use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::{
-    Admin, AuditLog, Dedupe, Deliveries, Event, Events, Inserted, ListFilter, Outbox, Questions,
-    Result, Rules, Runs, Shown, StoreOptions,
+    Admin, AuditLog, Claimed, Counts, Dedupe, Deliveries, Event, Events, Inserted, ListFilter,
+    Outbox, Questions, Result, Rules, Runs, Shown, StoreOptions, TakeRun, Work,
 };
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Origin, Run, RunState};
-use askbridge_core::{
-    Claim, ClaimOutcome, Millis, NewQuestion, Question, QuestionId, Rule, RuleId, RunId,
-};
+use askbridge_core::{Claim, Millis, NewQuestion, Question, QuestionId, Rule, RuleId, RunId};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -56,9 +54,12 @@ impl Questions for CountingStore {
         snapshot: &Question,
         claim: &Claim,
         settle_after: Duration,
-    ) -> Result<Option<(ClaimOutcome, Question)>> {
+        take_run: Option<TakeRun<'_>>,
+    ) -> Result<Option<Claimed>> {
         self.note(format!("claim {}", snapshot.id));
-        self.inner.claim(snapshot, claim, settle_after).await
+        self.inner
+            .claim(snapshot, claim, settle_after, take_run)
+            .await
     }
     async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>> {
         let found = self.inner.list(filter).await?;
@@ -66,8 +67,8 @@ impl Questions for CountingStore {
         self.note(format!("list {}", ids.join(" ")));
         Ok(found)
     }
-    async fn count_pending(&self) -> Result<usize> {
-        self.inner.count_pending().await
+    async fn counts(&self, since: Millis) -> Result<Counts> {
+        self.inner.counts(since).await
     }
 }
 
@@ -86,8 +87,8 @@ impl Outbox for CountingStore {
     async fn mark_effect(&self, id: &QuestionId, effect: &str) -> Result<bool> {
         self.inner.mark_effect(id, effect).await
     }
-    async fn effects_done(&self, id: &QuestionId) -> Result<Vec<String>> {
-        self.inner.effects_done(id).await
+    async fn work(&self, id: &QuestionId) -> Result<Work> {
+        self.inner.work(id).await
     }
     async fn lease_due(
         &self,
@@ -97,14 +98,23 @@ impl Outbox for CountingStore {
     ) -> Result<Vec<QuestionId>> {
         self.inner.lease_due(now, lease, limit).await
     }
+    async fn next_due(&self) -> Result<Option<Millis>> {
+        self.inner.next_due().await
+    }
     async fn open_ids(&self) -> Result<Vec<QuestionId>> {
         self.inner.open_ids().await
     }
     async fn reschedule(&self, id: &QuestionId, at: Millis) -> Result<()> {
         self.inner.reschedule(id, at).await
     }
-    async fn settle(&self, id: &QuestionId, question: Option<&Question>) -> Result<()> {
-        self.inner.settle(id, question).await
+    async fn finish(
+        &self,
+        id: &QuestionId,
+        question: Option<&Question>,
+        done: &[String],
+        retry_at: Option<Millis>,
+    ) -> Result<()> {
+        self.inner.finish(id, question, done, retry_at).await
     }
 }
 
@@ -296,7 +306,7 @@ async fn a_corrupt_record_met_by_a_flow_fails_its_run_with_a_message() {
 async fn plant_corrupt_question(server: &RedisServer, id: &QuestionId) {
     let client = redis::Client::open(server.url()).unwrap();
     let mut connection = client.get_multiplexed_async_connection().await.unwrap();
-    let key = format!("askbridge:{{{id}}}:q");
+    let key = askbridge::store::redis::question_key("askbridge", id);
     let _: () = redis::cmd("HSET")
         .arg(&key)
         .arg("q")

@@ -144,8 +144,10 @@ async fn the_sweeper_expires_questions_nobody_waits_for() {
     let expired = tokio::time::timeout(WITHIN, async {
         loop {
             let event = events.recv().await.unwrap();
-            if event.question.id == q.id && event.question.status == Status::Expired {
-                return event.question;
+            if let Some(question) = event.question() {
+                if question.id == q.id && question.status == Status::Expired {
+                    return question.clone();
+                }
             }
         }
     })

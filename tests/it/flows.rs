@@ -243,7 +243,8 @@ async fn declines_and_expiry_reach_the_flow() {
                 askbridge_core::Decider::Deadline,
                 Millis::now(),
             ),
-            Duration::from_secs(10),
+            Duration::ZERO,
+            None,
         )
         .await
         .unwrap();
@@ -427,7 +428,7 @@ async fn a_crash_between_the_answer_and_the_resume_is_picked_up_at_startup() {
         Millis::now(),
     );
     store
-        .claim(&question, &claim, Duration::from_secs(10))
+        .claim(&question, &claim, Duration::ZERO, None)
         .await
         .unwrap();
     // A new process on the same store finds the resolved question in the outbox.

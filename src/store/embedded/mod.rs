@@ -2,8 +2,16 @@
 //!
 //! redb gives serialisable write transactions committed with fsync, so the claim-once rule is a
 //! read-apply-write inside one transaction, and a pending question survives a crash the moment
-//! `insert` returns. redb is synchronous: every call runs on tokio's blocking pool. One process owns
-//! the file (redb locks it); several processes need Redis.
+//! `insert` returns. One process owns the file (redb locks it); several processes need Redis.
+//!
+//! # Group commit
+//!
+//! An fsync costs milliseconds, so one transaction per write would cap the store at a few hundred
+//! writes a second. Writes go to one writer thread instead, which takes every write waiting at
+//! that moment into one transaction and commits them with one fsync; each caller gets its answer
+//! once that commit is durable. The rule that makes sharing a transaction safe: a write decides
+//! whether it fails before it writes anything (a storage error fails the whole batch, and every
+//! caller in it hears so). Reads run on tokio's blocking pool in read transactions.
 //!
 //! - `tables.rs`: the tables, codecs and index helpers;
 //! - `questions.rs`: questions, deliveries and the outbox;
@@ -28,13 +36,52 @@ use tokio::sync::broadcast;
 /// The database file inside the data directory.
 pub const FILE_NAME: &str = "askbridge.redb";
 
+/// Most writes one transaction takes: bounds how long the first caller of a batch waits.
+const BATCH: usize = 256;
+
+/// A write as the writer thread runs it: it writes into the shared transaction and returns what
+/// to tell its caller once the commit is known.
+type Job = Box<dyn FnOnce(&WriteTransaction) -> Box<dyn FnOnce(Result<()>) + Send> + Send>;
+
 /// See the module documentation.
 #[derive(Debug, Clone)]
 pub struct EmbeddedStore {
     db: Arc<Database>,
+    writer: std::sync::mpsc::Sender<Job>,
     path: PathBuf,
     events: broadcast::Sender<Event>,
     options: StoreOptions,
+}
+
+/// The writer thread: batches waiting writes into one transaction each. Ends when the last clone
+/// of the store is dropped.
+fn write_batches(db: Arc<Database>, jobs: std::sync::mpsc::Receiver<Job>) {
+    while let Ok(first) = jobs.recv() {
+        let mut batch = vec![first];
+        while batch.len() < BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let txn = match db.begin_write() {
+            Ok(txn) => txn,
+            Err(error) => {
+                // The jobs never ran; dropping them tells each caller the write did not happen.
+                tracing::warn!(%error, writes = batch.len(), "cannot begin a write transaction");
+                continue;
+            }
+        };
+        let finishers: Vec<_> = batch.into_iter().map(|job| job(&txn)).collect();
+        let committed = txn.commit().map_err(Error::from);
+        for finish in finishers {
+            let shared = match &committed {
+                Ok(()) => Ok(()),
+                Err(error) => Err(Error::new(super::ErrorKind::Unavailable, error.to_string())),
+            };
+            finish(shared);
+        }
+    }
 }
 
 impl EmbeddedStore {
@@ -63,8 +110,16 @@ impl EmbeddedStore {
         })
         .await
         .map_err(|e| Error::unavailable("opening the database", e))??;
+        let db = Arc::new(db);
+        let (writer, jobs) = std::sync::mpsc::channel();
+        let writer_db = Arc::clone(&db);
+        std::thread::Builder::new()
+            .name("askbridge-redb-writer".into())
+            .spawn(move || write_batches(writer_db, jobs))
+            .map_err(|e| Error::unavailable("starting the database writer", e))?;
         Ok(EmbeddedStore {
-            db: Arc::new(db),
+            db,
+            writer,
             path,
             events: broadcast::channel(EVENT_BUFFER).0,
             options,
@@ -86,22 +141,30 @@ impl EmbeddedStore {
         .map_err(|e| Error::unavailable("store task", e))?
     }
 
-    /// Runs `work` in a write transaction on the blocking pool and commits it (with fsync) when
-    /// `work` succeeds; an error drops the transaction, writing nothing.
+    /// Runs `work` in the writer's next transaction and returns its result once that transaction
+    /// is committed (with fsync). `work` must fail, if it fails, before it writes anything: the
+    /// transaction is shared (see the module documentation).
     async fn write<T, F>(&self, work: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&WriteTransaction) -> Result<T> + Send + 'static,
     {
-        let db = Arc::clone(&self.db);
-        tokio::task::spawn_blocking(move || {
-            let txn = db.begin_write()?;
-            let value = work(&txn)?;
-            txn.commit()?;
-            Ok(value)
-        })
-        .await
-        .map_err(|e| Error::unavailable("store task", e))?
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |txn| {
+            let result = work(txn);
+            Box::new(move |committed: Result<()>| {
+                let _ = reply.send(committed.and(result));
+            })
+        });
+        self.writer.send(job).map_err(|_| {
+            Error::new(super::ErrorKind::Unavailable, "the database writer stopped")
+        })?;
+        answer.await.map_err(|_| {
+            Error::new(
+                super::ErrorKind::Unavailable,
+                "a write transaction could not begin",
+            )
+        })?
     }
 
     fn announce(&self, question: &askbridge_core::Question) {

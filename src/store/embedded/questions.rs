@@ -3,15 +3,86 @@
 use super::EmbeddedStore;
 use super::records::append_audit_in;
 use super::tables::{
-    BY_SESSION, BY_TARGET, DUE, DUE_AT, EFFECTS, ID_END, QUESTIONS, SHOWN, decode, encode,
-    ids_under, set_due,
+    BY_SESSION, BY_TARGET, CREATED, DONE, DUE, DUE_AT, EFFECTS, ID_END, QUESTIONS, RUNS, SHOWN,
+    decode, decode_run, encode, ids_under, index_state, put_run, set_due,
 };
-use crate::store::{Deliveries, Error, Inserted, ListFilter, Outbox, Questions, Result, Shown};
+use crate::store::{
+    Claimed, Counts, Deliveries, Error, FINAL, Inserted, ListFilter, Outbox, Questions, Result,
+    Shown, TakeRun, Work,
+};
 use askbridge_core::audit::AuditEntry;
+use askbridge_core::run::Acquire;
 use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Status, Target};
 use async_trait::async_trait;
-use redb::{ReadableDatabase as _, ReadableTable};
+use redb::{
+    ReadTransaction, ReadableDatabase as _, ReadableTable, ReadableTableMetadata as _,
+    WriteTransaction,
+};
 use std::time::Duration;
+
+/// How many recent answers the time-to-answer percentiles are read from.
+const RECENT_ANSWERS: usize = 2000;
+
+/// Where a question was shown and which effects are done, read inside a transaction.
+fn work_in(
+    shown: &impl ReadableTable<(&'static str, &'static str), &'static str>,
+    effects: &impl ReadableTable<(&'static str, &'static str), ()>,
+    id: &str,
+) -> Result<Work> {
+    let mut work = Work::default();
+    for entry in shown.range((id, "")..(id, "\u{10FFFF}"))? {
+        let (key, reference) = entry?;
+        work.shown.push(Shown {
+            target: Target::new(key.value().1),
+            reference: reference.value().to_owned(),
+        });
+    }
+    for entry in effects.range((id, "")..(id, "\u{10FFFF}"))? {
+        work.done.push(entry?.0.value().1.to_owned());
+    }
+    Ok(work)
+}
+
+/// Takes the run parked on `question` for the claimer, inside the claim's transaction.
+fn take_parked_run(
+    txn: &WriteTransaction,
+    question: &Question,
+    take: TakeRun<'_>,
+    at: Millis,
+) -> Result<Option<askbridge_core::run::Run>> {
+    let Some(run_id) = &question.run_id else {
+        return Ok(None);
+    };
+    let stored = txn
+        .open_table(RUNS)?
+        .get(run_id.as_str())?
+        .map(|json| decode_run(json.value()));
+    let Some(mut run) = stored.transpose()? else {
+        return Ok(None);
+    };
+    if !run.acquire(
+        Acquire::Answer(&question.id),
+        take.owner,
+        at,
+        take.lease_until,
+    ) {
+        return Ok(None);
+    }
+    put_run(txn, &run)?;
+    Ok(Some(run))
+}
+
+/// Reads the questions with these ids (skipping any that are gone).
+fn load(txn: &ReadTransaction, ids: impl IntoIterator<Item = String>) -> Result<Vec<Question>> {
+    let questions = txn.open_table(QUESTIONS)?;
+    let mut found = Vec::new();
+    for id in ids {
+        if let Some(json) = questions.get(id.as_str())? {
+            found.push(decode(json.value())?);
+        }
+    }
+    Ok(found)
+}
 
 #[async_trait]
 impl Questions for EmbeddedStore {
@@ -27,6 +98,8 @@ impl Questions for EmbeddedStore {
                 questions.insert(id, encode(&stored).as_str())?;
                 txn.open_table(BY_SESSION)?
                     .insert((stored.session_id.as_str(), id), ())?;
+                txn.open_table(CREATED)?
+                    .insert((stored.created_at.0, id), ())?;
                 let mut by_target = txn.open_table(BY_TARGET)?;
                 for target in &stored.targets {
                     by_target.insert((target.as_str(), id), ())?;
@@ -43,12 +116,8 @@ impl Questions for EmbeddedStore {
 
     async fn get(&self, id: &QuestionId) -> Result<Option<Question>> {
         let id = id.clone();
-        self.read(move |txn| {
-            let table = txn.open_table(QUESTIONS)?;
-            let json = table.get(id.as_str())?;
-            json.map(|json| decode(json.value())).transpose()
-        })
-        .await
+        self.read(move |txn| Ok(load(txn, [id.to_string()])?.pop()))
+            .await
     }
 
     async fn claim(
@@ -56,9 +125,11 @@ impl Questions for EmbeddedStore {
         snapshot: &Question,
         claim: &Claim,
         settle_after: Duration,
-    ) -> Result<Option<(ClaimOutcome, Question)>> {
+        take_run: Option<TakeRun<'_>>,
+    ) -> Result<Option<Claimed>> {
         let id = snapshot.id.clone();
         let claim = claim.clone();
+        let take = take_run.map(|t| (t.owner.to_owned(), t.lease_until));
         let result = self
             .write(move |txn| {
                 let mut questions = txn.open_table(QUESTIONS)?;
@@ -67,16 +138,43 @@ impl Questions for EmbeddedStore {
                     return Ok(None);
                 };
                 let outcome = question.apply(&claim);
+                let mut run = None;
                 if outcome != ClaimOutcome::AlreadyResolved {
                     questions.insert(id.as_str(), encode(&question).as_str())?;
+                    drop(questions);
+                    index_state(
+                        &mut txn.open_table(CREATED)?,
+                        &mut txn.open_table(DONE)?,
+                        &question,
+                        id.as_str(),
+                    )?;
                     append_audit_in(txn, &AuditEntry::resolved(&question))?;
                     set_due(txn, id.as_str(), Millis::now().after(settle_after).0)?;
+                    if let Some((owner, lease_until)) = &take {
+                        let take = TakeRun {
+                            owner,
+                            lease_until: *lease_until,
+                        };
+                        run = take_parked_run(txn, &question, take, claim.at)?;
+                    }
                 }
-                Ok(Some((outcome, question)))
+                let work = work_in(
+                    &txn.open_table(SHOWN)?,
+                    &txn.open_table(EFFECTS)?,
+                    id.as_str(),
+                )?;
+                Ok(Some(Claimed {
+                    outcome,
+                    question,
+                    work,
+                    run,
+                }))
             })
             .await?;
-        if let Some((ClaimOutcome::Won | ClaimOutcome::Expired, question)) = &result {
-            self.announce(question);
+        if let Some(claimed) = &result {
+            if claimed.outcome != ClaimOutcome::AlreadyResolved {
+                self.announce(&claimed.question);
+            }
         }
         Ok(result)
     }
@@ -84,53 +182,66 @@ impl Questions for EmbeddedStore {
     async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>> {
         let filter = filter.clone();
         self.read(move |txn| {
-            let questions = txn.open_table(QUESTIONS)?;
-            let pending = filter.status.unwrap_or(Status::Pending) == Status::Pending;
-            let candidates: Option<Vec<String>> = match (&filter.target, &filter.session_id) {
-                (Some(target), _) if pending => {
-                    Some(ids_under(&txn.open_table(BY_TARGET)?, target.as_str())?)
-                }
-                (_, Some(session)) => Some(ids_under(&txn.open_table(BY_SESSION)?, session)?),
-                (None, None) if pending => {
+            let status = filter.status.unwrap_or(Status::Pending);
+            let limit = filter.effective_limit();
+            let mut found = match (&filter.target, &filter.session_id) {
+                (Some(target), _) if status == Status::Pending => load(
+                    txn,
+                    ids_under(&txn.open_table(BY_TARGET)?, target.as_str())?,
+                )?,
+                (_, Some(session)) => load(txn, ids_under(&txn.open_table(BY_SESSION)?, session)?)?,
+                (None, None) if status == Status::Pending => {
+                    // Newest first, a page at a time: the index is ordered by time asked.
                     let mut ids = Vec::new();
-                    for entry in txn.open_table(DUE_AT)?.iter()? {
-                        ids.push(entry?.0.value().to_owned());
+                    for entry in txn.open_table(CREATED)?.iter()?.rev().take(limit) {
+                        ids.push(entry?.0.value().1.to_owned());
                     }
-                    Some(ids)
+                    load(txn, ids)?
                 }
-                _ => None,
+                _ => {
+                    let mut ids = Vec::new();
+                    let range = (status.as_str(), 0, "")..=(status.as_str(), u64::MAX, ID_END);
+                    for entry in txn.open_table(DONE)?.range(range)?.rev().take(limit) {
+                        ids.push(entry?.0.value().2.to_owned());
+                    }
+                    load(txn, ids)?
+                }
             };
-            let mut found = Vec::new();
-            match candidates {
-                Some(ids) => {
-                    for id in ids {
-                        if let Some(json) = questions.get(id.as_str())? {
-                            found.push(decode(json.value())?);
-                        }
-                    }
-                }
-                None => {
-                    for entry in questions.iter()? {
-                        found.push(decode(entry?.1.value())?);
-                    }
-                }
-            }
             found.retain(|q| filter.accepts(q));
             found.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
-            found.truncate(filter.effective_limit());
+            found.truncate(limit);
             Ok(found)
         })
         .await
     }
 
-    async fn count_pending(&self) -> Result<usize> {
-        Ok(self
-            .list(&ListFilter {
-                limit: usize::MAX,
-                ..ListFilter::pending()
-            })
-            .await?
-            .len())
+    async fn counts(&self, since: Millis) -> Result<Counts> {
+        self.read(move |txn| {
+            let mut counts = Counts {
+                pending: txn.open_table(CREATED)?.len()? as usize,
+                ..Counts::default()
+            };
+            let done = txn.open_table(DONE)?;
+            for (slot, status) in FINAL.iter().enumerate() {
+                let range = (status.as_str(), since.0, "")..=(status.as_str(), u64::MAX, ID_END);
+                counts.resolved[slot] = done.range(range)?.count();
+            }
+            let answered =
+                (Status::Answered.as_str(), 0, "")..=(Status::Answered.as_str(), u64::MAX, ID_END);
+            let mut ids = Vec::new();
+            for entry in done.range(answered)?.rev().take(RECENT_ANSWERS) {
+                ids.push(entry?.0.value().2.to_owned());
+            }
+            for question in load(txn, ids)? {
+                if let Some(resolution) = &question.resolution {
+                    counts
+                        .answer_ms
+                        .push(resolution.at.since(question.created_at).as_millis() as u64);
+                }
+            }
+            Ok(counts)
+        })
+        .await
     }
 }
 
@@ -149,20 +260,7 @@ impl Deliveries for EmbeddedStore {
     }
 
     async fn shown(&self, id: &QuestionId) -> Result<Vec<Shown>> {
-        let id = id.clone();
-        self.read(move |txn| {
-            let table = txn.open_table(SHOWN)?;
-            let mut shown = Vec::new();
-            for entry in table.range((id.as_str(), "")..(id.as_str(), "\u{10FFFF}"))? {
-                let (key, reference) = entry?;
-                shown.push(Shown {
-                    target: Target::new(key.value().1),
-                    reference: reference.value().to_owned(),
-                });
-            }
-            Ok(shown)
-        })
-        .await
+        Ok(self.work(id).await?.shown)
     }
 }
 
@@ -180,10 +278,16 @@ impl Outbox for EmbeddedStore {
         .await
     }
 
-    async fn effects_done(&self, id: &QuestionId) -> Result<Vec<String>> {
+    async fn work(&self, id: &QuestionId) -> Result<Work> {
         let id = id.clone();
-        self.read(move |txn| ids_under(&txn.open_table(EFFECTS)?, id.as_str()))
-            .await
+        self.read(move |txn| {
+            work_in(
+                &txn.open_table(SHOWN)?,
+                &txn.open_table(EFFECTS)?,
+                id.as_str(),
+            )
+        })
+        .await
     }
 
     async fn lease_due(
@@ -192,20 +296,9 @@ impl Outbox for EmbeddedStore {
         lease: Duration,
         limit: usize,
     ) -> Result<Vec<QuestionId>> {
-        // The sweeper asks four times a second: a read transaction first, so that an idle store
-        // does not commit (and fsync) for nothing.
-        let db = std::sync::Arc::clone(&self.db);
-        let anything_due = tokio::task::spawn_blocking(move || -> Result<bool> {
-            Ok(db
-                .begin_read()?
-                .open_table(DUE)?
-                .range((0, "")..=(now.0, ID_END))?
-                .next()
-                .is_some())
-        })
-        .await
-        .map_err(|e| Error::unavailable("store task", e))??;
-        if !anything_due {
+        // The sweeper asks often: a read first, so that an idle store does not commit (and
+        // fsync) for nothing.
+        if self.next_due().await?.is_none_or(|at| at > now) {
             return Ok(Vec::new());
         }
         self.write(move |txn| {
@@ -216,16 +309,28 @@ impl Outbox for EmbeddedStore {
                     due_ids.push(entry?.0.value().1.to_owned());
                 }
             }
+            let ids = due_ids
+                .iter()
+                .map(|id| QuestionId::parse(id).map_err(|e| Error::corrupt("the open index", e)))
+                .collect::<Result<Vec<_>>>()?;
             let until = now.after(lease).0;
             for id in &due_ids {
                 set_due(txn, id, until)?;
             }
-            due_ids
-                .iter()
-                .map(|id| QuestionId::parse(id).map_err(|e| Error::corrupt("the open index", e)))
-                .collect()
+            Ok(ids)
         })
         .await
+    }
+
+    async fn next_due(&self) -> Result<Option<Millis>> {
+        let db = std::sync::Arc::clone(&self.db);
+        tokio::task::spawn_blocking(move || -> Result<Option<Millis>> {
+            let table = db.begin_read()?.open_table(DUE)?;
+            let first = table.first()?;
+            Ok(first.map(|(key, _)| Millis(key.value().0)))
+        })
+        .await
+        .map_err(|e| Error::unavailable("store task", e))?
     }
 
     async fn open_ids(&self) -> Result<Vec<QuestionId>> {
@@ -247,10 +352,24 @@ impl Outbox for EmbeddedStore {
         self.write(move |txn| set_due(txn, id.as_str(), at.0)).await
     }
 
-    async fn settle(&self, id: &QuestionId, question: Option<&Question>) -> Result<()> {
+    async fn finish(
+        &self,
+        id: &QuestionId,
+        question: Option<&Question>,
+        done: &[String],
+        retry_at: Option<Millis>,
+    ) -> Result<()> {
         let id = id.clone();
+        let done = done.to_vec();
         let targets = question.map(|q| q.targets.clone()).unwrap_or_default();
         self.write(move |txn| {
+            let mut effects = txn.open_table(EFFECTS)?;
+            for effect in &done {
+                effects.insert((id.as_str(), effect.as_str()), ())?;
+            }
+            if let Some(at) = retry_at {
+                return set_due(txn, id.as_str(), at.0);
+            }
             let mut due_at = txn.open_table(DUE_AT)?;
             if let Some(old) = due_at.remove(id.as_str())? {
                 txn.open_table(DUE)?.remove((old.value(), id.as_str()))?;

@@ -4,7 +4,7 @@ use super::EmbeddedStore;
 use super::tables::{
     AUDIT, ID_END, RULES, RUN_LEASE_AT, RUN_LEASES, RUNS, SEEN, decode_rule, decode_run, put_run,
 };
-use crate::store::{AuditLog, Dedupe, Error, Inserted, Result, Rules, Runs};
+use crate::store::{AuditLog, Dedupe, Error, Event, Inserted, Result, Rules, Runs};
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run};
 use askbridge_core::{Millis, QuestionId, Rule, RuleId, RunId};
@@ -85,21 +85,27 @@ impl Runs for EmbeddedStore {
     }
 
     async fn save_run(&self, run: &Run, owner: &str) -> Result<bool> {
+        let event = Event::of_run(run);
         let (run, owner) = (run.clone(), owner.to_owned());
-        self.write(move |txn| {
-            let stored = txn
-                .open_table(RUNS)?
-                .get(run.id.as_str())?
-                .map(|json| decode_run(json.value()));
-            let held = stored
-                .transpose()?
-                .is_some_and(|s| s.owner.as_deref() == Some(owner.as_str()));
-            if held {
-                put_run(txn, &run)?;
-            }
-            Ok(held)
-        })
-        .await
+        let saved = self
+            .write(move |txn| {
+                let stored = txn
+                    .open_table(RUNS)?
+                    .get(run.id.as_str())?
+                    .map(|json| decode_run(json.value()));
+                let held = stored
+                    .transpose()?
+                    .is_some_and(|s| s.owner.as_deref() == Some(owner.as_str()));
+                if held {
+                    put_run(txn, &run)?;
+                }
+                Ok(held)
+            })
+            .await?;
+        if let (true, Some(event)) = (saved, event) {
+            let _ = self.events.send(event);
+        }
+        Ok(saved)
     }
 
     async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<RunId>> {

@@ -17,6 +17,14 @@ pub(super) const RUNS: TableDefinition<&str, &str> = TableDefinition::new("runs"
 pub(super) const RUN_LEASES: TableDefinition<(u64, &str), ()> = TableDefinition::new("run_leases");
 pub(super) const RUN_LEASE_AT: TableDefinition<&str, u64> = TableDefinition::new("run_lease_at");
 pub(super) const RULES: TableDefinition<&str, &str> = TableDefinition::new("rules");
+/// Pending questions by (asked at, id): listing the newest pending ones reads only a page.
+pub(super) const CREATED: TableDefinition<(u64, &str), ()> = TableDefinition::new("created");
+/// Resolved questions by (status, resolved at, id): counts and pages by outcome and time.
+pub(super) const DONE: TableDefinition<(&str, u64, &str), ()> = TableDefinition::new("done");
+/// Facts about the file itself (`layout`: the version of the tables above).
+pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// The current table layout; older files get their indexes rebuilt once on open.
+pub(super) const LAYOUT: u64 = 2;
 /// Audit records by (time, sequence): ordered, and unique within a time.
 pub(super) const AUDIT: TableDefinition<(u64, u64), &str> = TableDefinition::new("audit");
 
@@ -38,6 +46,48 @@ pub(super) fn create_all(txn: &WriteTransaction) -> Result<()> {
     txn.open_table(RUN_LEASE_AT)?;
     txn.open_table(RULES)?;
     txn.open_table(AUDIT)?;
+    txn.open_table(CREATED)?;
+    txn.open_table(DONE)?;
+    let meta = txn.open_table(META)?;
+    let layout = meta.get("layout")?.map(|v| v.value());
+    if layout != Some(LAYOUT) {
+        drop(meta);
+        rebuild_indexes(txn)?;
+        txn.open_table(META)?.insert("layout", LAYOUT)?;
+    }
+    Ok(())
+}
+
+/// Fills the pending and resolved indexes from the questions themselves (a file written before
+/// they existed).
+fn rebuild_indexes(txn: &WriteTransaction) -> Result<()> {
+    let questions = txn.open_table(QUESTIONS)?;
+    let mut created = txn.open_table(CREATED)?;
+    let mut done = txn.open_table(DONE)?;
+    for entry in questions.iter()? {
+        let (id, json) = entry?;
+        let question = decode(json.value())?;
+        index_state(&mut created, &mut done, &question, id.value())?;
+    }
+    Ok(())
+}
+
+/// Enters `question` in the pending index or the resolved one, as its state says.
+pub(super) fn index_state(
+    created: &mut redb::Table<(u64, &'static str), ()>,
+    done: &mut redb::Table<(&'static str, u64, &'static str), ()>,
+    question: &Question,
+    id: &str,
+) -> Result<()> {
+    match &question.resolution {
+        None => {
+            created.insert((question.created_at.0, id), ())?;
+        }
+        Some(resolution) => {
+            created.remove((question.created_at.0, id))?;
+            done.insert((question.status.as_str(), resolution.at.0, id), ())?;
+        }
+    }
     Ok(())
 }
 

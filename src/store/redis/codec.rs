@@ -1,6 +1,7 @@
-//! How records are spread over hash fields: a question is its JSON as asked plus the fields the
-//! claim script changes (`status`, `res`); a run is its JSON plus the fields the lease scripts
-//! change. Reading puts them back together; a field that does not read is a corrupt record.
+//! How records are spread over hash fields: a question is its compact JSON as asked plus the
+//! fields the claim script changes (`status`, `res`); a run is its JSON plus the fields the lease
+//! scripts change. Reading puts them back together; a field that does not read is a corrupt
+//! record.
 
 use crate::store::{Error, Result};
 use askbridge_core::run::{Run, RunState};
@@ -21,14 +22,30 @@ pub(super) fn assemble(json: &str, status: &str, resolution: Option<&str>) -> Re
     Ok(question)
 }
 
-/// The JSON of a question as asked (pending, no resolution): what its `q` field holds.
+/// The JSON of a question as asked, for its `q` field: without its status and resolution (they
+/// have fields of their own) and without empty fields (they read back as their defaults), which
+/// keeps a pending question's memory in Redis small.
 pub(super) fn as_asked(question: &Question) -> String {
-    serde_json::to_string(&Question {
-        status: Status::Pending,
-        resolution: None,
-        ..question.clone()
-    })
-    .expect("a question always serialises")
+    let mut value = serde_json::to_value(question).expect("a question always serialises");
+    if let Some(fields) = value.as_object_mut() {
+        fields.remove("resolution");
+        fields.retain(|_, v| {
+            !(v.is_null()
+                || *v == serde_json::Value::Bool(false)
+                || v.as_array().is_some_and(Vec::is_empty))
+        });
+    }
+    value.to_string()
+}
+
+/// Pairs `field, value, field, value, ...` as a Lua script returns a hash.
+pub(super) fn pairs(flat: Vec<String>) -> HashMap<String, String> {
+    let mut map = HashMap::new();
+    let mut items = flat.into_iter();
+    while let (Some(field), Some(value)) = (items.next(), items.next()) {
+        map.insert(field, value);
+    }
+    map
 }
 
 /// A run's mutable fields, as the run hash holds them beside its JSON.
@@ -40,6 +57,8 @@ pub(super) struct RunFields {
     lease_until: String,
     reported: &'static str,
     updated_at: String,
+    /// Its score in the lease index, or empty when it needs no executor.
+    pub(super) lease_score: String,
 }
 
 impl RunFields {
@@ -56,6 +75,11 @@ impl RunFields {
             lease_until: run.lease_until.map(|m| m.0.to_string()).unwrap_or_default(),
             reported: if run.reported { "1" } else { "0" },
             updated_at: run.updated_at.0.to_string(),
+            lease_score: if run.needs_executor() {
+                run.lease_until.unwrap_or_default().0.to_string()
+            } else {
+                String::new()
+            },
         }
     }
 

@@ -1,7 +1,12 @@
-//! The event stream: scripts append to it (asks, resolutions), and every process reads it into
-//! its own broadcast channel, so a waiter in one process hears of an answer given in another.
+//! The event streams: scripts append to their bucket's stream (asks, resolutions, runs that
+//! park or end), and every process reads all of them into its own broadcast channel, so a waiter
+//! in one process hears of an answer given in another.
+//!
+//! On one node all buckets are read with one blocking XREAD. (On a cluster, streams of different
+//! slots cannot share a command; that is the scale-out work's to solve.)
 
 use super::RedisStore;
+use super::keys::BUCKETS;
 use crate::store::{Error, Event, Result};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::streams::{StreamRangeReply, StreamReadOptions, StreamReadReply};
@@ -9,14 +14,15 @@ use std::sync::Weak;
 use std::time::Duration;
 use tokio::sync::broadcast;
 
-/// The event stream keeps about this many entries.
-pub(super) const EVENTS_MAXLEN: usize = 10_000;
+/// Each bucket's stream keeps about this many entries.
+pub(super) const EVENTS_MAXLEN: usize = 1_000;
 /// How long one XREAD waits for new events.
 const EVENTS_BLOCK: Duration = Duration::from_secs(2);
 
 impl RedisStore {
-    /// Starts copying the stream, from its current end, into this process's channel. The reader
-    /// has a connection of its own: a blocking XREAD would hold up every command behind it.
+    /// Starts copying the streams, from their current ends, into this process's channel. The
+    /// reader has a connection of its own: a blocking XREAD would hold up every command behind
+    /// it.
     pub(super) async fn start_event_reader(
         &self,
         client: &redis::Client,
@@ -30,21 +36,29 @@ impl RedisStore {
             .get_connection_manager_with_config(config)
             .await
             .map_err(|e| Error::unavailable("connecting the event reader", e))?;
-        let mut last = redis::cmd("XREVRANGE");
-        last.arg(self.keys.events())
-            .arg("+")
-            .arg("-")
-            .arg("COUNT")
-            .arg(1);
-        let reply: StreamRangeReply = self.query("xrevrange", &last).await?;
-        let start = reply
-            .ids
-            .first()
-            .map_or_else(|| "0-0".to_owned(), |entry| entry.id.clone());
+        let keys: Vec<String> = (0..BUCKETS).map(|b| self.keys.events(b)).collect();
+        let mut pipe = redis::pipe();
+        for key in &keys {
+            pipe.cmd("XREVRANGE")
+                .arg(key)
+                .arg("+")
+                .arg("-")
+                .arg("COUNT")
+                .arg(1);
+        }
+        let ends: Vec<StreamRangeReply> = self.query_pipe("xrevrange", &pipe).await?;
+        let starts = ends
+            .iter()
+            .map(|end| {
+                end.ids
+                    .first()
+                    .map_or_else(|| "0-0".to_owned(), |entry| entry.id.clone())
+            })
+            .collect();
         tokio::spawn(read_events(
             reader,
-            self.keys.events(),
-            start,
+            keys,
+            starts,
             self.events.clone(),
             alive,
         ));
@@ -52,11 +66,11 @@ impl RedisStore {
     }
 }
 
-/// Copies the shared event stream into this process's broadcast channel until the store is gone.
+/// Copies the shared event streams into this process's broadcast channel until the store is gone.
 async fn read_events(
     mut connection: ConnectionManager,
-    key: String,
-    mut last_id: String,
+    keys: Vec<String>,
+    mut last_ids: Vec<String>,
     events: broadcast::Sender<Event>,
     alive: Weak<()>,
 ) {
@@ -66,27 +80,26 @@ async fn read_events(
     let mut failures = 0u32;
     while alive.strong_count() > 0 {
         let reply: redis::RedisResult<Option<StreamReadReply>> =
-            redis::AsyncCommands::xread_options(
-                &mut connection,
-                &[key.as_str()],
-                &[last_id.as_str()],
-                &options,
-            )
-            .await;
+            redis::AsyncCommands::xread_options(&mut connection, &keys, &last_ids, &options).await;
         match reply {
             Ok(reply) => {
                 failures = 0;
-                for entry in reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids) {
-                    last_id = entry.id.clone();
-                    let Some(data) = entry.get::<String>("data") else {
+                for stream in reply.into_iter().flat_map(|r| r.keys) {
+                    let Some(at) = keys.iter().position(|k| *k == stream.key) else {
                         continue;
                     };
-                    match serde_json::from_str::<Event>(&data) {
-                        Ok(event) => {
-                            let _ = events.send(event);
-                        }
-                        Err(error) => {
-                            tracing::warn!(%error, id = %entry.id, "skipping an unreadable event")
+                    for entry in stream.ids {
+                        last_ids[at] = entry.id.clone();
+                        let Some(data) = entry.get::<String>("data") else {
+                            continue;
+                        };
+                        match serde_json::from_str::<Event>(&data) {
+                            Ok(event) => {
+                                let _ = events.send(event);
+                            }
+                            Err(error) => {
+                                tracing::warn!(%error, id = %entry.id, "skipping an unreadable event")
+                            }
                         }
                     }
                 }

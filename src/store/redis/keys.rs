@@ -1,8 +1,66 @@
-//! The key layout (see the table in [`super`]). Every key name is built here, so the layout can be
-//! read, and changed, in one place.
+//! The key layout: a fixed number of buckets, each a hash tag of its own, so that everything one
+//! script touches — a question, its index entries, its event, its audit record, the run waiting on
+//! it — lives in one Redis Cluster slot, while the buckets spread over the cluster.
+//!
+//! | key | type | holds |
+//! |---|---|---|
+//! | `P:{bNN}:q:<id>` | hash | `q` (the question as asked, compact JSON), `status`, `res` (resolution JSON), `exp` (deadline, ms) |
+//! | `P:{bNN}:shown:<id>` | hash | target → the channel's message reference |
+//! | `P:{bNN}:fx:<id>` | set | effects done after resolution |
+//! | `P:{bNN}:open` | sorted set | open questions by when they are next due (the outbox) |
+//! | `P:{bNN}:pending` | sorted set | pending questions by when they were asked (pages of the newest) |
+//! | `P:{bNN}:done:<status>` | sorted set | resolved questions by when they were resolved |
+//! | `P:{bNN}:answers` | list | how long recent answers took, in ms (the newest few hundred) |
+//! | `P:{bNN}:session:<session>` | set | a session's question ids in this bucket |
+//! | `P:{bNN}:target:<target>` | set | pending question ids shown in a target, in this bucket |
+//! | `P:{bNN}:events` | stream | events of this bucket's questions and runs, read by every process |
+//! | `P:{bNN}:audit` | stream | the audit records of this bucket's questions |
+//! | `P:{bNN}:run:<id>` | hash | a run (JSON beside the fields its scripts change) |
+//! | `P:{bNN}:runs` | sorted set | runs needing an executor, by lease end |
+//! | `P:{bNN}:rules` | hash | rule id → rule JSON |
+//! | `P:seen:<key>` | string | delivery ids already handled (with a TTL) |
+//!
+//! A question's bucket is given by the first character of its id (ids are uniformly random there);
+//! a run's by the second character of its id (`r…`), and a run's questions take that character as
+//! their first ([`askbridge_core::run::Run::question_id`]), so a run and its questions share a
+//! bucket and a claim can hand its run over in the same script.
+
+use askbridge_core::id::ALPHABET;
 
 /// The default key prefix.
 pub const DEFAULT_PREFIX: &str = "askbridge";
+/// How many buckets. Fixed: changing it moves every key. Sixteen spreads the load over a
+/// cluster of up to sixteen masters, while a read that spans buckets (a page of all pending
+/// questions, the summary counts) stays one pipeline of sixteen commands.
+pub const BUCKETS: usize = 16;
+
+/// The bucket of an id whose characters come from [`ALPHABET`], by its character at `at`; text
+/// of another shape falls back to a byte sum (it names nothing stored, but must not panic).
+fn bucket_by(text: &str, at: usize) -> usize {
+    match text
+        .as_bytes()
+        .get(at)
+        .and_then(|b| ALPHABET.iter().position(|a| a == b))
+    {
+        Some(index) => index % BUCKETS,
+        None => text.bytes().map(usize::from).sum::<usize>() % BUCKETS,
+    }
+}
+
+/// The bucket of question `id`.
+pub(super) fn question_bucket(id: &str) -> usize {
+    bucket_by(id, 0)
+}
+
+/// The bucket of run `id`.
+pub(super) fn run_bucket(id: &str) -> usize {
+    bucket_by(id, 1)
+}
+
+/// The bucket of rule `id` (`rule-<question id>`: the question's bucket).
+pub(super) fn rule_bucket(id: &str) -> usize {
+    question_bucket(id.strip_prefix("rule-").unwrap_or(id))
+}
 
 /// Key names under one prefix.
 #[derive(Clone, Debug)]
@@ -17,56 +75,142 @@ impl Keys {
         }
     }
 
+    /// `P:{bNN}:<rest>`.
+    pub(super) fn in_bucket(&self, bucket: usize, rest: &str) -> String {
+        format!("{}:{{b{bucket:02}}}:{rest}", self.prefix)
+    }
+
     pub(super) fn question(&self, id: &str) -> String {
-        format!("{}:{{{id}}}:q", self.prefix)
+        self.in_bucket(question_bucket(id), &format!("q:{id}"))
     }
     pub(super) fn shown(&self, id: &str) -> String {
-        format!("{}:{{{id}}}:shown", self.prefix)
+        self.in_bucket(question_bucket(id), &format!("shown:{id}"))
     }
     pub(super) fn effects(&self, id: &str) -> String {
-        format!("{}:{{{id}}}:fx", self.prefix)
+        self.in_bucket(question_bucket(id), &format!("fx:{id}"))
     }
-    pub(super) fn open(&self) -> String {
-        format!("{}:open", self.prefix)
+    pub(super) fn open(&self, bucket: usize) -> String {
+        self.in_bucket(bucket, "open")
     }
-    pub(super) fn all(&self) -> String {
-        format!("{}:all", self.prefix)
+    pub(super) fn pending(&self, bucket: usize) -> String {
+        self.in_bucket(bucket, "pending")
     }
-    pub(super) fn session(&self, session: &str) -> String {
-        format!("{}:session:{session}", self.prefix)
+    pub(super) fn done(&self, bucket: usize, status: &str) -> String {
+        self.in_bucket(bucket, &format!("done:{status}"))
     }
-    pub(super) fn target(&self, target: &str) -> String {
-        format!("{}:target:{target}", self.prefix)
+    pub(super) fn answers(&self, bucket: usize) -> String {
+        self.in_bucket(bucket, "answers")
+    }
+    pub(super) fn session(&self, bucket: usize, session: &str) -> String {
+        self.in_bucket(bucket, &format!("session:{session}"))
+    }
+    pub(super) fn target(&self, bucket: usize, target: &str) -> String {
+        self.in_bucket(bucket, &format!("target:{target}"))
+    }
+    pub(super) fn events(&self, bucket: usize) -> String {
+        self.in_bucket(bucket, "events")
+    }
+    pub(super) fn audit(&self, bucket: usize) -> String {
+        self.in_bucket(bucket, "audit")
     }
     pub(super) fn run(&self, id: &str) -> String {
-        format!("{}:{{{id}}}:run", self.prefix)
+        self.in_bucket(run_bucket(id), &format!("run:{id}"))
     }
-    pub(super) fn run_leases(&self) -> String {
-        format!("{}:runs:leases", self.prefix)
+    pub(super) fn runs(&self, bucket: usize) -> String {
+        self.in_bucket(bucket, "runs")
     }
-    pub(super) fn rules(&self) -> String {
-        format!("{}:rules", self.prefix)
-    }
-    pub(super) fn audit(&self) -> String {
-        format!("{}:audit", self.prefix)
+    pub(super) fn rules(&self, bucket: usize) -> String {
+        self.in_bucket(bucket, "rules")
     }
     pub(super) fn seen(&self, key: &str) -> String {
         format!("{}:seen:{key}", self.prefix)
     }
-    pub(super) fn events(&self) -> String {
-        format!("{}:events", self.prefix)
+}
+
+/// The Redis Cluster slot of `key`: CRC16 (XMODEM) of its hash tag, or of the whole key when it
+/// has none, modulo 16384.
+pub fn slot(key: &str) -> u16 {
+    let bytes = key.as_bytes();
+    let tagged = bytes.iter().position(|b| *b == b'{').and_then(|open| {
+        let close = bytes[open + 1..].iter().position(|b| *b == b'}')?;
+        (close > 0).then(|| &bytes[open + 1..open + 1 + close])
+    });
+    crc16(tagged.unwrap_or(bytes)) % 16384
+}
+
+fn crc16(bytes: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for byte in bytes {
+        crc ^= u16::from(*byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
     }
+    crc
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use askbridge_core::run::Run;
+    use askbridge_core::{Millis, QuestionId};
 
     #[test]
-    fn keys_of_one_question_share_a_hash_tag() {
+    fn a_question_and_everything_about_it_share_a_slot() {
         let keys = Keys::new(DEFAULT_PREFIX);
-        assert_eq!(keys.question("k3f9x2m8qa"), "askbridge:{k3f9x2m8qa}:q");
-        assert_eq!(keys.shown("k3f9x2m8qa"), "askbridge:{k3f9x2m8qa}:shown");
-        assert_eq!(keys.effects("k3f9x2m8qa"), "askbridge:{k3f9x2m8qa}:fx");
+        let id = QuestionId::random();
+        let bucket = question_bucket(id.as_str());
+        let slot_of_question = slot(&keys.question(id.as_str()));
+        for key in [
+            keys.shown(id.as_str()),
+            keys.effects(id.as_str()),
+            keys.open(bucket),
+            keys.pending(bucket),
+            keys.done(bucket, "answered"),
+            keys.answers(bucket),
+            keys.session(bucket, "s"),
+            keys.target(bucket, "telegram:-100"),
+            keys.events(bucket),
+            keys.audit(bucket),
+            keys.rules(rule_bucket(&format!("rule-{id}"))),
+        ] {
+            assert_eq!(slot(&key), slot_of_question, "{key}");
+        }
+    }
+
+    #[test]
+    fn a_run_and_its_questions_share_a_bucket() {
+        let origin = askbridge_core::run::Origin {
+            chat: None,
+            user: "api".into(),
+            user_name: None,
+        };
+        for _ in 0..50 {
+            let run = Run::new("f", "", origin.clone(), "p", Millis(0), Millis(1));
+            let bucket = run_bucket(run.id.as_str());
+            for index in 0..3 {
+                let question = run.question_id(index);
+                assert_eq!(question_bucket(question.as_str()), bucket);
+            }
+        }
+    }
+
+    #[test]
+    fn buckets_spread_over_slots_and_ids() {
+        let keys = Keys::new(DEFAULT_PREFIX);
+        let slots: std::collections::BTreeSet<u16> =
+            (0..BUCKETS).map(|b| slot(&keys.open(b))).collect();
+        assert_eq!(slots.len(), BUCKETS, "every bucket has a slot of its own");
+        let mut seen = [0usize; BUCKETS];
+        for _ in 0..3200 {
+            seen[question_bucket(QuestionId::random().as_str())] += 1;
+        }
+        assert!(seen.iter().all(|n| *n > 100), "{seen:?}");
+        // The reference value from the Redis Cluster specification.
+        assert_eq!(crc16(b"123456789"), 0x31C3);
     }
 }

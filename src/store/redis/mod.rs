@@ -43,16 +43,22 @@ mod records;
 mod retry;
 mod scripts;
 
-use super::{Admin, EVENT_BUFFER, Error, Event, Events, Result, StoreOptions};
+use super::{Admin, EVENT_BUFFER, Error, Event, Events, FINAL, Result, StoreOptions};
 use askbridge_core::Millis;
 use async_trait::async_trait;
-use keys::Keys;
+use keys::{BUCKETS, Keys};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast;
 
-pub use keys::DEFAULT_PREFIX;
+pub use keys::{BUCKETS as KEY_BUCKETS, DEFAULT_PREFIX, slot};
+
+/// The key of question `id`'s hash under `prefix`, for tools and tests that look at Redis
+/// directly.
+pub fn question_key(prefix: &str, id: &askbridge_core::QuestionId) -> String {
+    Keys::new(prefix).question(id.as_str())
+}
 
 /// Connection settings.
 #[derive(Clone, Debug)]
@@ -160,9 +166,17 @@ impl Admin for RedisStore {
         let cutoff = now
             .0
             .saturating_sub(self.options.retention.as_millis() as u64);
-        let mut command = redis::cmd("ZREMRANGEBYSCORE");
-        command.arg(self.keys.all()).arg(0).arg(cutoff);
-        self.query("purge", &command).await
+        let mut pipe = redis::pipe();
+        for bucket in 0..BUCKETS {
+            for status in FINAL {
+                pipe.cmd("ZREMRANGEBYSCORE")
+                    .arg(self.keys.done(bucket, status.as_str()))
+                    .arg(0)
+                    .arg(cutoff);
+            }
+        }
+        let removed: Vec<usize> = self.query_pipe("purge", &pipe).await?;
+        Ok(removed.into_iter().sum())
     }
 }
 

@@ -1,13 +1,17 @@
-//! Questions, where they were shown, and the outbox, in Redis.
+//! Questions, where they were shown, and the outbox, in Redis. An ask is one script, a claim one
+//! script, finishing a resolution's effects one script.
 
 use super::RedisStore;
-use super::codec::{as_asked, assemble};
+use super::codec::{as_asked, assemble, assemble_run, pairs};
 use super::events::EVENTS_MAXLEN;
-use super::scripts::{CLAIM, INSERT, LEASE, MARK_EFFECT, RECORD_SHOWN};
+use super::keys::{BUCKETS, question_bucket, run_bucket};
+use super::scripts::{CLAIM, FINISH, INSERT, LEASE, MARK_EFFECT, RECORD_SHOWN};
 use crate::store::{
-    Deliveries, Error, Event, Inserted, ListFilter, Outbox, Questions, Result, Shown,
+    Claimed, Counts, Deliveries, Error, Event, FINAL, Inserted, ListFilter, Outbox, Questions,
+    Result, Shown, TakeRun, Work,
 };
 use askbridge_core::audit::AuditEntry;
+use askbridge_core::question::MAX_TIMEOUT;
 use askbridge_core::{
     Claim, ClaimOutcome, Millis, Question, QuestionId, Resolution, Status, Target, Transition,
 };
@@ -16,38 +20,79 @@ use std::time::Duration;
 
 /// How many questions one pipelined read loads.
 const LOAD_CHUNK: usize = 500;
+/// Answer times each bucket keeps for the percentiles (16 buckets: about 2,000 in all).
+const ANSWERS_KEPT: usize = 125;
+/// How long a target's set outlives the deadline of the newest question in it.
+const TARGET_GRACE: Duration = Duration::from_secs(24 * 3600);
+
+/// What the claim script returns.
+type ClaimReply = (
+    String,
+    Option<String>,
+    Option<String>,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+);
 
 impl RedisStore {
     /// Loads several questions by id, skipping ids whose question is gone.
     async fn load_many(&self, ids: &[String]) -> Result<Vec<Question>> {
-        let mut pipe = redis::pipe();
-        for id in ids {
-            pipe.cmd("HMGET")
-                .arg(self.keys.question(id))
-                .arg("q")
-                .arg("status")
-                .arg("res");
+        let mut found = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(LOAD_CHUNK) {
+            let mut pipe = redis::pipe();
+            for id in chunk {
+                pipe.cmd("HMGET")
+                    .arg(self.keys.question(id))
+                    .arg("q")
+                    .arg("status")
+                    .arg("res");
+            }
+            let rows: Vec<(Option<String>, Option<String>, Option<String>)> =
+                self.query_pipe("load", &pipe).await?;
+            for row in rows {
+                if let (Some(json), Some(status), res) = row {
+                    found.push(assemble(&json, &status, res.as_deref())?);
+                }
+            }
         }
-        let rows: Vec<(Option<String>, Option<String>, Option<String>)> =
-            self.query_pipe("load", &pipe).await?;
-        rows.into_iter()
-            .filter_map(|row| match row {
-                (Some(json), Some(status), res) => Some(assemble(&json, &status, res.as_deref())),
-                _ => None,
-            })
-            .collect()
+        Ok(found)
     }
 
-    async fn members(&self, key: String) -> Result<Vec<String>> {
-        let mut command = redis::cmd("SMEMBERS");
-        command.arg(key);
-        self.query("smembers", &command).await
+    /// The members of one set in every bucket.
+    async fn members_everywhere(&self, key: impl Fn(usize) -> String) -> Result<Vec<String>> {
+        let mut pipe = redis::pipe();
+        for bucket in 0..BUCKETS {
+            pipe.cmd("SMEMBERS").arg(key(bucket));
+        }
+        let sets: Vec<Vec<String>> = self.query_pipe("smembers", &pipe).await?;
+        Ok(sets.into_iter().flatten().collect())
     }
 
-    async fn index_range(&self, command: &str, key: String, stop: isize) -> Result<Vec<String>> {
-        let mut range = redis::cmd(command);
-        range.arg(key).arg(0).arg(stop);
-        self.query(command, &range).await
+    /// The newest `limit` members of one sorted set in every bucket, newest first.
+    async fn newest_everywhere(
+        &self,
+        key: impl Fn(usize) -> String,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        let mut pipe = redis::pipe();
+        for bucket in 0..BUCKETS {
+            pipe.cmd("ZRANGE")
+                .arg(key(bucket))
+                .arg("+inf")
+                .arg("-inf")
+                .arg("BYSCORE")
+                .arg("REV")
+                .arg("LIMIT")
+                .arg(0)
+                .arg(limit)
+                .arg("WITHSCORES");
+        }
+        let pages: Vec<Vec<(String, f64)>> = self.query_pipe("zrange", &pipe).await?;
+        let mut merged: Vec<(String, f64)> = pages.into_iter().flatten().collect();
+        merged.sort_by(|a, b| b.1.total_cmp(&a.1));
+        merged.truncate(limit);
+        Ok(merged.into_iter().map(|(id, _)| id).collect())
     }
 
     /// The JSON of `question` with `resolution`, as the events and the audit trail carry it.
@@ -74,23 +119,38 @@ fn parse_ids(ids: &[String], index: &str) -> Result<Vec<QuestionId>> {
         .collect()
 }
 
+fn work_of(shown: Vec<String>, done: Vec<String>) -> Work {
+    Work {
+        shown: pairs(shown)
+            .into_iter()
+            .map(|(target, reference)| Shown {
+                target: Target::new(target),
+                reference,
+            })
+            .collect(),
+        done,
+    }
+}
+
 #[async_trait]
 impl Questions for RedisStore {
     async fn insert(&self, question: &Question) -> Result<Inserted> {
         let id = question.id.as_str();
+        let bucket = question_bucket(id);
         let json = as_asked(question);
         let event = serde_json::to_string(&Event::of(question)).expect("events serialise");
         // A session's set lives as long as its newest question can, and then some.
-        let session_ttl = self.options.retention + askbridge_core::question::MAX_TIMEOUT;
+        let session_ttl = self.options.retention + MAX_TIMEOUT;
+        let target_ttl = question.remaining(Millis::now()) + TARGET_GRACE;
         let mut invocation = INSERT.prepare_invoke();
         invocation
             .key(self.keys.question(id))
-            .key(self.keys.open())
-            .key(self.keys.all())
-            .key(self.keys.session(&question.session_id))
-            .key(self.keys.events());
+            .key(self.keys.open(bucket))
+            .key(self.keys.pending(bucket))
+            .key(self.keys.session(bucket, &question.session_id))
+            .key(self.keys.events(bucket));
         for target in &question.targets {
-            invocation.key(self.keys.target(target.as_str()));
+            invocation.key(self.keys.target(bucket, target.as_str()));
         }
         invocation
             .arg(&json)
@@ -99,7 +159,8 @@ impl Questions for RedisStore {
             .arg(id)
             .arg(session_ttl.as_millis() as u64)
             .arg(&event)
-            .arg(EVENTS_MAXLEN);
+            .arg(EVENTS_MAXLEN)
+            .arg(target_ttl.as_millis() as u64);
         let created: i64 = self.invoke("insert", &invocation).await?;
         if created == 1 {
             return Ok(Inserted::Created);
@@ -124,8 +185,10 @@ impl Questions for RedisStore {
         snapshot: &Question,
         claim: &Claim,
         settle_after: Duration,
-    ) -> Result<Option<(ClaimOutcome, Question)>> {
+        take_run: Option<TakeRun<'_>>,
+    ) -> Result<Option<Claimed>> {
         let id = snapshot.id.as_str();
+        let bucket = question_bucket(id);
         let (status, resolution) = snapshot.resolution_for(claim);
         let resolution_json = serde_json::to_string(&resolution).expect("resolutions serialise");
         let (expired, expiry) = snapshot.expiry_resolution(claim.at);
@@ -137,6 +200,18 @@ impl Questions for RedisStore {
         } else {
             "0"
         };
+        let answer_ms = if status == Status::Answered {
+            claim.at.since(snapshot.created_at).as_millis().to_string()
+        } else {
+            String::new()
+        };
+        // The parked run shares the question's bucket (see `keys`); without one, the question's
+        // own key stands in, so every key stays in the slot.
+        let run = snapshot
+            .run_id
+            .as_ref()
+            .filter(|run| take_run.is_some() && run_bucket(run.as_str()) == bucket);
+        let run_key = run.map_or_else(|| self.keys.question(id), |r| self.keys.run(r.as_str()));
         // Stream ids are milliseconds: MINID trims audit records older than the retention.
         let oldest_audit = claim
             .at
@@ -147,9 +222,15 @@ impl Questions for RedisStore {
             .key(self.keys.question(id))
             .key(self.keys.shown(id))
             .key(self.keys.effects(id))
-            .key(self.keys.open())
-            .key(self.keys.events())
-            .key(self.keys.audit())
+            .key(self.keys.open(bucket))
+            .key(self.keys.pending(bucket))
+            .key(self.keys.done(bucket, status.as_str()))
+            .key(self.keys.done(bucket, Status::Expired.as_str()))
+            .key(self.keys.events(bucket))
+            .key(self.keys.audit(bucket))
+            .key(self.keys.answers(bucket))
+            .key(run_key)
+            .key(self.keys.runs(bucket))
             .arg(claim.at.0)
             .arg(status.as_str())
             .arg(&resolution_json)
@@ -163,19 +244,23 @@ impl Questions for RedisStore {
             .arg(&won_audit)
             .arg(&expired_audit)
             .arg(EVENTS_MAXLEN)
-            .arg(oldest_audit);
-        let reply: Vec<String> = self.invoke("claim", &invocation).await?;
-        let (outcome, status, stored) = match reply.as_slice() {
-            [missing] if missing == "missing" => return Ok(None),
-            [outcome, status, stored] => (outcome.as_str(), status.as_str(), stored.as_str()),
-            other => {
-                return Err(Error::corrupt(
-                    format!("question {id}"),
-                    format!("claim reply {other:?}"),
-                ));
-            }
-        };
-        let outcome = match outcome {
+            .arg(oldest_audit)
+            .arg(&answer_ms)
+            .arg(if run.is_some() { "1" } else { "0" })
+            .arg(take_run.map_or("", |t| t.owner))
+            .arg(take_run.map_or(0, |t| t.lease_until.0))
+            .arg(run.map_or("", |r| r.as_str()))
+            .arg(ANSWERS_KEPT);
+        let reply: Vec<redis::Value> = self.invoke("claim", &invocation).await?;
+        if reply.len() == 1 {
+            return Ok(None);
+        }
+        let (outcome, status, stored, shown, done, run): ClaimReply =
+            redis::FromRedisValue::from_redis_value(redis::Value::Array(reply)).map_err(|e| {
+                Error::corrupt(format!("question {id}"), format!("claim reply: {e}"))
+            })?;
+        let (status, stored) = (status.unwrap_or_default(), stored.unwrap_or_default());
+        let outcome = match outcome.as_str() {
             "won" => ClaimOutcome::Won,
             "expired" => ClaimOutcome::Expired,
             // A retry that finds its own earlier attempt's resolution won all along.
@@ -183,44 +268,78 @@ impl Questions for RedisStore {
             _ if stored == expiry_json => ClaimOutcome::Expired,
             _ => ClaimOutcome::AlreadyResolved,
         };
-        let question = assemble(&as_asked(snapshot), status, Some(stored))?;
-        Ok(Some((outcome, question)))
+        Ok(Some(Claimed {
+            outcome,
+            question: assemble(&as_asked(snapshot), &status, Some(&stored))?,
+            work: work_of(shown, done),
+            run: assemble_run(&pairs(run))?,
+        }))
     }
 
     async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>> {
-        let pending = filter.status.unwrap_or(Status::Pending) == Status::Pending;
+        let status = filter.status.unwrap_or(Status::Pending);
         let limit = filter.effective_limit();
         let ids: Vec<String> = match (&filter.target, &filter.session_id) {
-            (Some(target), _) if pending => self.members(self.keys.target(target.as_str())).await?,
-            (_, Some(session)) => self.members(self.keys.session(session)).await?,
-            (None, None) if pending => self.index_range("ZRANGE", self.keys.open(), -1).await?,
+            (Some(target), _) if status == Status::Pending => {
+                self.members_everywhere(|b| self.keys.target(b, target.as_str()))
+                    .await?
+            }
+            (_, Some(session)) => {
+                self.members_everywhere(|b| self.keys.session(b, session))
+                    .await?
+            }
+            (None, None) if status == Status::Pending => {
+                self.newest_everywhere(|b| self.keys.pending(b), limit)
+                    .await?
+            }
             _ => {
-                // Newest first, looking at a bounded window of recent questions.
-                let window = (limit.saturating_mul(20)).min(100_000) as isize;
-                self.index_range("ZREVRANGE", self.keys.all(), window - 1)
+                self.newest_everywhere(|b| self.keys.done(b, status.as_str()), limit)
                     .await?
             }
         };
-        let mut found = Vec::new();
-        for chunk in ids.chunks(LOAD_CHUNK) {
-            found.extend(
-                self.load_many(chunk)
-                    .await?
-                    .into_iter()
-                    .filter(|q| filter.accepts(q)),
-            );
-        }
+        let mut found: Vec<Question> = self
+            .load_many(&ids)
+            .await?
+            .into_iter()
+            .filter(|q| filter.accepts(q))
+            .collect();
         found.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
         found.truncate(limit);
         Ok(found)
     }
 
-    async fn count_pending(&self) -> Result<usize> {
-        // The open index's size: O(1) however many questions wait. It also counts questions
-        // resolved in the last moments whose effects are still running, a handful at most.
-        let mut command = redis::cmd("ZCARD");
-        command.arg(self.keys.open());
-        self.query("zcard", &command).await
+    async fn counts(&self, since: Millis) -> Result<Counts> {
+        let mut pipe = redis::pipe();
+        for bucket in 0..BUCKETS {
+            pipe.cmd("ZCARD").arg(self.keys.pending(bucket));
+            for status in FINAL {
+                pipe.cmd("ZCOUNT")
+                    .arg(self.keys.done(bucket, status.as_str()))
+                    .arg(since.0)
+                    .arg("+inf");
+            }
+            pipe.cmd("LRANGE")
+                .arg(self.keys.answers(bucket))
+                .arg(0)
+                .arg(-1);
+        }
+        let replies: Vec<redis::Value> = self.query_pipe("counts", &pipe).await?;
+        let mut counts = Counts::default();
+        let number = |value: &redis::Value| -> Result<usize> {
+            redis::FromRedisValue::from_redis_value_ref(value)
+                .map_err(|e| Error::unavailable("redis counts", e))
+        };
+        for bucket in replies.chunks(2 + FINAL.len()) {
+            counts.pending += number(&bucket[0])?;
+            for (slot, value) in bucket[1..=FINAL.len()].iter().enumerate() {
+                counts.resolved[slot] += number(value)?;
+            }
+            let times: Vec<u64> =
+                redis::FromRedisValue::from_redis_value_ref(&bucket[FINAL.len() + 1])
+                    .map_err(|e| Error::unavailable("redis counts", e))?;
+            counts.answer_ms.extend(times);
+        }
+        Ok(counts)
     }
 }
 
@@ -239,16 +358,7 @@ impl Deliveries for RedisStore {
     }
 
     async fn shown(&self, id: &QuestionId) -> Result<Vec<Shown>> {
-        let mut command = redis::cmd("HGETALL");
-        command.arg(self.keys.shown(id.as_str()));
-        let map: Vec<(String, String)> = self.query("hgetall", &command).await?;
-        Ok(map
-            .into_iter()
-            .map(|(target, reference)| Shown {
-                target: Target::new(target),
-                reference,
-            })
-            .collect())
+        Ok(self.work(id).await?.shown)
     }
 }
 
@@ -264,8 +374,14 @@ impl Outbox for RedisStore {
         Ok(added == 1)
     }
 
-    async fn effects_done(&self, id: &QuestionId) -> Result<Vec<String>> {
-        self.members(self.keys.effects(id.as_str())).await
+    async fn work(&self, id: &QuestionId) -> Result<Work> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HGETALL")
+            .arg(self.keys.shown(id.as_str()))
+            .cmd("SMEMBERS")
+            .arg(self.keys.effects(id.as_str()));
+        let (shown, done): (Vec<String>, Vec<String>) = self.query_pipe("work", &pipe).await?;
+        Ok(work_of(shown, done))
     }
 
     async fn lease_due(
@@ -274,37 +390,82 @@ impl Outbox for RedisStore {
         lease: Duration,
         limit: usize,
     ) -> Result<Vec<QuestionId>> {
-        let mut invocation = LEASE.prepare_invoke();
-        invocation
-            .key(self.keys.open())
-            .arg(now.0)
-            .arg(now.after(lease).0)
-            .arg(limit);
-        let ids: Vec<String> = self.invoke("lease", &invocation).await?;
-        parse_ids(&ids, "the open index")
+        let mut due = Vec::new();
+        for bucket in 0..BUCKETS {
+            let mut invocation = LEASE.prepare_invoke();
+            invocation
+                .key(self.keys.open(bucket))
+                .arg(now.0)
+                .arg(now.after(lease).0)
+                .arg(limit);
+            let ids: Vec<String> = self.invoke("lease", &invocation).await?;
+            due.extend(parse_ids(&ids, "the open index")?);
+        }
+        Ok(due)
+    }
+
+    async fn next_due(&self) -> Result<Option<Millis>> {
+        let mut pipe = redis::pipe();
+        for bucket in 0..BUCKETS {
+            pipe.cmd("ZRANGE")
+                .arg(self.keys.open(bucket))
+                .arg(0)
+                .arg(0)
+                .arg("WITHSCORES");
+        }
+        let firsts: Vec<Vec<(String, f64)>> = self.query_pipe("next due", &pipe).await?;
+        Ok(firsts
+            .into_iter()
+            .flatten()
+            .map(|(_, score)| Millis(score as u64))
+            .min())
     }
 
     async fn open_ids(&self) -> Result<Vec<QuestionId>> {
-        let ids = self.index_range("ZRANGE", self.keys.open(), -1).await?;
-        parse_ids(&ids, "the open index")
+        let mut pipe = redis::pipe();
+        for bucket in 0..BUCKETS {
+            pipe.cmd("ZRANGE")
+                .arg(self.keys.open(bucket))
+                .arg(0)
+                .arg(-1);
+        }
+        let ids: Vec<Vec<String>> = self.query_pipe("open ids", &pipe).await?;
+        parse_ids(&ids.concat(), "the open index")
     }
 
     async fn reschedule(&self, id: &QuestionId, at: Millis) -> Result<()> {
         let mut command = redis::cmd("ZADD");
-        command.arg(self.keys.open()).arg(at.0).arg(id.as_str());
+        command
+            .arg(self.keys.open(question_bucket(id.as_str())))
+            .arg(at.0)
+            .arg(id.as_str());
         self.query::<i64>("reschedule", &command).await.map(drop)
     }
 
-    async fn settle(&self, id: &QuestionId, question: Option<&Question>) -> Result<()> {
-        let mut pipe = redis::pipe();
-        pipe.zrem(self.keys.open(), id.as_str()).ignore();
+    async fn finish(
+        &self,
+        id: &QuestionId,
+        question: Option<&Question>,
+        done: &[String],
+        retry_at: Option<Millis>,
+    ) -> Result<()> {
+        let id = id.as_str();
+        let bucket = question_bucket(id);
+        let mut invocation = FINISH.prepare_invoke();
+        invocation
+            .key(self.keys.effects(id))
+            .key(self.keys.question(id))
+            .key(self.keys.open(bucket))
+            .key(self.keys.pending(bucket));
         for target in question.map(|q| q.targets.as_slice()).unwrap_or_default() {
-            pipe.srem(self.keys.target(target.as_str()), id.as_str())
-                .ignore();
+            invocation.key(self.keys.target(bucket, target.as_str()));
         }
-        if question.is_none() {
-            pipe.zrem(self.keys.all(), id.as_str()).ignore();
+        invocation
+            .arg(id)
+            .arg(retry_at.map(|at| at.0.to_string()).unwrap_or_default());
+        for effect in done {
+            invocation.arg(effect);
         }
-        self.query_pipe("settle", &pipe).await
+        self.invoke::<i64>("finish", &invocation).await.map(drop)
     }
 }

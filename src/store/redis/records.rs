@@ -1,9 +1,11 @@
 //! Runs, rules, the audit trail and delivery dedupe, in Redis.
 
 use super::RedisStore;
-use super::codec::{RunFields, assemble_run};
+use super::codec::{RunFields, assemble_run, pairs};
+use super::events::EVENTS_MAXLEN;
+use super::keys::{BUCKETS, question_bucket, rule_bucket, run_bucket};
 use super::scripts::{ACQUIRE_RUN, INSERT_RUN, SAVE_RUN};
-use crate::store::{AuditLog, Dedupe, Error, Inserted, Result, Rules, Runs};
+use crate::store::{AuditLog, Dedupe, Error, Event, Inserted, Result, Rules, Runs};
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run};
 use askbridge_core::{Millis, Rule, RuleId, RunId};
@@ -15,27 +17,6 @@ use std::time::Duration;
 /// Audit records read per round trip.
 const AUDIT_PAGE: usize = 500;
 
-impl RedisStore {
-    /// Puts a run in the lease index (when it needs an executor) or takes it out. The index is
-    /// a hint for recovery: entries are added before the run changes and checked when read.
-    async fn index_run(&self, id: &RunId, lease_until: Option<Millis>) -> Result<()> {
-        let mut command = match lease_until {
-            Some(until) => {
-                let mut add = redis::cmd("ZADD");
-                add.arg(self.keys.run_leases()).arg(until.0);
-                add
-            }
-            None => {
-                let mut remove = redis::cmd("ZREM");
-                remove.arg(self.keys.run_leases());
-                remove
-            }
-        };
-        command.arg(id.as_str());
-        self.query::<i64>("index run", &command).await.map(drop)
-    }
-}
-
 fn corrupt_rule(error: serde_json::Error) -> Error {
     Error::corrupt("a rule in Redis", error)
 }
@@ -43,13 +24,13 @@ fn corrupt_rule(error: serde_json::Error) -> Error {
 #[async_trait]
 impl Runs for RedisStore {
     async fn insert_run(&self, run: &Run) -> Result<Inserted> {
-        if run.needs_executor() {
-            self.index_run(&run.id, Some(run.lease_until.unwrap_or_default()))
-                .await?;
-        }
+        let fields = RunFields::of(run);
         let mut invocation = INSERT_RUN.prepare_invoke();
-        invocation.key(self.keys.run(run.id.as_str()));
-        RunFields::of(run).push(&mut invocation);
+        invocation
+            .key(self.keys.run(run.id.as_str()))
+            .key(self.keys.runs(run_bucket(run.id.as_str())));
+        fields.push(&mut invocation);
+        invocation.arg(&fields.lease_score).arg(run.id.as_str());
         let created: i64 = self.invoke("insert run", &invocation).await?;
         if created == 1 {
             return Ok(Inserted::Created);
@@ -78,8 +59,6 @@ impl Runs for RedisStore {
         now: Millis,
         lease_until: Millis,
     ) -> Result<Option<Run>> {
-        // Index first: a crash right after taking the run must leave it where recovery looks.
-        self.index_run(id, Some(lease_until)).await?;
         let (kind, question) = match why {
             Acquire::Answer(question) => ("answer", question.to_string()),
             Acquire::Recovery => ("recovery", String::new()),
@@ -87,54 +66,61 @@ impl Runs for RedisStore {
         let mut invocation = ACQUIRE_RUN.prepare_invoke();
         invocation
             .key(self.keys.run(id.as_str()))
+            .key(self.keys.runs(run_bucket(id.as_str())))
             .arg(kind)
             .arg(&question)
             .arg(owner)
             .arg(now.0)
-            .arg(lease_until.0);
-        let taken: Option<String> = self.invoke("acquire run", &invocation).await?;
-        if taken.is_some() {
-            return self.get_run(id).await;
-        }
-        // Not ours: make the index tell the truth about this run again.
-        match self.get_run(id).await? {
-            Some(run) if run.needs_executor() => self.index_run(id, run.lease_until).await?,
-            _ => self.index_run(id, None).await?,
-        }
-        Ok(None)
+            .arg(lease_until.0)
+            .arg(id.as_str());
+        let taken: Vec<String> = self.invoke("acquire run", &invocation).await?;
+        assemble_run(&pairs(taken))
     }
 
     async fn save_run(&self, run: &Run, owner: &str) -> Result<bool> {
-        if run.needs_executor() {
-            self.index_run(&run.id, run.lease_until).await?;
-        }
         let ttl = if run.state.is_final() && run.reported {
             self.options.retention.as_millis() as u64
         } else {
             0
         };
+        let event = Event::of_run(run)
+            .map(|event| serde_json::to_string(&event).expect("events serialise"))
+            .unwrap_or_default();
+        let bucket = run_bucket(run.id.as_str());
+        let fields = RunFields::of(run);
         let mut invocation = SAVE_RUN.prepare_invoke();
-        invocation.key(self.keys.run(run.id.as_str())).arg(owner);
-        RunFields::of(run).push(&mut invocation);
-        invocation.arg(ttl);
+        invocation
+            .key(self.keys.run(run.id.as_str()))
+            .key(self.keys.runs(bucket))
+            .key(self.keys.events(bucket))
+            .arg(owner);
+        fields.push(&mut invocation);
+        invocation
+            .arg(ttl)
+            .arg(&fields.lease_score)
+            .arg(run.id.as_str())
+            .arg(&event)
+            .arg(EVENTS_MAXLEN);
         let saved: i64 = self.invoke("save run", &invocation).await?;
-        if saved == 1 && !run.needs_executor() {
-            self.index_run(&run.id, None).await?;
-        }
         Ok(saved == 1)
     }
 
     async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<RunId>> {
-        let mut command = redis::cmd("ZRANGEBYSCORE");
-        command
-            .arg(self.keys.run_leases())
-            .arg(0)
-            .arg(now.0)
-            .arg("LIMIT")
-            .arg(0)
-            .arg(limit);
-        let ids: Vec<String> = self.query("expired runs", &command).await?;
-        ids.iter()
+        let mut pipe = redis::pipe();
+        for bucket in 0..BUCKETS {
+            pipe.cmd("ZRANGE")
+                .arg(self.keys.runs(bucket))
+                .arg(0)
+                .arg(now.0)
+                .arg("BYSCORE")
+                .arg("LIMIT")
+                .arg(0)
+                .arg(limit);
+        }
+        let ids: Vec<Vec<String>> = self.query_pipe("expired runs", &pipe).await?;
+        ids.concat()
+            .iter()
+            .take(limit)
             .map(|id| RunId::parse(id).ok_or_else(|| Error::corrupt("the run lease index", id)))
             .collect()
     }
@@ -144,7 +130,8 @@ impl Runs for RedisStore {
         // and reported there, keep `why` beside it, and let it expire like any finished run.
         let key = self.keys.run(id.as_str());
         let mut pipe = redis::pipe();
-        pipe.zrem(self.keys.run_leases(), id.as_str())
+        pipe.atomic()
+            .zrem(self.keys.runs(run_bucket(id.as_str())), id.as_str())
             .ignore()
             .hset_multiple(
                 &key,
@@ -163,17 +150,20 @@ impl Rules for RedisStore {
         let json = serde_json::to_string(rule).expect("a rule serialises");
         let mut command = redis::cmd("HSET");
         command
-            .arg(self.keys.rules())
+            .arg(self.keys.rules(rule_bucket(rule.id.as_str())))
             .arg(rule.id.as_str())
             .arg(json);
         self.query::<i64>("put rule", &command).await.map(drop)
     }
 
     async fn rules(&self) -> Result<Vec<Rule>> {
-        let mut command = redis::cmd("HVALS");
-        command.arg(self.keys.rules());
-        let stored: Vec<String> = self.query("rules", &command).await?;
+        let mut pipe = redis::pipe();
+        for bucket in 0..BUCKETS {
+            pipe.cmd("HVALS").arg(self.keys.rules(bucket));
+        }
+        let stored: Vec<Vec<String>> = self.query_pipe("rules", &pipe).await?;
         stored
+            .concat()
             .iter()
             .map(|json| serde_json::from_str(json).map_err(corrupt_rule))
             .collect()
@@ -181,10 +171,11 @@ impl Rules for RedisStore {
 
     async fn delete_rule(&self, id: &RuleId) -> Result<Option<Rule>> {
         // Read and delete in one round trip: the rule's record goes to the audit trail.
+        let key = self.keys.rules(rule_bucket(id.as_str()));
         let mut pipe = redis::pipe();
         pipe.atomic()
-            .hget(self.keys.rules(), id.as_str())
-            .hdel(self.keys.rules(), id.as_str())
+            .hget(&key, id.as_str())
+            .hdel(&key, id.as_str())
             .ignore();
         let (stored,): (Option<String>,) = self.query_pipe("delete rule", &pipe).await?;
         stored
@@ -193,27 +184,18 @@ impl Rules for RedisStore {
     }
 }
 
-#[async_trait]
-impl AuditLog for RedisStore {
-    async fn append_audit(&self, entry: &AuditEntry) -> Result<()> {
-        let json = serde_json::to_string(entry).expect("an audit record serialises");
-        // Stream ids are milliseconds: MINID trims what is older than the retention.
-        let oldest = Millis::now()
-            .0
-            .saturating_sub(self.options.audit_retention.as_millis() as u64);
-        let mut command = redis::cmd("XADD");
-        command
-            .arg(self.keys.audit())
-            .arg("MINID")
-            .arg("~")
-            .arg(oldest)
-            .arg("*")
-            .arg("data")
-            .arg(json);
-        self.query::<String>("audit", &command).await.map(drop)
+/// The bucket an audit record belongs to: its question's, else its rule's.
+fn audit_bucket(entry: &AuditEntry) -> usize {
+    match (&entry.question_id, &entry.rule_id) {
+        (Some(question), _) => question_bucket(question),
+        (None, Some(rule)) => rule_bucket(rule.as_str()),
+        (None, None) => 0,
     }
+}
 
-    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
+impl RedisStore {
+    /// Up to `limit` records of one bucket's audit stream passing `filter`, oldest first.
+    async fn audit_in(&self, bucket: usize, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
         let mut start = filter
             .since
             .map_or_else(|| "-".to_owned(), |m| m.0.to_string());
@@ -222,7 +204,7 @@ impl AuditLog for RedisStore {
         loop {
             let mut range = redis::cmd("XRANGE");
             range
-                .arg(self.keys.audit())
+                .arg(self.keys.audit(bucket))
                 .arg(&start)
                 .arg("+")
                 .arg("COUNT")
@@ -249,6 +231,38 @@ impl AuditLog for RedisStore {
             }
             start = format!("({last}");
         }
+    }
+}
+
+#[async_trait]
+impl AuditLog for RedisStore {
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<()> {
+        let json = serde_json::to_string(entry).expect("an audit record serialises");
+        // Stream ids are milliseconds: MINID trims what is older than the retention.
+        let oldest = Millis::now()
+            .0
+            .saturating_sub(self.options.audit_retention.as_millis() as u64);
+        let mut command = redis::cmd("XADD");
+        command
+            .arg(self.keys.audit(audit_bucket(entry)))
+            .arg("MINID")
+            .arg("~")
+            .arg(oldest)
+            .arg("*")
+            .arg("data")
+            .arg(json);
+        self.query::<String>("audit", &command).await.map(drop)
+    }
+
+    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
+        let mut found = Vec::new();
+        for bucket in 0..BUCKETS {
+            found.extend(self.audit_in(bucket, filter).await?);
+        }
+        // Records of one instant keep their order within a bucket (the sort is stable).
+        found.sort_by_key(|entry| entry.at);
+        found.truncate(filter.effective_limit());
+        Ok(found)
     }
 }
 

@@ -17,6 +17,7 @@ scripts! {
     LEASE => "lease.lua",
     RECORD_SHOWN => "record_shown.lua",
     MARK_EFFECT => "mark_effect.lua",
+    FINISH => "finish.lua",
     INSERT_RUN => "insert_run.lua",
     ACQUIRE_RUN => "acquire_run.lua",
     SAVE_RUN => "save_run.lua",

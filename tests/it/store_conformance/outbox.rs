@@ -42,10 +42,13 @@ async fn due_entries_are_leased_rescheduled_and_settled(f: Fixture) {
         vec![later.id.clone()]
     );
     f.store
-        .claim(&soon, &claim(Transition::Expire, "askbridge"), SETTLE)
+        .claim(&soon, &claim(Transition::Expire, "askbridge"), SETTLE, None)
         .await
         .unwrap();
-    f.store.settle(&soon.id, Some(&soon)).await.unwrap();
+    f.store
+        .finish(&soon.id, Some(&soon), &[], None)
+        .await
+        .unwrap();
     assert_eq!(f.store.open_ids().await.unwrap(), vec![later.id.clone()]);
     let in_chat = ListFilter {
         target: Some("chat:1".into()),
@@ -93,7 +96,7 @@ async fn deliveries_and_effects_are_recorded(f: Fixture) {
         "an effect is marked once"
     );
     assert!(f.store.mark_effect(&q.id, "withdraw:chat:1").await.unwrap());
-    let mut done = f.store.effects_done(&q.id).await.unwrap();
+    let mut done = f.store.work(&q.id).await.unwrap().done;
     done.sort();
     assert_eq!(
         done,

@@ -1,7 +1,7 @@
 //! The questions role: insert, get, claim (claim-once, with its event and audit record), list,
 //! count, purge.
 
-use super::{Fixture, SETTLE, answer, claim, question};
+use super::{Fixture, Pair, SETTLE, answer, claim, question};
 use askbridge::store::{EventKind, Inserted, ListFilter};
 use askbridge_core::audit::{AuditEvent, AuditFilter};
 use askbridge_core::question::DEFAULT_TIMEOUT;
@@ -29,10 +29,11 @@ async fn first_claim_wins_and_later_claims_change_nothing(f: Fixture) {
     f.store.insert(&q).await.unwrap();
     let (outcome, won) = f
         .store
-        .claim(&q, &claim(answer("dayjs"), "telegram:1"), SETTLE)
+        .claim(&q, &claim(answer("dayjs"), "telegram:1"), SETTLE, None)
         .await
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .pair();
     assert_eq!(outcome, ClaimOutcome::Won);
     assert_eq!(won.status, Status::Answered);
     for late in [
@@ -43,10 +44,11 @@ async fn first_claim_wins_and_later_claims_change_nothing(f: Fixture) {
     ] {
         let (outcome, seen) = f
             .store
-            .claim(&q, &claim(late, "discord:2"), SETTLE)
+            .claim(&q, &claim(late, "discord:2"), SETTLE, None)
             .await
             .unwrap()
-            .unwrap();
+            .unwrap()
+            .pair();
         assert_eq!(outcome, ClaimOutcome::AlreadyResolved);
         assert_eq!(seen, won, "a later claim reports the winner");
     }
@@ -64,10 +66,11 @@ async fn a_late_claim_expires_the_question_with_its_default(f: Fixture) {
     tokio::time::sleep(Duration::from_millis(5)).await;
     let (outcome, seen) = f
         .store
-        .claim(&q, &claim(answer("dayjs"), "telegram:1"), SETTLE)
+        .claim(&q, &claim(answer("dayjs"), "telegram:1"), SETTLE, None)
         .await
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .pair();
     assert_eq!(outcome, ClaimOutcome::Expired);
     assert_eq!(seen.status, Status::Expired);
     assert_eq!(
@@ -80,7 +83,7 @@ async fn claiming_a_missing_question_says_so(f: Fixture) {
     let q = question("s1", &[], DEFAULT_TIMEOUT);
     assert!(
         f.store
-            .claim(&q, &claim(answer("dayjs"), "x:1"), SETTLE)
+            .claim(&q, &claim(answer("dayjs"), "x:1"), SETTLE, None)
             .await
             .unwrap()
             .is_none()
@@ -96,10 +99,16 @@ async fn concurrent_claims_have_exactly_one_winner(f: Fixture) {
         tasks.push(tokio::spawn(async move {
             let label = if n % 2 == 0 { "dayjs" } else { "luxon" };
             store
-                .claim(&q, &claim(answer(label), &format!("telegram:{n}")), SETTLE)
+                .claim(
+                    &q,
+                    &claim(answer(label), &format!("telegram:{n}")),
+                    SETTLE,
+                    None,
+                )
                 .await
                 .unwrap()
                 .unwrap()
+                .pair()
         }));
     }
     let mut winners = Vec::new();
@@ -121,11 +130,11 @@ async fn lists_filter_by_status_session_and_target(f: Fixture) {
         f.store.insert(q).await.unwrap();
     }
     f.store
-        .claim(&b, &claim(answer("dayjs"), "x:1"), SETTLE)
+        .claim(&b, &claim(answer("dayjs"), "x:1"), SETTLE, None)
         .await
         .unwrap();
     // As the bridge does once a resolution's effects are done.
-    f.store.settle(&b.id, Some(&b)).await.unwrap();
+    f.store.finish(&b.id, Some(&b), &[], None).await.unwrap();
     let ids = |questions: Vec<Question>| {
         let mut ids: Vec<String> = questions.into_iter().map(|q| q.id.to_string()).collect();
         ids.sort();
@@ -166,7 +175,7 @@ async fn lists_filter_by_status_session_and_target(f: Fixture) {
         ids(f.store.list(&in_chat_1).await.unwrap()),
         sorted(&[&a, &c])
     );
-    assert_eq!(f.store.count_pending().await.unwrap(), 2);
+    assert_eq!(f.store.counts(Millis::now()).await.unwrap().pending, 2);
     let newest_first = f.store.list(&ListFilter::pending()).await.unwrap();
     assert!(newest_first[0].created_at >= newest_first[1].created_at);
 }
@@ -177,10 +186,13 @@ async fn purge_forgets_old_resolved_questions_only(f: Fixture) {
     f.store.insert(&old).await.unwrap();
     f.store.insert(&pending).await.unwrap();
     f.store
-        .claim(&old, &claim(answer("dayjs"), "x:1"), SETTLE)
+        .claim(&old, &claim(answer("dayjs"), "x:1"), SETTLE, None)
         .await
         .unwrap();
-    f.store.settle(&old.id, Some(&old)).await.unwrap();
+    f.store
+        .finish(&old.id, Some(&old), &[], None)
+        .await
+        .unwrap();
     // The fixture's retention is 1 s.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     f.store.purge(Millis::now()).await.unwrap();
@@ -208,21 +220,25 @@ async fn an_insert_and_a_resolution_announce_themselves_with_their_records(f: Fi
         .await
         .unwrap()
         .unwrap();
-    assert_eq!((asked.kind, &asked.question), (EventKind::Asked, &q));
+    assert_eq!(
+        (asked.kind(), asked.question()),
+        (EventKind::Asked, Some(&q))
+    );
     let before = Millis::now();
-    let (_, won) = f
+    let won = f
         .store
-        .claim(&q, &claim(answer("dayjs"), "telegram:1"), SETTLE)
+        .claim(&q, &claim(answer("dayjs"), "telegram:1"), SETTLE, None)
         .await
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .question;
     let replied = tokio::time::timeout(Duration::from_secs(5), events.recv())
         .await
         .unwrap()
         .unwrap();
     assert_eq!(
-        (replied.kind, &replied.question),
-        (EventKind::Replied, &won)
+        (replied.kind(), replied.question()),
+        (EventKind::Replied, Some(&won))
     );
     let trail = f.store.audit(&AuditFilter::default()).await.unwrap();
     assert_eq!(trail.len(), 1, "one record, written with the claim");
@@ -245,7 +261,7 @@ async fn an_insert_and_a_resolution_announce_themselves_with_their_records(f: Fi
     assert_eq!(due, vec![q.id.clone()]);
     // A claim that loses announces nothing and records nothing.
     f.store
-        .claim(&q, &claim(answer("luxon"), "telegram:2"), SETTLE)
+        .claim(&q, &claim(answer("luxon"), "telegram:2"), SETTLE, None)
         .await
         .unwrap();
     assert_eq!(

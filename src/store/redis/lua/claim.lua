@@ -1,22 +1,48 @@
--- The claim-once state machine of `Question::apply`, on the server, with what a resolution must
--- carry: its event, its audit record, and its outbox entry made due.
--- KEYS: question, shown, effects, open index, events stream, audit stream.
+-- The claim-once state machine of `Question::apply`, on the server, with everything a
+-- resolution carries: its event, its audit record, its outbox entry made due, its place in the
+-- resolved index, and — when the claimer asks — the run parked on the question, taken for it.
+-- KEYS: 1 question, 2 shown, 3 effects, 4 open index, 5 pending index, 6 resolved index of the
+--       winning status, 7 resolved index of `expired`, 8 events stream, 9 audit stream,
+--       10 recent answer times, 11 the run (the question key again when there is none),
+--       12 the run lease index.
 -- ARGV: 1 now ms, 2 status if won, 3 resolution JSON if won, 4 expiry resolution JSON,
 --       5 '1' if the claim is itself an expiry, 6 retention ms, 7 settle-at ms, 8 id,
 --       9 event JSON if won, 10 event JSON if expired, 11 audit JSON if won,
---       12 audit JSON if expired, 13 events maxlen, 14 oldest audit id kept (ms).
--- Returns {outcome, status, resolution JSON}, or {'missing'}.
+--       12 audit JSON if expired, 13 events maxlen, 14 oldest audit id kept (ms),
+--       15 answer time ms if won as answered (else ''), 16 '1' to take the parked run,
+--       17 owner, 18 lease until ms, 19 run id, 20 answer times kept.
+-- Returns {outcome, status, resolution JSON, shown (target, reference, ...), effects done,
+-- the run's fields when taken (field, value, ...)}, or {'missing'}.
 local fields = redis.call('HMGET', KEYS[1], 'status', 'exp', 'res')
 local status, exp = fields[1], fields[2]
 if not status then return {'missing'} end
-if status ~= 'pending' then return {'already_resolved', status, fields[3]} end
-local outcome, new_status, res, event, audit = 'won', ARGV[2], ARGV[3], ARGV[9], ARGV[11]
+if status ~= 'pending' then
+    return {'already_resolved', status, fields[3], redis.call('HGETALL', KEYS[2]),
+        redis.call('SMEMBERS', KEYS[3]), {}}
+end
+local outcome, new_status, res, event, audit, done = 'won', ARGV[2], ARGV[3], ARGV[9], ARGV[11], KEYS[6]
 if ARGV[5] ~= '1' and tonumber(ARGV[1]) >= tonumber(exp) then
-    outcome, new_status, res, event, audit = 'expired', 'expired', ARGV[4], ARGV[10], ARGV[12]
+    outcome, new_status, res, event, audit, done = 'expired', 'expired', ARGV[4], ARGV[10], ARGV[12], KEYS[7]
 end
 redis.call('HSET', KEYS[1], 'status', new_status, 'res', res)
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[6]) end
 redis.call('ZADD', KEYS[4], ARGV[7], ARGV[8])
-redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[13], '*', 'data', event)
-redis.call('XADD', KEYS[6], 'MINID', '~', ARGV[14], '*', 'data', audit)
-return {outcome, new_status, res}
+redis.call('ZREM', KEYS[5], ARGV[8])
+redis.call('ZADD', done, ARGV[1], ARGV[8])
+redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[13], '*', 'data', event)
+redis.call('XADD', KEYS[9], 'MINID', '~', ARGV[14], '*', 'data', audit)
+if outcome == 'won' and ARGV[15] ~= '' then
+    redis.call('LPUSH', KEYS[10], ARGV[15])
+    redis.call('LTRIM', KEYS[10], 0, tonumber(ARGV[20]) - 1)
+end
+local run = {}
+if ARGV[16] == '1' then
+    local r = redis.call('HMGET', KEYS[11], 'state', 'waiting_on')
+    if r[1] == 'waiting' and r[2] == ARGV[8] then
+        redis.call('HSET', KEYS[11], 'state', 'running', 'owner', ARGV[17],
+            'lease_until', ARGV[18], 'updated_at', ARGV[1])
+        redis.call('ZADD', KEYS[12], ARGV[18], ARGV[19])
+        run = redis.call('HGETALL', KEYS[11])
+    end
+end
+return {outcome, new_status, res, redis.call('HGETALL', KEYS[2]), redis.call('SMEMBERS', KEYS[3]), run}

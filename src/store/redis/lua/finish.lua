@@ -1,0 +1,18 @@
+-- Records a resolved question's finished effects, then either takes it out of the open index
+-- and its targets' sets (all done) or makes it due again (something to retry): one step.
+-- KEYS: 1 effects, 2 question, 3 open index, 4 pending index, 5.. one target set per target.
+-- ARGV: 1 id, 2 retry-at ms ('' when all is done), 3.. effects done.
+if #ARGV > 2 then
+    redis.call('SADD', KEYS[1], unpack(ARGV, 3))
+    local ttl = redis.call('PTTL', KEYS[2])
+    if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+end
+if ARGV[2] ~= '' then
+    redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
+    return 1
+end
+redis.call('ZREM', KEYS[3], ARGV[1])
+-- Only a question that is gone can still be in the pending index here.
+redis.call('ZREM', KEYS[4], ARGV[1])
+for i = 5, #KEYS do redis.call('SREM', KEYS[i], ARGV[1]) end
+return 1

@@ -1,0 +1,249 @@
+//! The values the store's roles take and return.
+
+use askbridge_core::run::{Run, RunState};
+use askbridge_core::{ClaimOutcome, Millis, Question, Status, Target};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// How many events a slow subscriber may fall behind before it skips ahead.
+pub const EVENT_BUFFER: usize = 4096;
+
+/// Which questions to list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListFilter {
+    /// Only this session's.
+    pub session_id: Option<String>,
+    /// Only in this state; `None` lists the pending ones.
+    pub status: Option<Status>,
+    /// Only those shown in this target (pending ones only).
+    pub target: Option<Target>,
+    /// At most this many, newest first; 0 means the store's default of 1000.
+    pub limit: usize,
+}
+
+impl ListFilter {
+    /// The pending questions.
+    pub fn pending() -> Self {
+        ListFilter::default()
+    }
+
+    /// The limit to apply.
+    pub fn effective_limit(&self) -> usize {
+        if self.limit == 0 { 1000 } else { self.limit }
+    }
+
+    /// Does `question` pass this filter?
+    pub fn accepts(&self, question: &Question) -> bool {
+        let status = self.status.unwrap_or(Status::Pending);
+        question.status == status
+            && self
+                .session_id
+                .as_ref()
+                .is_none_or(|s| *s == question.session_id)
+            && self
+                .target
+                .as_ref()
+                .is_none_or(|t| question.targets.contains(t))
+    }
+}
+
+/// What happened, for `/api/events` and for waiters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EventKind {
+    /// A question was asked.
+    #[serde(rename = "question.asked")]
+    Asked,
+    /// It was answered.
+    #[serde(rename = "question.replied")]
+    Replied,
+    /// It was declined or rejected.
+    #[serde(rename = "question.rejected")]
+    Rejected,
+    /// Its deadline passed.
+    #[serde(rename = "question.expired")]
+    Expired,
+    /// Its session was stopped.
+    #[serde(rename = "question.cancelled")]
+    Cancelled,
+    /// A run parked on a question nobody has answered yet.
+    #[serde(rename = "run.waiting")]
+    RunWaiting,
+    /// A run ended, done or failed.
+    #[serde(rename = "run.finished")]
+    RunFinished,
+}
+
+impl EventKind {
+    /// The event name, as sent over Server-Sent Events.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Asked => "question.asked",
+            EventKind::Replied => "question.replied",
+            EventKind::Rejected => "question.rejected",
+            EventKind::Expired => "question.expired",
+            EventKind::Cancelled => "question.cancelled",
+            EventKind::RunWaiting => "run.waiting",
+            EventKind::RunFinished => "run.finished",
+        }
+    }
+
+    /// The event announcing that a question reached `status`.
+    pub fn for_status(status: Status) -> Self {
+        match status {
+            Status::Pending => EventKind::Asked,
+            Status::Answered => EventKind::Replied,
+            Status::Declined => EventKind::Rejected,
+            Status::Expired => EventKind::Expired,
+            Status::Cancelled => EventKind::Cancelled,
+        }
+    }
+}
+
+/// An event: what happened, and the question or run as it is afterwards. (Both variants are
+/// records of a few hundred bytes; boxing one would only add an allocation per event.)
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Event {
+    /// About a question.
+    Question {
+        /// What happened.
+        kind: EventKind,
+        /// The question afterwards.
+        question: Question,
+    },
+    /// About a run.
+    Run {
+        /// What happened.
+        kind: EventKind,
+        /// The run afterwards.
+        run: Run,
+    },
+}
+
+impl Event {
+    /// The event for the question's current state.
+    pub fn of(question: &Question) -> Self {
+        Event::Question {
+            kind: EventKind::for_status(question.status),
+            question: question.clone(),
+        }
+    }
+
+    /// The event for a run that parked or ended; `None` for other states (nobody waits on them).
+    pub fn of_run(run: &Run) -> Option<Self> {
+        let kind = match run.state {
+            RunState::Waiting => EventKind::RunWaiting,
+            RunState::Done | RunState::Failed => EventKind::RunFinished,
+            RunState::Running => return None,
+        };
+        Some(Event::Run {
+            kind,
+            run: run.clone(),
+        })
+    }
+
+    /// What happened.
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Event::Question { kind, .. } | Event::Run { kind, .. } => *kind,
+        }
+    }
+
+    /// The question, for a question's event.
+    pub fn question(&self) -> Option<&Question> {
+        match self {
+            Event::Question { question, .. } => Some(question),
+            Event::Run { .. } => None,
+        }
+    }
+}
+
+/// Where a question was shown: the target and the channel's reference to its message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shown {
+    /// The target (`telegram:-100`).
+    pub target: Target,
+    /// The channel's reference (a message id).
+    pub reference: String,
+}
+
+/// What an insert did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inserted {
+    /// The record is stored.
+    Created,
+    /// Another record has this id; nothing was written.
+    Taken,
+}
+
+/// Settings every store takes.
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    /// How long resolved questions are kept.
+    pub retention: Duration,
+    /// How long audit records are kept.
+    pub audit_retention: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            retention: Duration::from_secs(7 * 24 * 3600),
+            audit_retention: Duration::from_secs(90 * 24 * 3600),
+        }
+    }
+}
+
+/// What a claim on this process's behalf may take with it: a run parked on the question, so the
+/// claimer executes it at once (the hand-off is part of the claim, not a second step).
+#[derive(Clone, Copy, Debug)]
+pub struct TakeRun<'a> {
+    /// This process's name as a run's executor.
+    pub owner: &'a str,
+    /// Until when it holds the run.
+    pub lease_until: Millis,
+}
+
+/// What a claim found and did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Claimed {
+    /// Won, lost to an earlier resolution, or turned into an expiry.
+    pub outcome: ClaimOutcome,
+    /// The question afterwards.
+    pub question: Question,
+    /// What remains for the resolution's effects to know (on a win or an expiry).
+    pub work: Work,
+    /// The run parked on this question, taken for the claimer ([`TakeRun`]).
+    pub run: Option<Run>,
+}
+
+/// What a resolved question's effects need to know: where it was shown and what is done.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Everywhere it was shown.
+    pub shown: Vec<Shown>,
+    /// The effects already done (`withdraw:<target>`, `resume`, `callback`, `rule`).
+    pub done: Vec<String>,
+}
+
+/// Counts for the ops page's summary line (`GET /api/stats`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Pending now (may include questions resolved in the last moments whose effects are still
+    /// running).
+    pub pending: usize,
+    /// Resolved since the instant asked for: answered, declined, expired, cancelled.
+    pub resolved: [usize; 4],
+    /// Time from asked to answered of recently answered questions (at most about 2,000 of the
+    /// most recent), in milliseconds.
+    pub answer_ms: Vec<u64>,
+}
+
+/// The final statuses in the order of [`Counts::resolved`].
+pub const FINAL: [Status; 4] = [
+    Status::Answered,
+    Status::Declined,
+    Status::Expired,
+    Status::Cancelled,
+];
