@@ -8,7 +8,7 @@
 //! process after a crash) does only what is left.
 
 use super::runner::Resume;
-use super::{Bridge, Runner};
+use super::{Bridge, Runner, SETTLE_GRACE};
 use crate::Error;
 use crate::signing;
 use crate::store::{Claimed, Shown, Work};
@@ -183,6 +183,10 @@ impl Bridge {
         let resume_done = done.iter().any(|e| e == EFFECT_RESUME);
         if resumed && !resume_done {
             finished.push(EFFECT_RESUME.to_owned());
+        } else if question.run_id.is_some() && !resume_done && self.runner().is_none() {
+            // No flows here: a process that runs them takes the run up from the event; this one
+            // only comes back to see it done.
+            retry_in(SETTLE_GRACE);
         } else if question.run_id.is_some() && !resume_done {
             match self.resume(question).await {
                 Ok(Resume::Done) => finished.push(EFFECT_RESUME.to_owned()),
@@ -216,8 +220,7 @@ impl Bridge {
             .await?)
     }
 
-    /// A resolved question of a run: hands it to the run engine. Without one (a process that
-    /// registered no flows), another process's engine will take it.
+    /// A resolved question of a run: hands it to the run engine.
     async fn resume(&self, question: &Question) -> Result<Resume, Error> {
         match self.runner() {
             Some(runner) => Runner::resume(runner.as_ref(), self, question).await,

@@ -4,7 +4,7 @@
 use super::Bridge;
 use crate::Error;
 use crate::store::{Inserted, ListFilter};
-use askbridge_core::run::{Origin, Run, fingerprint};
+use askbridge_core::run::{Origin, Run, RunState, fingerprint};
 use askbridge_core::{
     Actor, Claim, Millis, NewQuestion, Question, QuestionId, RunId, Target, Transition, identity,
 };
@@ -217,6 +217,37 @@ impl Bridge {
         let unknown = || Error::UnknownRun(id.to_owned());
         let run_id = RunId::parse(id).ok_or_else(unknown)?;
         self.store().get_run(&run_id).await?.ok_or_else(unknown)
+    }
+
+    /// Waits until run `id` parks on a question other than `after` (or on any, without
+    /// `after`) or ends, or until `timeout` passes; returns it as it is then. Woken by the run's
+    /// own process at once, and by the store's events from any other.
+    pub async fn wait_run(
+        &self,
+        id: &str,
+        after: Option<&QuestionId>,
+        timeout: Duration,
+    ) -> Result<Run, Error> {
+        let settled = |run: &Run| {
+            run.state.is_final()
+                || (run.state == RunState::Waiting && run.waiting_on.as_ref() != after)
+        };
+        let deadline = tokio::time::Instant::now() + timeout;
+        let run_id = RunId::parse(id).ok_or_else(|| Error::UnknownRun(id.to_owned()))?;
+        loop {
+            // Registered before reading, so news in between is not missed.
+            let news = self.waiters().register_run(&run_id);
+            let run = self.get_run(id).await?;
+            let now = tokio::time::Instant::now();
+            if settled(&run) || now >= deadline {
+                return Ok(run);
+            }
+            match tokio::time::timeout(deadline - now, news).await {
+                Ok(Ok(run)) if settled(&run) => return Ok(run),
+                // Other news (still on the same question), or out of time: read again.
+                _ => {}
+            }
+        }
     }
 
     /// Starts flow `name` for `origin` with the registered [`super::Runner`].

@@ -221,11 +221,26 @@ impl Bridge {
                     // The winner finishes the effects at once; if it died, this is when any
                     // sweeper takes over.
                     self.schedule().offer(resolution.at.after(SETTLE_GRACE));
+                    self.take_up_run(question);
                 }
                 self.waiters().wake(question);
             }
             Event::Run { run, .. } => self.waiters().wake_run(run),
         }
+    }
+
+    /// A question of a run was resolved, maybe by a process that runs no flows: a process that
+    /// does tries to take the run up at once (one of them gets it; for the rest it is a no-op).
+    fn take_up_run(&self, question: &Question) {
+        let Some(runner) = self.runner().filter(|_| question.run_id.is_some()) else {
+            return;
+        };
+        let (bridge, question) = (self.clone(), question.clone());
+        tokio::spawn(async move {
+            if let Err(error) = runner.resume(&bridge, &question).await {
+                tracing::warn!(question_id = %question.id, %error, "cannot take up the run yet");
+            }
+        });
     }
 
     async fn recheck_waiters(&self) {

@@ -3,7 +3,7 @@
 use super::{ApiError, AppState, JsonBody};
 use askbridge_core::audit::AuditFilter;
 use askbridge_core::run::{Origin, Run};
-use askbridge_core::{Actor, Identity, Millis, RuleId, Target, identity};
+use askbridge_core::{Actor, Identity, Millis, QuestionId, RuleId, Target, identity};
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
@@ -110,6 +110,45 @@ pub(super) async fn get_run(
     Path(id): Path<String>,
 ) -> Result<Json<Run>, ApiError> {
     Ok(Json(state.bridge.get_run(&id).await?))
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct RunWaitQuery {
+    timeout_s: Option<f64>,
+    /// The question the client already knows the run waits on: wait for the next one.
+    after: Option<String>,
+}
+
+/// `GET /api/runs/{id}/wait?after=<question id>&timeout_s=N`: the run as soon as it waits on a
+/// question other than `after` (with that question as `question`) or has ended; as it is after N
+/// s otherwise. A client answering a run's questions learns the next one without polling.
+pub(super) async fn wait_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<RunWaitQuery>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let timeout = super::questions::wait_timeout(query.timeout_s)?;
+    let after = match query.after.as_deref().filter(|a| !a.is_empty()) {
+        Some(text) => Some(QuestionId::parse(text).map_err(|_| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("`{text}` is not a question id"),
+            )
+            .with("field", json!("after"))
+        })?),
+        None => None,
+    };
+    let mut shutdown = state.bridge.shutdown_signal();
+    let run = tokio::select! {
+        run = state.bridge.wait_run(&id, after.as_ref(), timeout) => run?,
+        _ = shutdown.changed() => state.bridge.get_run(&id).await?,
+    };
+    let mut body = serde_json::to_value(&run).expect("a run always serialises");
+    if let (askbridge_core::run::RunState::Waiting, Some(question)) = (run.state, &run.waiting_on) {
+        let question = state.bridge.get(question).await?;
+        body["question"] = super::view::json(&question);
+    }
+    Ok(Json(body))
 }
 
 pub(super) async fn healthz(State(state): State<AppState>) -> Response {

@@ -14,6 +14,7 @@
 //! | `GET /api/questions/{id}/wait?timeout_s=N` | long-poll until resolved |
 //! | `POST /api/sessions/{session_id}/cancel` | cancel a session's pending questions |
 //! | `POST /api/runs`, `GET /api/runs/{id}` | start a flow without blocking; read a run |
+//! | `GET /api/runs/{id}/wait?after=&timeout_s=` | long-poll until the run waits on a new question or ends |
 //! | `GET /api/rules`, `DELETE /api/rules/{id}` | "always allow" rules |
 //! | `GET /api/audit?session_id=&since=` | the audit trail |
 //! | `GET /api/events?session_id=` | Server-Sent Events, pending questions replayed first |
@@ -93,6 +94,7 @@ pub fn app(state: AppState) -> Router {
         .route("/audit", get(admin::audit))
         .route("/runs", post(admin::start_run))
         .route("/runs/{id}", get(admin::get_run))
+        .route("/runs/{id}/wait", get(admin::wait_run))
         .route("/events", get(events::stream))
         .route("/stats", get(stats::stats))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));

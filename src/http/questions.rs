@@ -158,23 +158,30 @@ pub(super) struct WaitQuery {
     timeout_s: Option<f64>,
 }
 
+/// A long-poll's `timeout_s`: [`DEFAULT_WAIT_S`] when absent, at most [`MAX_WAIT_S`].
+pub(super) fn wait_timeout(seconds: Option<f64>) -> Result<Duration, ApiError> {
+    let seconds = seconds.unwrap_or(DEFAULT_WAIT_S);
+    if seconds.is_finite() && (0.0..=MAX_WAIT_S).contains(&seconds) {
+        Ok(Duration::from_secs_f64(seconds))
+    } else {
+        Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("timeout_s must be between 0 and {MAX_WAIT_S}"),
+        )
+        .with("field", json!("timeout_s")))
+    }
+}
+
 pub(super) async fn wait(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(query): Query<WaitQuery>,
 ) -> Result<QuestionJson, ApiError> {
     let id = parse_id(&id)?;
-    let seconds = query.timeout_s.unwrap_or(DEFAULT_WAIT_S);
-    if !(seconds.is_finite() && (0.0..=MAX_WAIT_S).contains(&seconds)) {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("timeout_s must be between 0 and {MAX_WAIT_S}"),
-        )
-        .with("field", json!("timeout_s")));
-    }
+    let timeout = wait_timeout(query.timeout_s)?;
     let mut shutdown = state.bridge.shutdown_signal();
     let waited = tokio::select! {
-        waited = state.bridge.wait(&id, Duration::from_secs_f64(seconds)) => waited?,
+        waited = state.bridge.wait(&id, timeout) => waited?,
         _ = shutdown.changed() => state.bridge.get(&id).await?,
     };
     Ok(QuestionJson(waited))

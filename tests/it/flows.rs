@@ -911,3 +911,102 @@ async fn a_run_asks_for_approval_and_is_bound_to_the_action() {
         "{failure}"
     );
 }
+
+/// `GET /api/runs/{id}/wait` hands a client each next question of a run, and its end, without
+/// polling: on the process that drives the run, and on another one sharing the Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_follows_a_run_question_by_question_with_run_wait() {
+    let fixture = crate::support::redis_store().await;
+    let (driver, _) = crate::support::bridge_over(fixture.store.clone()).await;
+    askbridge::demo::register_example_flows(&driver).unwrap();
+    let other_store = RedisStore::connect(RedisOptions {
+        url: fixture.server.url(),
+        prefix: "askbridge".into(),
+        store: StoreOptions::default(),
+    })
+    .await
+    .unwrap();
+    let (watcher, _) = crate::support::bridge_over(Arc::new(other_store)).await;
+    let driver_base = serve(app(AppState::new(driver.clone(), None))).await;
+    let watcher_base = serve(app(AppState::new(watcher.clone(), None))).await;
+    let run: Value = http()
+        .post(format!("{driver_base}/api/runs"))
+        .json(&json!({"flow": "release", "input": "2.0"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let mut after = String::new();
+    let mut prompts = Vec::new();
+    for (n, answer) in [json!("beta"), json!("Faster."), json!(true)]
+        .into_iter()
+        .enumerate()
+    {
+        // Alternate between the two processes' endpoints.
+        let base = if n % 2 == 0 {
+            &driver_base
+        } else {
+            &watcher_base
+        };
+        let waited: Value = http()
+            .get(format!(
+                "{base}/api/runs/{run_id}/wait?after={after}&timeout_s=10"
+            ))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(waited["state"], "waiting", "{waited}");
+        let question = &waited["question"];
+        assert_eq!(question["id"], waited["waiting_on"]);
+        prompts.push(question["prompt"].as_str().unwrap().to_owned());
+        after = question["id"].as_str().unwrap().to_owned();
+        let replied = http()
+            .post(format!("{base}/api/questions/{after}/reply"))
+            .json(&json!({"answer": answer}))
+            .send()
+            .await
+            .unwrap();
+        let status = replied.status();
+        assert_eq!(status, 200, "{n}: {}", replied.text().await.unwrap());
+    }
+    let finished: Value = http()
+        .get(format!(
+            "{watcher_base}/api/runs/{run_id}/wait?after={after}&timeout_s=10"
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(finished["state"], "done", "{finished}");
+    assert!(
+        finished["result"]
+            .as_str()
+            .unwrap()
+            .starts_with("Published 2.0 on beta")
+    );
+    assert_eq!(
+        prompts,
+        [
+            "Release 2.0 on which channel?",
+            "One line for the release notes?",
+            "Publish 2.0 on beta?"
+        ]
+    );
+    // A wait that nothing answers returns the run as it is when the time is up.
+    let unknown = http()
+        .get(format!(
+            "{driver_base}/api/runs/r0000000000zz/wait?timeout_s=0"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+}
