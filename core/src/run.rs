@@ -31,10 +31,11 @@ pub struct Origin {
 }
 
 /// Where a run is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunState {
     /// A process is executing it (it holds the lease).
+    #[default]
     Running,
     /// It waits for its question to be resolved; nothing executes.
     Waiting,
@@ -95,7 +96,8 @@ pub enum JournalEntry {
     },
 }
 
-/// A run, as stored.
+/// A run, as stored. (Stores may leave out empty fields, and fields they keep apart; they read
+/// back as their defaults.)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Run {
     /// Random id.
@@ -103,22 +105,27 @@ pub struct Run {
     /// The flow's name.
     pub flow: String,
     /// What it was started with (`/deploy staging` gives `staging`).
+    #[serde(default)]
     pub input: String,
     /// Where it came from.
     pub origin: Origin,
     /// What it has learned so far, in order.
+    #[serde(default)]
     pub journal: Vec<JournalEntry>,
     /// The question it waits on (or whose answer it is absorbing).
     pub waiting_on: Option<QuestionId>,
     /// Where it is.
+    #[serde(default)]
     pub state: RunState,
     /// The result (done) or the error (failed).
     pub result: Option<String>,
     /// True once the result has been posted to the origin chat.
+    #[serde(default)]
     pub reported: bool,
     /// When it started.
     pub created_at: Millis,
     /// Last change.
+    #[serde(default)]
     pub updated_at: Millis,
     /// The process executing it, while running.
     pub owner: Option<String>,

@@ -102,7 +102,7 @@ impl Bridge {
         let handed_over = match (run, self.runner()) {
             (Some(run), Some(runner)) => {
                 tracing::info!(run_id = %run.id, question_id = %question.id, "run resumed");
-                runner.drive(self, run);
+                runner.drive(self, run, question.clone());
                 true
             }
             _ => false,

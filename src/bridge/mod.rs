@@ -37,7 +37,7 @@ pub use registry::CreateError;
 pub use resolve::{Attempt, ProgramReply, Said};
 pub use runner::{Resume, Runner};
 pub use session::{Session, outcome_from, outcome_of};
-pub use waiters::Waiters;
+pub use waiters::{RunNews, Waiters};
 
 use crate::Error;
 use crate::metrics::Metrics;

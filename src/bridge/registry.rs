@@ -2,6 +2,7 @@
 //! runs.
 
 use super::Bridge;
+use super::waiters::RunNews;
 use crate::Error;
 use crate::store::{Inserted, ListFilter};
 use askbridge_core::run::{Origin, Run, RunState, fingerprint};
@@ -227,7 +228,7 @@ impl Bridge {
         id: &str,
         after: Option<&QuestionId>,
         timeout: Duration,
-    ) -> Result<Run, Error> {
+    ) -> Result<RunNews, Error> {
         let settled = |run: &Run| {
             run.state.is_final()
                 || (run.state == RunState::Waiting && run.waiting_on.as_ref() != after)
@@ -240,10 +241,13 @@ impl Bridge {
             let run = self.get_run(id).await?;
             let now = tokio::time::Instant::now();
             if settled(&run) || now >= deadline {
-                return Ok(run);
+                return Ok(RunNews {
+                    run,
+                    question: None,
+                });
             }
             match tokio::time::timeout(deadline - now, news).await {
-                Ok(Ok(run)) if settled(&run) => return Ok(run),
+                Ok(Ok(news)) if settled(&news.run) => return Ok(news),
                 // Other news (still on the same question), or out of time: read again.
                 _ => {}
             }

@@ -37,8 +37,9 @@ pub trait Runner: Send + Sync {
         origin: Origin,
     ) -> Result<Run, Error>;
 
-    /// Executes, in the background, a run this process has just taken (a claim handed it over).
-    fn drive(&self, bridge: &Bridge, run: Run);
+    /// Executes, in the background, a run this process has just taken: a claim on `answered`,
+    /// the question it waited on, handed it over.
+    fn drive(&self, bridge: &Bridge, run: Run, answered: Question);
 
     /// A question of a run was resolved: take the run up again.
     async fn resume(&self, bridge: &Bridge, question: &Question) -> Result<Resume, Error>;

@@ -225,7 +225,7 @@ impl Bridge {
                 }
                 self.waiters().wake(question);
             }
-            Event::Run { run, .. } => self.waiters().wake_run(run),
+            Event::Run { run, .. } => self.waiters().wake_run(run, None),
         }
     }
 
@@ -251,7 +251,7 @@ impl Bridge {
         }
         for id in self.waiters().run_ids() {
             if let Ok(Some(run)) = self.store().get_run(&id).await {
-                self.waiters().wake_run(&run);
+                self.waiters().wake_run(&run, None);
             }
         }
     }

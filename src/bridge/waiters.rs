@@ -20,7 +20,7 @@ use tokio::sync::{broadcast, oneshot};
 #[derive(Debug, Default)]
 pub struct Waiters {
     by_id: Mutex<HashMap<QuestionId, Vec<oneshot::Sender<Question>>>>,
-    by_run: Mutex<HashMap<RunId, Vec<oneshot::Sender<Run>>>>,
+    by_run: Mutex<HashMap<RunId, Vec<oneshot::Sender<RunNews>>>>,
 }
 
 impl Waiters {
@@ -71,13 +71,13 @@ impl Waiters {
         self.lock().keys().cloned().collect()
     }
 
-    fn runs(&self) -> MutexGuard<'_, HashMap<RunId, Vec<oneshot::Sender<Run>>>> {
+    fn runs(&self) -> MutexGuard<'_, HashMap<RunId, Vec<oneshot::Sender<RunNews>>>> {
         self.by_run.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Registers interest in the next news of run `id` (it parked, or ended). The receiver
     /// gets the run as it is then; a dropped receiver is cleaned up on the next news.
-    pub fn register_run(&self, id: &RunId) -> oneshot::Receiver<Run> {
+    pub fn register_run(&self, id: &RunId) -> oneshot::Receiver<RunNews> {
         let (sender, receiver) = oneshot::channel();
         let mut runs = self.runs();
         let senders = runs.entry(id.clone()).or_default();
@@ -86,11 +86,15 @@ impl Waiters {
         receiver
     }
 
-    /// Hands `run` to everyone waiting for news of it.
-    pub fn wake_run(&self, run: &Run) {
+    /// Hands `run` (and the question it now waits on, when the caller has it) to everyone
+    /// waiting for news of it.
+    pub fn wake_run(&self, run: &Run, question: Option<&Question>) {
         let senders = self.runs().remove(&run.id).unwrap_or_default();
         for sender in senders {
-            let _ = sender.send(run.clone());
+            let _ = sender.send(RunNews {
+                run: run.clone(),
+                question: question.cloned(),
+            });
         }
     }
 
@@ -108,6 +112,15 @@ impl Waiters {
     pub fn is_empty(&self) -> bool {
         self.lock().is_empty()
     }
+}
+
+/// News of a run: the run, and the question it waits on when the news came with it.
+#[derive(Clone, Debug)]
+pub struct RunNews {
+    /// The run as it is now.
+    pub run: Run,
+    /// The question it waits on, when known without a read.
+    pub question: Option<Question>,
 }
 
 /// One waiter's interest in a question; see [`Waiters::register`].

@@ -4,8 +4,11 @@
 use super::Interrupt;
 use crate::Session;
 use crate::bridge::{Bridge, decide, outcome_from};
+use crate::store::Saved;
 use askbridge_core::run::{AskRecord, JournalEntry, Origin, Run, fingerprint_of};
-use askbridge_core::{Answer, Approval, Identity, Kind, Millis, NewQuestion, QuestionId, RunId};
+use askbridge_core::{
+    Answer, Approval, Identity, Kind, Millis, NewQuestion, Question, QuestionId, RunId,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::future::Future;
@@ -22,7 +25,7 @@ pub(super) struct Replay {
     run: Run,
     owner: String,
     cursor: usize,
-    suspended: Option<QuestionId>,
+    suspended: Option<Question>,
 }
 
 struct ContextInner {
@@ -189,7 +192,7 @@ impl FlowContext {
             .await?;
         let mut replay = self.replay().expect("run mode");
         if question.is_pending() {
-            replay.suspended = Some(question_id.clone());
+            replay.suspended = Some(question);
             return Err(Interrupt::Suspended { question_id });
         }
         // Decided at once (an "always allow" rule): no need to wait.
@@ -249,7 +252,8 @@ impl FlowContext {
             }
             (replay.run.clone(), replay.owner.clone())
         };
-        self.inner.bridge.store().save_run(&run, &owner).await
+        let saved = self.inner.bridge.store().save_run(&run, &owner).await?;
+        Ok(saved != Saved::Lost)
     }
 
     /// Skips the rest of the journal: the next ask is a new question. For flows that read the
@@ -283,7 +287,7 @@ impl FlowContext {
         let replay = self.replay().expect("run mode");
         match &replay.suspended {
             Some(question) => Err(Interrupt::Suspended {
-                question_id: question.clone(),
+                question_id: question.id.clone(),
             }),
             None => Ok(replay),
         }
@@ -346,7 +350,7 @@ impl FlowContext {
     }
 
     /// The run as the function left it, and the question it stopped at, if any.
-    pub(super) fn finish(&self) -> (Run, Option<QuestionId>) {
+    pub(super) fn finish(&self) -> (Run, Option<Question>) {
         let replay = self.replay().expect("run mode");
         (replay.run.clone(), replay.suspended.clone())
     }

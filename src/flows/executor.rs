@@ -4,9 +4,9 @@
 use super::{Flow, FlowContext, FlowResult, Interrupt, registry};
 use crate::Error;
 use crate::bridge::{Bridge, Resume};
-use crate::store::{ErrorKind, Inserted};
+use crate::store::{ErrorKind, Inserted, Saved};
 use askbridge_core::run::{Acquire, Origin, Run, RunState};
-use askbridge_core::{Millis, Question, QuestionId, render};
+use askbridge_core::{Millis, Question, render};
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -36,25 +36,33 @@ pub(super) async fn start(
         .into());
     }
     tracing::info!(run_id = %run.id, flow = name, user = %run.origin.user, "run started");
-    spawn_drive(bridge, Some(flow), run.clone());
+    spawn_drive(bridge, Some(flow), run.clone(), None);
     Ok(run)
 }
 
-pub(super) fn spawn_drive(bridge: &Bridge, flow: Option<Arc<dyn Flow>>, run: Run) {
+/// Executes `run` in the background. `answered` is the question it waited on, when the caller
+/// has it at hand (a claim that handed the run over): the run need not read it again.
+pub(super) fn spawn_drive(
+    bridge: &Bridge,
+    flow: Option<Arc<dyn Flow>>,
+    run: Run,
+    answered: Option<Question>,
+) {
     let bridge = bridge.clone();
     tokio::spawn(async move {
         let flow = flow.or_else(|| registry(&bridge).find(&run.flow));
-        drive(&bridge, flow, run).await
+        drive(&bridge, flow, run, answered).await
     });
 }
 
 /// Writes a run this process holds; [`Interrupt::Superseded`] when another process took it over.
-async fn persist(bridge: &Bridge, run: &Run, owner: &str) -> Result<(), Interrupt> {
-    if bridge.store().save_run(run, owner).await? {
-        Ok(())
-    } else {
-        tracing::warn!(run_id = %run.id, "run taken over by another process; stopping here");
-        Err(Interrupt::Superseded)
+async fn persist(bridge: &Bridge, run: &Run, owner: &str) -> Result<Saved, Interrupt> {
+    match bridge.store().save_run(run, owner).await? {
+        Saved::Lost => {
+            tracing::warn!(run_id = %run.id, "run taken over by another process; stopping here");
+            Err(Interrupt::Superseded)
+        }
+        saved => Ok(saved),
     }
 }
 
@@ -70,13 +78,18 @@ fn replayed_later(interrupt: &Interrupt) -> bool {
 
 /// Executes a run this process has just taken: absorbs the answer it waited for, runs the
 /// function from the top, and parks the run on its next question or finishes it.
-async fn drive(bridge: &Bridge, flow: Option<Arc<dyn Flow>>, mut run: Run) {
+async fn drive(
+    bridge: &Bridge,
+    flow: Option<Arc<dyn Flow>>,
+    mut run: Run,
+    answered: Option<Question>,
+) {
     let owner = bridge.owner_id().to_owned();
     if run.state.is_final() {
         report(bridge, run, &owner).await;
         return;
     }
-    if let Err(interrupt) = absorb_answer(bridge, &mut run, &owner).await {
+    if let Err(interrupt) = absorb_answer(bridge, &mut run, answered).await {
         if replayed_later(&interrupt) {
             tracing::warn!(run_id = %run.id, error = %interrupt, "cannot load the answer the run waited for; recovery will retry");
         } else {
@@ -111,8 +124,14 @@ async fn drive(bridge: &Bridge, flow: Option<Arc<dyn Flow>>, mut run: Run) {
     }
 }
 
-/// On taking a run that waited, moves the answer into its journal (once).
-async fn absorb_answer(bridge: &Bridge, run: &mut Run, owner: &str) -> Result<(), Interrupt> {
+/// On taking a run that waited, moves the answer into its journal. It is written with the run's
+/// next save (the park on its next question, or its end): a crash before that leaves the run
+/// waiting on the same resolved question, and the next executor absorbs it again.
+async fn absorb_answer(
+    bridge: &Bridge,
+    run: &mut Run,
+    answered: Option<Question>,
+) -> Result<(), Interrupt> {
     let Some(question_id) = run.waiting_on.clone() else {
         return Ok(());
     };
@@ -120,10 +139,14 @@ async fn absorb_answer(bridge: &Bridge, run: &mut Run, owner: &str) -> Result<()
         run.waiting_on = None;
         return Ok(());
     }
-    match bridge.store().get(&question_id).await? {
+    let question = match answered.filter(|q| q.id == question_id) {
+        Some(question) => Some(question),
+        None => bridge.store().get(&question_id).await?,
+    };
+    match question {
         Some(question) if !question.is_pending() => {
             run.absorb(&question);
-            persist(bridge, run, owner).await
+            Ok(())
         }
         // Taken over while its question is still open (a crash between creating the question
         // and parking): the replay below reaches the same question and parks again.
@@ -153,28 +176,31 @@ fn spawn_heartbeat(bridge: &Bridge, ctx: FlowContext) -> tokio::task::JoinHandle
 }
 
 /// Saves the run as waiting on `question`. If the question was resolved while the function
-/// still ran (so its resume found the run busy), takes the run again at once.
-async fn park(bridge: &Bridge, mut run: Run, owner: &str, question: QuestionId) {
+/// still ran (so its resume found the run busy), the save says so and the run is taken again at
+/// once.
+async fn park(bridge: &Bridge, mut run: Run, owner: &str, question: Question) {
     run.state = RunState::Waiting;
-    run.waiting_on = Some(question.clone());
+    run.waiting_on = Some(question.id.clone());
     run.owner = None;
     run.lease_until = None;
     run.updated_at = Millis::now();
-    if persist(bridge, &run, owner).await.is_err() {
+    let Ok(saved) = persist(bridge, &run, owner).await else {
         return;
-    }
+    };
     // Waiters here hear of it at once; other processes through the store's event.
-    bridge.waiters().wake_run(&run);
-    tracing::info!(run_id = %run.id, question_id = %question, "run waits for an answer");
-    match bridge.store().get(&question).await {
-        Ok(Some(resolved)) if !resolved.is_pending() => {
-            if let Err(error) = take_up(bridge, &resolved).await {
-                tracing::warn!(run_id = %run.id, %error, "cannot resume at once; the question's resume will");
+    bridge.waiters().wake_run(&run, Some(&question));
+    tracing::info!(run_id = %run.id, question_id = %question.id, "run waits for an answer");
+    if saved == Saved::WaitsOnResolved {
+        let resolved = match bridge.store().get(&question.id).await {
+            Ok(Some(resolved)) => resolved,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(run_id = %run.id, %error, "cannot read the run's question");
+                return;
             }
-        }
-        Ok(_) => {}
-        Err(error) => {
-            tracing::warn!(run_id = %run.id, %error, "cannot check the run's question")
+        };
+        if let Err(error) = take_up(bridge, &resolved).await {
+            tracing::warn!(run_id = %run.id, %error, "cannot resume at once; the question's resume will");
         }
     }
 }
@@ -195,7 +221,7 @@ async fn finish(bridge: &Bridge, mut run: Run, owner: &str, result: FlowResult) 
     run.waiting_on = None;
     run.updated_at = Millis::now();
     if persist(bridge, &run, owner).await.is_ok() {
-        bridge.waiters().wake_run(&run);
+        bridge.waiters().wake_run(&run, None);
         report(bridge, run, owner).await;
     }
 }
@@ -231,7 +257,7 @@ pub(super) async fn take_up(bridge: &Bridge, question: &Question) -> Result<Resu
         .await?
     {
         tracing::info!(run_id = %run.id, question_id = %question.id, "run resumed");
-        spawn_drive(bridge, None, run);
+        spawn_drive(bridge, None, run, Some(question.clone()));
         return Ok(Resume::Done);
     }
     let Some(run) = bridge.store().get_run(run_id).await? else {
@@ -262,7 +288,7 @@ pub(super) async fn recover(bridge: &Bridge) -> Result<usize, Error> {
             Ok(Some(run)) => {
                 tracing::info!(run_id = %run.id, state = run.state.as_str(), "run taken over after its executor's lease ran out");
                 taken += 1;
-                spawn_drive(bridge, None, run);
+                spawn_drive(bridge, None, run, None);
             }
             Ok(None) => {}
             Err(error) if error.kind() == ErrorKind::Corrupt => {

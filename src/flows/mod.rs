@@ -192,8 +192,8 @@ impl Runner for Registry {
         executor::start(bridge, flow, name, input, origin).await
     }
 
-    fn drive(&self, bridge: &Bridge, run: Run) {
-        executor::spawn_drive(bridge, None, run);
+    fn drive(&self, bridge: &Bridge, run: Run, answered: Question) {
+        executor::spawn_drive(bridge, None, run, Some(answered));
     }
 
     async fn resume(&self, bridge: &Bridge, question: &Question) -> Result<Resume, Error> {

@@ -1,8 +1,9 @@
 //! The other routes: rules, the audit trail, runs, health and metrics.
 
 use super::{ApiError, AppState, JsonBody};
+use crate::bridge::RunNews;
 use askbridge_core::audit::AuditFilter;
-use askbridge_core::run::{Origin, Run};
+use askbridge_core::run::{Origin, Run, RunState};
 use askbridge_core::{Actor, Identity, Millis, QuestionId, RuleId, Target, identity};
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -139,13 +140,19 @@ pub(super) async fn wait_run(
         None => None,
     };
     let mut shutdown = state.bridge.shutdown_signal();
-    let run = tokio::select! {
-        run = state.bridge.wait_run(&id, after.as_ref(), timeout) => run?,
-        _ = shutdown.changed() => state.bridge.get_run(&id).await?,
+    let news = tokio::select! {
+        news = state.bridge.wait_run(&id, after.as_ref(), timeout) => news?,
+        _ = shutdown.changed() => RunNews {
+            run: state.bridge.get_run(&id).await?,
+            question: None,
+        },
     };
-    let mut body = serde_json::to_value(&run).expect("a run always serialises");
-    if let (askbridge_core::run::RunState::Waiting, Some(question)) = (run.state, &run.waiting_on) {
-        let question = state.bridge.get(question).await?;
+    let mut body = serde_json::to_value(&news.run).expect("a run always serialises");
+    if let (RunState::Waiting, Some(waiting_on)) = (news.run.state, &news.run.waiting_on) {
+        let question = match news.question.filter(|q| q.id == *waiting_on) {
+            Some(question) => question,
+            None => state.bridge.get(waiting_on).await?,
+        };
         body["question"] = super::view::json(&question);
     }
     Ok(Json(body))

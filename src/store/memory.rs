@@ -3,12 +3,12 @@
 
 use super::{
     Admin, AuditLog, Claimed, Counts, Dedupe, Deliveries, EVENT_BUFFER, Event, Events, FINAL,
-    Inserted, ListFilter, Outbox, Questions, Result, Rules, Runs, Shown, StoreOptions, TakeRun,
-    Work,
+    Inserted, ListFilter, Outbox, Questions, Result, Rules, Runs, Saved, Shown, StoreOptions,
+    TakeRun, Work,
 };
 use askbridge_core::Status;
 use askbridge_core::audit::{AuditEntry, AuditFilter};
-use askbridge_core::run::{Acquire, Run};
+use askbridge_core::run::{Acquire, Run, RunState};
 use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Rule, RuleId, RunId};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -325,18 +325,26 @@ impl Runs for MemoryStore {
             .then(|| run.clone()))
     }
 
-    async fn save_run(&self, run: &Run, owner: &str) -> Result<bool> {
-        {
+    async fn save_run(&self, run: &Run, owner: &str) -> Result<Saved> {
+        let saved = {
             let mut state = self.state();
             match state.runs.get_mut(&run.id) {
                 Some(stored) if stored.owner.as_deref() == Some(owner) => *stored = run.clone(),
-                _ => return Ok(false),
+                _ => return Ok(Saved::Lost),
             }
-        }
+            let resolved =
+                |id: &QuestionId| state.questions.get(id).is_some_and(|q| !q.is_pending());
+            match &run.waiting_on {
+                Some(id) if run.state == RunState::Waiting && resolved(id) => {
+                    Saved::WaitsOnResolved
+                }
+                _ => Saved::Written,
+            }
+        };
         if let Some(event) = Event::of_run(run) {
             let _ = self.events.send(event);
         }
-        Ok(true)
+        Ok(saved)
     }
 
     async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<RunId>> {

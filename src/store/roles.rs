@@ -8,7 +8,7 @@
 //! embedded store), so no crash can leave a resolution that nobody hears about.
 
 use super::Result;
-use super::{Claimed, Counts, Event, Inserted, ListFilter, Shown, TakeRun, Work};
+use super::{Claimed, Counts, Event, Inserted, ListFilter, Saved, Shown, TakeRun, Work};
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run};
 use askbridge_core::{Claim, Millis, Question, QuestionId, Rule, RuleId, RunId};
@@ -130,8 +130,9 @@ pub trait Runs: Send + Sync {
     ) -> Result<Option<Run>>;
 
     /// Writes `run` if `owner` still holds it, announcing it when it parks or ends
-    /// ([`Event::of_run`]). Returns false when `owner` no longer holds it.
-    async fn save_run(&self, run: &Run, owner: &str) -> Result<bool>;
+    /// ([`Event::of_run`]); a run that parks learns in the same step whether its question was
+    /// resolved meanwhile.
+    async fn save_run(&self, run: &Run, owner: &str) -> Result<Saved>;
 
     /// Runs needing an executor whose lease ran out before `now`.
     async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<RunId>>;

@@ -247,3 +247,15 @@ pub const FINAL: [Status; 4] = [
     Status::Expired,
     Status::Cancelled,
 ];
+
+/// What saving a run did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Saved {
+    /// Another process holds the run now; nothing was written.
+    Lost,
+    /// Written.
+    Written,
+    /// Written as waiting, but the question it waits on was resolved meanwhile (its resume found
+    /// the run still busy): take the run up again.
+    WaitsOnResolved,
+}

@@ -11,7 +11,7 @@ use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::{
     Admin, AuditLog, Claimed, Counts, Dedupe, Deliveries, Event, Events, Inserted, ListFilter,
-    Outbox, Questions, Result, Rules, Runs, Shown, StoreOptions, TakeRun, Work,
+    Outbox, Questions, Result, Rules, Runs, Saved, Shown, StoreOptions, TakeRun, Work,
 };
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Origin, Run, RunState};
@@ -145,7 +145,7 @@ impl Runs for CountingStore {
             .acquire_run(id, why, owner, now, lease_until)
             .await
     }
-    async fn save_run(&self, run: &Run, owner: &str) -> Result<bool> {
+    async fn save_run(&self, run: &Run, owner: &str) -> Result<Saved> {
         self.inner.save_run(run, owner).await
     }
     async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<RunId>> {

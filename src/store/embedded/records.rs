@@ -2,11 +2,12 @@
 
 use super::EmbeddedStore;
 use super::tables::{
-    AUDIT, ID_END, RULES, RUN_LEASE_AT, RUN_LEASES, RUNS, SEEN, decode_rule, decode_run, put_run,
+    AUDIT, ID_END, QUESTIONS, RULES, RUN_LEASE_AT, RUN_LEASES, RUNS, SEEN, decode, decode_rule,
+    decode_run, put_run,
 };
-use crate::store::{AuditLog, Dedupe, Error, Event, Inserted, Result, Rules, Runs};
+use crate::store::{AuditLog, Dedupe, Error, Event, Inserted, Result, Rules, Runs, Saved};
 use askbridge_core::audit::{AuditEntry, AuditFilter};
-use askbridge_core::run::{Acquire, Run};
+use askbridge_core::run::{Acquire, Run, RunState};
 use askbridge_core::{Millis, QuestionId, Rule, RuleId, RunId};
 use async_trait::async_trait;
 use redb::{ReadableTable, WriteTransaction};
@@ -84,7 +85,7 @@ impl Runs for EmbeddedStore {
         .await
     }
 
-    async fn save_run(&self, run: &Run, owner: &str) -> Result<bool> {
+    async fn save_run(&self, run: &Run, owner: &str) -> Result<Saved> {
         let event = Event::of_run(run);
         let (run, owner) = (run.clone(), owner.to_owned());
         let saved = self
@@ -96,13 +97,28 @@ impl Runs for EmbeddedStore {
                 let held = stored
                     .transpose()?
                     .is_some_and(|s| s.owner.as_deref() == Some(owner.as_str()));
-                if held {
-                    put_run(txn, &run)?;
+                if !held {
+                    return Ok(Saved::Lost);
                 }
-                Ok(held)
+                put_run(txn, &run)?;
+                let waited = run
+                    .waiting_on
+                    .as_ref()
+                    .filter(|_| run.state == RunState::Waiting);
+                let Some(waited) = waited else {
+                    return Ok(Saved::Written);
+                };
+                let question = txn
+                    .open_table(QUESTIONS)?
+                    .get(waited.as_str())?
+                    .map(|json| decode(json.value()));
+                Ok(match question.transpose()? {
+                    Some(question) if !question.is_pending() => Saved::WaitsOnResolved,
+                    _ => Saved::Written,
+                })
             })
             .await?;
-        if let (true, Some(event)) = (saved, event) {
+        if let (Saved::Written | Saved::WaitsOnResolved, Some(event)) = (saved, event) {
             let _ = self.events.send(event);
         }
         Ok(saved)

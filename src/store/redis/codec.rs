@@ -64,7 +64,7 @@ pub(super) struct RunFields {
 impl RunFields {
     pub(super) fn of(run: &Run) -> Self {
         RunFields {
-            data: serde_json::to_string(run).expect("a run always serialises"),
+            data: run_data(run),
             state: run.state.as_str(),
             waiting_on: run
                 .waiting_on
@@ -95,7 +95,28 @@ impl RunFields {
     }
 }
 
-/// Rebuilds a run from its hash: the JSON, overridden by the fields scripts change.
+/// The run's data key: its JSON without the fields kept apart in its hash, and without empty
+/// fields (both read back as defaults and are then set from the hash).
+fn run_data(run: &Run) -> String {
+    let mut value = serde_json::to_value(run).expect("a run always serialises");
+    if let Some(fields) = value.as_object_mut() {
+        for kept_apart in [
+            "state",
+            "waiting_on",
+            "owner",
+            "lease_until",
+            "reported",
+            "updated_at",
+        ] {
+            fields.remove(kept_apart);
+        }
+        fields.retain(|_, v| !(v.is_null() || v.as_array().is_some_and(Vec::is_empty) || *v == ""));
+    }
+    value.to_string()
+}
+
+/// Rebuilds a run from its hash fields and its data (under `data`): the JSON, overridden by the
+/// fields scripts change.
 pub(super) fn assemble_run(fields: &HashMap<String, String>) -> Result<Option<Run>> {
     let Some(data) = fields.get("data") else {
         return Ok(None);

@@ -15,7 +15,8 @@
 //! | `P:{bNN}:target:<target>` | set | pending question ids shown in a target, in this bucket |
 //! | `P:{bNN}:events` | stream | events of this bucket's questions and runs, read by every process |
 //! | `P:{bNN}:audit` | stream | the audit records of this bucket's questions |
-//! | `P:{bNN}:run:<id>` | hash | a run (JSON beside the fields its scripts change) |
+//! | `P:{bNN}:run:<id>` | hash | a run's state, lease and question: the small fields its scripts change |
+//! | `P:{bNN}:runj:<id>` | string | the rest of the run (compact JSON: flow, input, origin, journal) |
 //! | `P:{bNN}:runs` | sorted set | runs needing an executor, by lease end |
 //! | `P:{bNN}:rules` | hash | rule id → rule JSON |
 //! | `P:seen:<key>` | string | delivery ids already handled (with a TTL) |
@@ -115,6 +116,9 @@ impl Keys {
     }
     pub(super) fn run(&self, id: &str) -> String {
         self.in_bucket(run_bucket(id), &format!("run:{id}"))
+    }
+    pub(super) fn run_data(&self, id: &str) -> String {
+        self.in_bucket(run_bucket(id), &format!("runj:{id}"))
     }
     pub(super) fn runs(&self, bucket: usize) -> String {
         self.in_bucket(bucket, "runs")

@@ -231,6 +231,10 @@ impl Questions for RedisStore {
             .key(self.keys.answers(bucket))
             .key(run_key)
             .key(self.keys.runs(bucket))
+            .key(run.map_or_else(
+                || self.keys.question(id),
+                |r| self.keys.run_data(r.as_str()),
+            ))
             .arg(claim.at.0)
             .arg(status.as_str())
             .arg(&resolution_json)

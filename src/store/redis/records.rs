@@ -5,7 +5,7 @@ use super::codec::{RunFields, assemble_run, pairs};
 use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, question_bucket, rule_bucket, run_bucket};
 use super::scripts::{ACQUIRE_RUN, INSERT_RUN, SAVE_RUN};
-use crate::store::{AuditLog, Dedupe, Error, Event, Inserted, Result, Rules, Runs};
+use crate::store::{AuditLog, Dedupe, Error, Event, Inserted, Result, Rules, Runs, Saved};
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run};
 use askbridge_core::{Millis, Rule, RuleId, RunId};
@@ -28,6 +28,7 @@ impl Runs for RedisStore {
         let mut invocation = INSERT_RUN.prepare_invoke();
         invocation
             .key(self.keys.run(run.id.as_str()))
+            .key(self.keys.run_data(run.id.as_str()))
             .key(self.keys.runs(run_bucket(run.id.as_str())));
         fields.push(&mut invocation);
         invocation.arg(&fields.lease_score).arg(run.id.as_str());
@@ -45,9 +46,16 @@ impl Runs for RedisStore {
     }
 
     async fn get_run(&self, id: &RunId) -> Result<Option<Run>> {
-        let mut command = redis::cmd("HGETALL");
-        command.arg(self.keys.run(id.as_str()));
-        let fields: HashMap<String, String> = self.query("hgetall", &command).await?;
+        let mut pipe = redis::pipe();
+        pipe.cmd("HGETALL")
+            .arg(self.keys.run(id.as_str()))
+            .cmd("GET")
+            .arg(self.keys.run_data(id.as_str()));
+        let (mut fields, data): (HashMap<String, String>, Option<String>) =
+            self.query_pipe("get run", &pipe).await?;
+        if let Some(data) = data {
+            fields.insert("data".into(), data);
+        }
         assemble_run(&fields)
     }
 
@@ -66,6 +74,7 @@ impl Runs for RedisStore {
         let mut invocation = ACQUIRE_RUN.prepare_invoke();
         invocation
             .key(self.keys.run(id.as_str()))
+            .key(self.keys.run_data(id.as_str()))
             .key(self.keys.runs(run_bucket(id.as_str())))
             .arg(kind)
             .arg(&question)
@@ -77,7 +86,7 @@ impl Runs for RedisStore {
         assemble_run(&pairs(taken))
     }
 
-    async fn save_run(&self, run: &Run, owner: &str) -> Result<bool> {
+    async fn save_run(&self, run: &Run, owner: &str) -> Result<Saved> {
         let ttl = if run.state.is_final() && run.reported {
             self.options.retention.as_millis() as u64
         } else {
@@ -88,11 +97,21 @@ impl Runs for RedisStore {
             .unwrap_or_default();
         let bucket = run_bucket(run.id.as_str());
         let fields = RunFields::of(run);
+        let run_key = self.keys.run(run.id.as_str());
+        // The question it waits on shares its bucket (see `keys`), so the script can look at it.
+        let waited = match &run.waiting_on {
+            Some(question) if question_bucket(question.as_str()) == bucket => {
+                self.keys.question(question.as_str())
+            }
+            _ => run_key.clone(),
+        };
         let mut invocation = SAVE_RUN.prepare_invoke();
         invocation
-            .key(self.keys.run(run.id.as_str()))
+            .key(&run_key)
+            .key(self.keys.run_data(run.id.as_str()))
             .key(self.keys.runs(bucket))
             .key(self.keys.events(bucket))
+            .key(waited)
             .arg(owner);
         fields.push(&mut invocation);
         invocation
@@ -102,7 +121,11 @@ impl Runs for RedisStore {
             .arg(&event)
             .arg(EVENTS_MAXLEN);
         let saved: i64 = self.invoke("save run", &invocation).await?;
-        Ok(saved == 1)
+        Ok(match saved {
+            0 => Saved::Lost,
+            2 => Saved::WaitsOnResolved,
+            _ => Saved::Written,
+        })
     }
 
     async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<RunId>> {
@@ -128,7 +151,8 @@ impl Runs for RedisStore {
     async fn abandon_run(&self, id: &RunId, why: &str) -> Result<()> {
         // The run's state lives in fields of its own beside the unreadable JSON: mark it failed
         // and reported there, keep `why` beside it, and let it expire like any finished run.
-        let key = self.keys.run(id.as_str());
+        let (key, data) = (self.keys.run(id.as_str()), self.keys.run_data(id.as_str()));
+        let retention = self.options.retention.as_millis() as i64;
         let mut pipe = redis::pipe();
         pipe.atomic()
             .zrem(self.keys.runs(run_bucket(id.as_str())), id.as_str())
@@ -138,7 +162,9 @@ impl Runs for RedisStore {
                 &[("state", "failed"), ("reported", "1"), ("abandoned", why)],
             )
             .ignore()
-            .pexpire(&key, self.options.retention.as_millis() as i64)
+            .pexpire(&key, retention)
+            .ignore()
+            .pexpire(&data, retention)
             .ignore();
         self.query_pipe("abandon run", &pipe).await
     }

@@ -2,7 +2,7 @@
 //! written only by their holder.
 
 use super::Fixture;
-use askbridge::store::Inserted;
+use askbridge::store::{Inserted, Saved};
 use askbridge_core::run::{Acquire, JournalEntry, Origin, Run, RunState};
 use askbridge_core::{Millis, RunId};
 
@@ -41,7 +41,7 @@ async fn a_run_is_taken_for_its_answer_once(f: Fixture) {
     r.waiting_on = Some(question.clone());
     r.owner = None;
     r.lease_until = None;
-    assert!(f.store.save_run(&r, "p1").await.unwrap());
+    assert_eq!(f.store.save_run(&r, "p1").await.unwrap(), Saved::Written);
     assert!(
         f.store
             .expired_runs(Millis(u64::MAX / 2), 10)
@@ -153,17 +153,17 @@ async fn saving_a_run_is_fenced_by_its_owner(f: Fixture) {
         value: serde_json::json!(1),
     });
     assert!(
-        !f.store.save_run(&r, "p2").await.unwrap(),
+        f.store.save_run(&r, "p2").await.unwrap() == Saved::Lost,
         "a process that does not hold it cannot write"
     );
-    assert!(f.store.save_run(&r, "p1").await.unwrap());
+    assert_eq!(f.store.save_run(&r, "p1").await.unwrap(), Saved::Written);
     assert_eq!(
         f.store.get_run(&r.id).await.unwrap().unwrap().journal.len(),
         1
     );
     r.state = RunState::Done;
     r.result = Some("ok".into());
-    assert!(f.store.save_run(&r, "p1").await.unwrap());
+    assert_eq!(f.store.save_run(&r, "p1").await.unwrap(), Saved::Written);
     assert_eq!(
         f.store
             .expired_runs(Millis(u64::MAX / 2), 10)
@@ -174,7 +174,7 @@ async fn saving_a_run_is_fenced_by_its_owner(f: Fixture) {
     );
     r.reported = true;
     r.owner = None;
-    assert!(f.store.save_run(&r, "p1").await.unwrap());
+    assert_eq!(f.store.save_run(&r, "p1").await.unwrap(), Saved::Written);
     assert!(
         f.store
             .expired_runs(Millis(u64::MAX / 2), 10)
@@ -209,4 +209,39 @@ conformance!(
     runs_are_recovered_only_after_their_lease,
     saving_a_run_is_fenced_by_its_owner,
     an_abandoned_run_leaves_recovery,
+    a_parking_run_learns_its_question_was_answered_meanwhile,
 );
+
+async fn a_parking_run_learns_its_question_was_answered_meanwhile(f: Fixture) {
+    let mut r = run();
+    f.store.insert_run(&r).await.unwrap();
+    let question = askbridge_core::NewQuestion::ask("Go?")
+        .session(r.session_id())
+        .into_question(
+            r.question_id(0),
+            Millis::now(),
+            askbridge_core::question::DEFAULT_TIMEOUT,
+        )
+        .unwrap();
+    f.store.insert(&question).await.unwrap();
+    r.state = RunState::Waiting;
+    r.waiting_on = Some(question.id.clone());
+    assert_eq!(f.store.save_run(&r, "p1").await.unwrap(), Saved::Written);
+    // Answered while the run (taken again) still executes towards it, then parked again.
+    r.state = RunState::Running;
+    assert_eq!(f.store.save_run(&r, "p1").await.unwrap(), Saved::Written);
+    f.store
+        .claim(
+            &question,
+            &super::claim(super::answer("yes"), "api"),
+            super::SETTLE,
+            None,
+        )
+        .await
+        .unwrap();
+    r.state = RunState::Waiting;
+    assert_eq!(
+        f.store.save_run(&r, "p1").await.unwrap(),
+        Saved::WaitsOnResolved
+    );
+}

@@ -3,8 +3,8 @@
 -- resolved index, and — when the claimer asks — the run parked on the question, taken for it.
 -- KEYS: 1 question, 2 shown, 3 effects, 4 open index, 5 pending index, 6 resolved index of the
 --       winning status, 7 resolved index of `expired`, 8 events stream, 9 audit stream,
---       10 recent answer times, 11 the run (the question key again when there is none),
---       12 the run lease index.
+--       10 recent answer times, 11 the run's fields (the question key again when there is
+--       none), 12 the run lease index, 13 the run's data.
 -- ARGV: 1 now ms, 2 status if won, 3 resolution JSON if won, 4 expiry resolution JSON,
 --       5 '1' if the claim is itself an expiry, 6 retention ms, 7 settle-at ms, 8 id,
 --       9 event JSON if won, 10 event JSON if expired, 11 audit JSON if won,
@@ -12,7 +12,7 @@
 --       15 answer time ms if won as answered (else ''), 16 '1' to take the parked run,
 --       17 owner, 18 lease until ms, 19 run id, 20 answer times kept.
 -- Returns {outcome, status, resolution JSON, shown (target, reference, ...), effects done,
--- the run's fields when taken (field, value, ...)}, or {'missing'}.
+-- the run's fields and data when taken (field, value, ..., 'data', JSON)}, or {'missing'}.
 local fields = redis.call('HMGET', KEYS[1], 'status', 'exp', 'res')
 local status, exp = fields[1], fields[2]
 if not status then return {'missing'} end
@@ -43,6 +43,8 @@ if ARGV[16] == '1' then
             'lease_until', ARGV[18], 'updated_at', ARGV[1])
         redis.call('ZADD', KEYS[12], ARGV[18], ARGV[19])
         run = redis.call('HGETALL', KEYS[11])
+        table.insert(run, 'data')
+        table.insert(run, redis.call('GET', KEYS[13]) or '')
     end
 end
 return {outcome, new_status, res, redis.call('HGETALL', KEYS[2]), redis.call('SMEMBERS', KEYS[3]), run}

@@ -1,0 +1,310 @@
+//! The loads: clients of a running `askbridge serve`, and a MONITOR on its Redis.
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// An HTTP client with room for many connections.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(2048)
+        .timeout(Duration::from_secs(120))
+        .build()
+        .unwrap()
+}
+
+pub fn ask_body(session: &str) -> Value {
+    json!({
+        "session_id": session,
+        "prompt": "Which library for date formatting, please?",
+        "options": ["dayjs", "luxon", "date-fns"],
+        "targets": [],
+    })
+}
+
+/// Asks; returns the question's id.
+pub async fn ask(client: &reqwest::Client, base: &str, session: &str) -> String {
+    let response = client
+        .post(format!("{base}/api/questions"))
+        .json(&ask_body(session))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let created: Value = response.json().await.unwrap();
+    created["id"].as_str().unwrap().to_owned()
+}
+
+pub async fn reply(client: &reqwest::Client, base: &str, id: &str, answer: Value) {
+    let response = client
+        .post(format!("{base}/api/questions/{id}/reply"))
+        .json(&json!({ "answer": answer }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+}
+
+/// `total` ask+answer cycles by `concurrency` clients: cycles/s and each cycle's latency.
+pub async fn cycles(base: &str, total: usize, concurrency: usize) -> (f64, Vec<Duration>) {
+    let client = client();
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..concurrency {
+        let (client, base, next) = (client.clone(), base.to_owned(), next.clone());
+        workers.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            while next.fetch_add(1, Ordering::Relaxed) < total {
+                let t = Instant::now();
+                let id = ask(&client, &base, "bench").await;
+                reply(&client, &base, &id, json!("luxon")).await;
+                latencies.push(t.elapsed());
+            }
+            latencies
+        }));
+    }
+    let mut latencies = Vec::new();
+    for worker in workers {
+        latencies.extend(worker.await.unwrap());
+    }
+    (total as f64 / started.elapsed().as_secs_f64(), latencies)
+}
+
+/// `count` waiters parked on `GET /wait`, then their questions answered one at a time: the time
+/// from sending each reply to the waiter's response arriving, client-timed.
+pub async fn waiter_release(base: &str, count: usize) -> Vec<Duration> {
+    let client = client();
+    let mut ids = Vec::with_capacity(count);
+    for _ in 0..count {
+        ids.push(ask(&client, base, "bench-waiters").await);
+    }
+    let (done, mut arrivals) = tokio::sync::mpsc::unbounded_channel();
+    for (n, id) in ids.iter().enumerate() {
+        let (client, url, done) = (
+            client.clone(),
+            format!("{base}/api/questions/{id}/wait?timeout_s=120"),
+            done.clone(),
+        );
+        tokio::spawn(async move {
+            let waited: Value = client.get(url).send().await.unwrap().json().await.unwrap();
+            assert_eq!(waited["status"], "answered");
+            let _ = done.send((n, Instant::now()));
+        });
+    }
+    // Let every long-poll reach the server and register.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut times = Vec::with_capacity(count);
+    for (n, id) in ids.iter().enumerate() {
+        let sent = Instant::now();
+        reply(&client, base, id, json!("dayjs")).await;
+        let (woken, at) = arrivals.recv().await.unwrap();
+        assert_eq!(woken, n);
+        times.push(at.saturating_duration_since(sent));
+    }
+    times
+}
+
+/// Runs of the example `release` flow by `concurrency` clients, each following its run with
+/// `GET /api/runs/{id}/wait` and answering its three questions: resumes/s, and how many requests
+/// a client made per answer to learn the next question.
+pub async fn runs(base: &str, total: usize, concurrency: usize) -> (f64, f64) {
+    let client = client();
+    let next = Arc::new(AtomicUsize::new(0));
+    let learning = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..concurrency {
+        let (client, base, next, learning) = (
+            client.clone(),
+            base.to_owned(),
+            next.clone(),
+            learning.clone(),
+        );
+        workers.push(tokio::spawn(async move {
+            while next.fetch_add(1, Ordering::Relaxed) < total {
+                let run: Value = client
+                    .post(format!("{base}/api/runs"))
+                    .json(&json!({"flow": "release", "input": "2.0"}))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                let run_id = run["id"].as_str().unwrap().to_owned();
+                let mut after = String::new();
+                for answer in [json!("beta"), json!("Faster."), json!(true)] {
+                    learning.fetch_add(1, Ordering::Relaxed);
+                    let waited: Value = client
+                        .get(format!(
+                            "{base}/api/runs/{run_id}/wait?after={after}&timeout_s=60"
+                        ))
+                        .send()
+                        .await
+                        .unwrap()
+                        .json()
+                        .await
+                        .unwrap();
+                    after = waited["question"]["id"].as_str().unwrap().to_owned();
+                    reply(&client, &base, &after, answer).await;
+                }
+            }
+        }));
+    }
+    for worker in workers {
+        worker.await.unwrap();
+    }
+    let resumes = total * 3;
+    (
+        resumes as f64 / started.elapsed().as_secs_f64(),
+        learning.load(Ordering::Relaxed) as f64 / resumes as f64,
+    )
+}
+
+/// Times one GET, in ms.
+pub async fn timed_get(client: &reqwest::Client, url: &str) -> (f64, Value) {
+    let started = Instant::now();
+    let response = client.get(url).send().await.unwrap();
+    assert!(
+        response.status().is_success(),
+        "{url}: {}",
+        response.status()
+    );
+    let body: Value = response.json().await.unwrap();
+    (started.elapsed().as_secs_f64() * 1e3, body)
+}
+
+/// Time until the SSE replay of a new event stream has delivered `expect` events, in ms.
+pub async fn replay_ms(base: &str, expect: usize) -> f64 {
+    let started = Instant::now();
+    let mut response = client()
+        .get(format!("{base}/api/events"))
+        .send()
+        .await
+        .unwrap();
+    let mut seen = 0;
+    while seen < expect {
+        let Some(chunk) = response.chunk().await.unwrap() else {
+            break;
+        };
+        seen += String::from_utf8_lossy(&chunk)
+            .matches("event: question.asked")
+            .count();
+    }
+    started.elapsed().as_secs_f64() * 1e3
+}
+
+/// A MONITOR connection counting the commands clients send (lines a script runs inside Redis,
+/// marked `lua`, and blocking stream reads are left out).
+pub struct Monitor {
+    counted: Arc<AtomicUsize>,
+    names: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Monitor {
+    pub fn start(port: u16) -> Self {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.write_all(b"MONITOR\r\n").unwrap();
+        let counted = Arc::new(AtomicUsize::new(0));
+        let names = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (c, n) = (counted.clone(), names.clone());
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines() {
+                let Ok(line) = line else { return };
+                if line.contains(" lua] ") || !line.starts_with('+') || line == "+OK" {
+                    continue;
+                }
+                let command = line
+                    .split("] \"")
+                    .nth(1)
+                    .and_then(|rest| rest.split('"').next())
+                    .unwrap_or_default()
+                    .to_uppercase();
+                if command == "XREAD" {
+                    continue;
+                }
+                c.fetch_add(1, Ordering::Relaxed);
+                n.lock().unwrap().push(command);
+            }
+        });
+        Monitor { counted, names }
+    }
+
+    /// Commands counted so far.
+    pub fn count(&self) -> usize {
+        self.counted.load(Ordering::Relaxed)
+    }
+
+    /// The names of the commands counted since the last call.
+    pub fn take_names(&self) -> Vec<String> {
+        std::mem::take(&mut *self.names.lock().unwrap())
+    }
+}
+
+/// Redis's `used_memory`.
+pub async fn used_memory(url: &str) -> u64 {
+    let client = redis::Client::open(url).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Asks `count` questions with `concurrency` clients.
+pub async fn fill(base: &str, count: usize, concurrency: usize, session: &str) {
+    let client = client();
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut workers = Vec::new();
+    for _ in 0..concurrency {
+        let (client, base, next, session) = (
+            client.clone(),
+            base.to_owned(),
+            next.clone(),
+            session.to_owned(),
+        );
+        workers.push(tokio::spawn(async move {
+            while next.fetch_add(1, Ordering::Relaxed) < count {
+                ask(&client, &base, &session).await;
+            }
+        }));
+    }
+    for worker in workers {
+        worker.await.unwrap();
+    }
+}
+
+/// Starts `count` runs of the example flow (each parks on its first question).
+pub async fn start_runs(base: &str, count: usize, concurrency: usize) {
+    let client = client();
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut workers = Vec::new();
+    for _ in 0..concurrency {
+        let (client, base, next) = (client.clone(), base.to_owned(), next.clone());
+        workers.push(tokio::spawn(async move {
+            while next.fetch_add(1, Ordering::Relaxed) < count {
+                let response = client
+                    .post(format!("{base}/api/runs"))
+                    .json(&json!({"flow": "release", "input": "2.0"}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(response.status(), 201);
+            }
+        }));
+    }
+    for worker in workers {
+        worker.await.unwrap();
+    }
+}

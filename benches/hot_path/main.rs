@@ -1,0 +1,297 @@
+//! The hot path, measured: every figure of the hot-path issue, each printed beside its anchor
+//! measured in the same run (the machine is shared and noisy; the ratio is the figure that counts).
+//!
+//! It starts a real redis-server and the real `askbridge serve` (the binary this benchmark is
+//! built with), and drives it over HTTP like a client would:
+//!
+//! 1. commands askbridge sends to Redis per ask and per answer (MONITOR; a script's own lines
+//!    and blocking stream reads left out), and per second with 1,000 idle waiters;
+//! 2. ask+answer cycles/s with 16 connections, beside redis-benchmark EVALSHA of a claim-shaped
+//!    script at the same concurrency;
+//! 3. reply -> waiter released with 1,000 waiters parked, beside Redis PING;
+//! 4. resumes/s of the example `release` flow followed with `GET /api/runs/{id}/wait`, beside
+//!    LangGraph's interrupt/resume (scripts/bench installs it into a venv);
+//! 5. Redis memory per pending question and per waiting run, and the latency of `/api/stats`,
+//!    a page of `/api/questions` and the SSE replay with that many pending;
+//! 6. the embedded store's cycles/s, beside the disk's fsyncs/s;
+//! 7. the release binary's size.
+//!
+//! ```text
+//! scripts/bench                                    # everything, as the README gives it
+//! cargo bench --bench hot_path -- --pending 100000 --cycles 20000 --only cycles,waiters
+//! ```
+
+#![allow(clippy::unwrap_used, unreachable_pub)]
+
+mod anchors;
+mod load;
+
+#[path = "../../tests/it/redis_server.rs"]
+mod redis_server;
+#[path = "../../tests/it/support.rs"]
+#[allow(unreachable_pub, missing_debug_implementations)]
+mod support;
+
+use serde_json::json;
+use std::time::Duration;
+
+struct Options {
+    cycles: usize,
+    concurrency: usize,
+    waiters: usize,
+    runs: usize,
+    pending: usize,
+    only: Vec<String>,
+}
+
+fn options() -> Options {
+    let args: Vec<String> = std::env::args().collect();
+    let value = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let number =
+        |name: &str, default: usize| value(name).and_then(|v| v.parse().ok()).unwrap_or(default);
+    Options {
+        cycles: number("--cycles", 20_000),
+        concurrency: number("--concurrency", 16),
+        waiters: number("--waiters", 1_000),
+        runs: number("--runs", 2_000),
+        pending: number("--pending", 100_000),
+        only: value("--only")
+            .map(|v| v.split(',').map(str::to_owned).collect())
+            .unwrap_or_default(),
+    }
+}
+
+impl Options {
+    fn wants(&self, section: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|s| s == section)
+    }
+}
+
+fn percentile(samples: &mut [Duration], p: f64) -> f64 {
+    samples.sort();
+    let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[index].as_secs_f64() * 1e3
+}
+
+fn serve(redis: &redis_server::RedisServer) -> support::Process {
+    support::Process::spawn(
+        &["serve"],
+        &[
+            ("REDIS_URL", redis.url()),
+            ("ASKBRIDGE_EXAMPLE_FLOWS", "true".to_owned()),
+            ("ASKBRIDGE_LOG", "warn".to_owned()),
+        ],
+    )
+}
+
+async fn commands(o: &Options) {
+    let redis = redis_server::RedisServer::start();
+    let server = serve(&redis);
+    let (base, client) = (server.base.clone(), load::client());
+    // Warm up: connections open, scripts loaded.
+    let id = load::ask(&client, &base, "warm").await;
+    load::reply(&client, &base, &id, json!("luxon")).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let monitor = load::Monitor::start(redis.port);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let n = 500;
+    let before = monitor.count();
+    let mut ids = Vec::new();
+    for _ in 0..n {
+        ids.push(load::ask(&client, &base, "count").await);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let asks = monitor.count() - before;
+    let ask_names = monitor.take_names();
+    let before = monitor.count();
+    for id in &ids {
+        load::reply(&client, &base, id, json!("dayjs")).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let answers = monitor.count() - before;
+    let answer_names = monitor.take_names();
+    println!(
+        "commands per ask          {:>8.2}   (budget 1)     {}",
+        asks as f64 / n as f64,
+        summary(&ask_names)
+    );
+    println!(
+        "commands per answer      {:>8.2}   (budget 4)     {}",
+        answers as f64 / n as f64,
+        summary(&answer_names)
+    );
+    // Idle waiters.
+    let mut waiting = Vec::new();
+    for _ in 0..o.waiters {
+        let id = load::ask(&client, &base, "idle").await;
+        let (client, url) = (
+            client.clone(),
+            format!("{base}/api/questions/{id}/wait?timeout_s=60"),
+        );
+        waiting.push(tokio::spawn(async move { client.get(url).send().await }));
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = monitor.count();
+    let window = Duration::from_secs(10);
+    tokio::time::sleep(window).await;
+    let idle = (monitor.count() - before) as f64 / window.as_secs_f64();
+    println!(
+        "idle, {} waiters      {:>8.1}/s (budget 50/s)  {}",
+        o.waiters,
+        idle,
+        summary(&monitor.take_names())
+    );
+    for w in waiting {
+        w.abort();
+    }
+}
+
+/// "EVALSHA x500, HMGET x500".
+fn summary(names: &[String]) -> String {
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for name in names {
+        *counts.entry(name).or_default() += 1;
+    }
+    counts
+        .iter()
+        .map(|(name, n)| format!("{name} x{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+async fn cycles(o: &Options) {
+    let redis = redis_server::RedisServer::start();
+    let server = serve(&redis);
+    load::cycles(&server.base, 500, o.concurrency).await;
+    let (rate, mut latencies) = load::cycles(&server.base, o.cycles, o.concurrency).await;
+    let anchor = anchors::evalsha_per_s(&redis.url(), redis.port, o.concurrency, 200_000).await;
+    println!(
+        "ask+answer cycles/s      {rate:>8.0}   beside redis-benchmark EVALSHA {anchor:>8.0}/s   ratio {:.3} (goal >= 0.14)   cycle p50 {:.2} ms p99 {:.2} ms",
+        rate / anchor,
+        percentile(&mut latencies, 0.5),
+        percentile(&mut latencies, 0.99),
+    );
+}
+
+async fn waiters(o: &Options) {
+    let redis = redis_server::RedisServer::start();
+    let server = serve(&redis);
+    let mut released = load::waiter_release(&server.base, o.waiters).await;
+    let mut pings = anchors::ping_times(&redis.url(), 2_000).await;
+    println!(
+        "reply -> waiter released p50 {:>6.3} ms  p99 {:>6.3} ms (goal p99 <= 1 ms)   beside Redis PING p50 {:.3} ms p99 {:.3} ms",
+        percentile(&mut released, 0.5),
+        percentile(&mut released, 0.99),
+        percentile(&mut pings, 0.5),
+        percentile(&mut pings, 0.99),
+    );
+}
+
+async fn runs(o: &Options) {
+    let redis = redis_server::RedisServer::start();
+    let server = serve(&redis);
+    load::runs(&server.base, 50, o.concurrency).await;
+    let (rate, learning) = load::runs(&server.base, o.runs, o.concurrency).await;
+    match anchors::langgraph_resumes_per_s(300) {
+        Ok(anchor) => println!(
+            "run resumes/s            {rate:>8.0}   beside LangGraph {anchor:>6.0}/s   ratio {:.1}x (goal >= 11x, >= 5,000/s)   requests to learn the next question: {learning:.2} per answer",
+            rate / anchor
+        ),
+        Err(why) => println!(
+            "run resumes/s            {rate:>8.0}   (LangGraph anchor not measured: {why})"
+        ),
+    }
+}
+
+async fn memory(o: &Options) {
+    let redis = redis_server::RedisServer::start();
+    let server = serve(&redis);
+    let base = server.base.clone();
+    load::fill(&base, 200, 8, "warm").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = load::used_memory(&redis.url()).await;
+    load::fill(&base, o.pending, o.concurrency, "memory").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = load::used_memory(&redis.url()).await;
+    println!(
+        "Redis per pending question {:>6} B   (goal <= 1,024 B; {} questions, indexes and the trimmed event streams included)",
+        (after - before) / o.pending as u64,
+        o.pending
+    );
+    let client = load::client();
+    let (stats_ms, stats) = load::timed_get(&client, &format!("{base}/api/stats")).await;
+    let (page_ms, _) = load::timed_get(&client, &format!("{base}/api/questions?limit=50")).await;
+    let (default_ms, _) = load::timed_get(&client, &format!("{base}/api/questions")).await;
+    let replay = load::replay_ms(&base, 1000).await;
+    println!(
+        "with {} pending: /api/stats {stats_ms:.1} ms, /api/questions?limit=50 {page_ms:.1} ms, default page (1,000) {default_ms:.1} ms, SSE replay (1,000 newest) {replay:.1} ms   [pending reported {}]",
+        stats["pending"].as_u64().unwrap_or_default(),
+        stats["pending"]
+    );
+    let runs = (o.pending / 10).max(100);
+    let before = load::used_memory(&redis.url()).await;
+    load::start_runs(&base, runs, o.concurrency).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = load::used_memory(&redis.url()).await;
+    println!(
+        "Redis per waiting run      {:>6} B   (goal <= 1,024 B; the run and the question it waits on, {runs} runs)",
+        (after - before) / runs as u64
+    );
+}
+
+async fn embedded(o: &Options) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = support::Process::spawn(
+        &["serve"],
+        &[
+            ("ASKBRIDGE_DATA_DIR", dir.path().display().to_string()),
+            ("ASKBRIDGE_LOG", "warn".to_owned()),
+        ],
+    );
+    load::cycles(&server.base, 200, o.concurrency).await;
+    let (rate, mut latencies) = load::cycles(&server.base, o.cycles / 4, o.concurrency).await;
+    let fsyncs = anchors::fsyncs_per_s(dir.path(), 500);
+    println!(
+        "embedded cycles/s        {rate:>8.0}   beside the disk's fsyncs {fsyncs:>8.0}/s   (goal >= 2,000/s)   cycle p50 {:.2} ms p99 {:.2} ms",
+        percentile(&mut latencies, 0.5),
+        percentile(&mut latencies, 0.99),
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    let o = options();
+    println!(
+        "askbridge hot path (this machine: {} cores)",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    if o.wants("commands") {
+        commands(&o).await;
+    }
+    if o.wants("cycles") {
+        cycles(&o).await;
+    }
+    if o.wants("waiters") {
+        waiters(&o).await;
+    }
+    if o.wants("runs") {
+        runs(&o).await;
+    }
+    if o.wants("memory") {
+        memory(&o).await;
+    }
+    if o.wants("embedded") {
+        embedded(&o).await;
+    }
+    if o.wants("binary") {
+        match anchors::release_binary_mb() {
+            Some(mb) => println!("release binary          {mb:>8.1} MB (goal <= 30 MB)"),
+            None => println!("release binary           not built (scripts/bench builds it)"),
+        }
+    }
+}
