@@ -11,7 +11,7 @@
 //! are allowed too; both are resolved by [`Decider::Rule`], recorded as `by rule:<id> via rule`.
 
 use super::{Bridge, EFFECT_RULE, SETTLE_GRACE};
-use crate::store::{Error as StoreError, ListFilter};
+use crate::store::{ClaimOptions, Error as StoreError, ListFilter};
 use crate::{AskError, Error, NoAnswer};
 use askbridge_core::audit::{AuditEntry, AuditEvent, AuditFilter};
 use askbridge_core::{
@@ -151,7 +151,7 @@ impl Bridge {
         // come back here): a rule's decision creates no rule, so its effects can run later.
         let Some(claimed) = self
             .store()
-            .claim(question, &claim, SETTLE_GRACE, None)
+            .claim(question, &claim, ClaimOptions::new(SETTLE_GRACE))
             .await?
         else {
             return Err(Error::NotFound(question.id.clone()));

@@ -95,6 +95,7 @@ impl Bridge {
             question,
             work,
             run,
+            finished,
             ..
         } = claimed;
         self.metrics().resolved(&question);
@@ -107,6 +108,10 @@ impl Bridge {
             }
             _ => false,
         };
+        if finished {
+            // The claim did all there was to do.
+            return;
+        }
         let bridge = self.clone();
         tokio::spawn(async move {
             if let Err(error) = bridge.settle(&question, Some(work), handed_over).await {

@@ -8,7 +8,7 @@
 
 use super::{Bridge, EFFECT_RULE, SETTLE_GRACE};
 use crate::Error;
-use crate::store::TakeRun;
+use crate::store::{ClaimOptions, TakeRun};
 use askbridge_core::audit::AuditEntry;
 use askbridge_core::{
     Actor, Answer, Claim, ClaimOutcome, Millis, Question, QuestionId, Target, Transition,
@@ -241,11 +241,16 @@ impl Bridge {
             owner: self.owner_id(),
             lease_until,
         });
-        let Some(claimed) = self
-            .store()
-            .claim(question, &claim, SETTLE_GRACE, take_run)
-            .await?
-        else {
+        // A resolution with no effect of its own (no callback, no rule to create) can be finished
+        // by the claim itself, when it turns out to have been shown nowhere.
+        let (_, resolution) = question.resolution_for(&claim);
+        let options = ClaimOptions {
+            take_run,
+            finish_when_idle: question.callback_url.is_none()
+                && resolution.rule_to_create().is_none(),
+            ..ClaimOptions::new(SETTLE_GRACE)
+        };
+        let Some(claimed) = self.store().claim(question, &claim, options).await? else {
             return Err(Error::NotFound(question.id.clone()));
         };
         let mut claimed = claimed;

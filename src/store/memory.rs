@@ -2,9 +2,9 @@
 //! it serves tests and `--ephemeral` runs only; start-up says so.
 
 use super::{
-    Admin, AuditLog, Claimed, Counts, Dedupe, Deliveries, EVENT_BUFFER, Event, Events, FINAL,
-    Inserted, ListFilter, Outbox, Questions, Result, Rules, Runs, Saved, Shown, StoreOptions,
-    TakeRun, Work,
+    Admin, AuditLog, ClaimOptions, Claimed, Counts, Dedupe, Deliveries, EVENT_BUFFER, Event,
+    Events, FINAL, Inserted, ListFilter, Outbox, Questions, Result, Rules, Runs, Saved, Shown,
+    StoreOptions, Work,
 };
 use askbridge_core::Status;
 use askbridge_core::audit::{AuditEntry, AuditFilter};
@@ -120,8 +120,7 @@ impl Questions for MemoryStore {
         &self,
         snapshot: &Question,
         claim: &Claim,
-        settle_after: Duration,
-        take_run: Option<TakeRun<'_>>,
+        options: ClaimOptions<'_>,
     ) -> Result<Option<Claimed>> {
         let claimed = {
             let mut state = self.state();
@@ -131,10 +130,11 @@ impl Questions for MemoryStore {
             let outcome = question.apply(claim);
             let question = question.clone();
             let mut run = None;
+            let mut finished = false;
             if outcome != ClaimOutcome::AlreadyResolved {
                 state.audit.push(AuditEntry::resolved(&question));
-                state.set_due(&question.id, Millis::now().after(settle_after));
-                if let (Some(take), Some(run_id)) = (take_run, &question.run_id) {
+                state.set_due(&question.id, Millis::now().after(options.settle_after));
+                if let (Some(take), Some(run_id)) = (options.take_run, &question.run_id) {
                     if let Some(stored) = state.runs.get_mut(run_id) {
                         let why = Acquire::Answer(&question.id);
                         if stored.acquire(why, take.owner, claim.at, take.lease_until) {
@@ -143,11 +143,19 @@ impl Questions for MemoryStore {
                     }
                 }
             }
+            let work = state.work(&question.id);
+            if outcome != ClaimOutcome::AlreadyResolved
+                && Claimed::idle(&question, &work, run.is_some(), &options)
+            {
+                state.remove_due(&question.id);
+                finished = true;
+            }
             Claimed {
                 outcome,
-                work: state.work(&question.id),
+                work,
                 question,
                 run,
+                finished,
             }
         };
         if claimed.outcome != ClaimOutcome::AlreadyResolved {

@@ -8,7 +8,7 @@
 //! embedded store), so no crash can leave a resolution that nobody hears about.
 
 use super::Result;
-use super::{Claimed, Counts, Event, Inserted, ListFilter, Saved, Shown, TakeRun, Work};
+use super::{ClaimOptions, Claimed, Counts, Event, Inserted, ListFilter, Saved, Shown, Work};
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run};
 use askbridge_core::{Claim, Millis, Question, QuestionId, Rule, RuleId, RunId};
@@ -29,15 +29,15 @@ pub trait Questions: Send + Sync {
     /// Applies `claim` to the stored question atomically ([`Question::apply`]). `snapshot` is the
     /// question as the caller last read it. When the question leaves `pending` (a win, or an
     /// expiry of a late claim) its event and audit record are written with it, its outbox entry
-    /// becomes due after `settle_after`, and the result carries what its effects need
-    /// ([`Work`]); with `take_run`, a run parked on the question is taken for the claimer in the
-    /// same step. `None` when the question does not exist.
+    /// becomes due after `options.settle_after` (or is finished at once, see
+    /// [`ClaimOptions::finish_when_idle`]), and the result carries what its effects need
+    /// ([`Work`]); with `options.take_run`, a run parked on the question is taken for the
+    /// claimer in the same step. `None` when the question does not exist.
     async fn claim(
         &self,
         snapshot: &Question,
         claim: &Claim,
-        settle_after: Duration,
-        take_run: Option<TakeRun<'_>>,
+        options: ClaimOptions<'_>,
     ) -> Result<Option<Claimed>>;
 
     /// Questions passing `filter`, newest first; the cost grows with the limit (and a target's or

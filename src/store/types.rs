@@ -195,6 +195,30 @@ impl Default for StoreOptions {
     }
 }
 
+/// How a claim is made.
+#[derive(Clone, Copy, Debug)]
+pub struct ClaimOptions<'a> {
+    /// When a resolution's outbox entry becomes due, unless its effects are finished first.
+    pub settle_after: Duration,
+    /// Take the run parked on the question for the claimer.
+    pub take_run: Option<TakeRun<'a>>,
+    /// The claimer knows the resolution has no effect of its own (no callback, no rule to
+    /// create): when the question was shown nowhere and any run waiting on it was handed over,
+    /// the claim finishes it at once ([`Claimed::finished`]) instead of leaving it to a settle.
+    pub finish_when_idle: bool,
+}
+
+impl ClaimOptions<'_> {
+    /// A claim whose outbox entry is due after `settle_after`.
+    pub fn new(settle_after: Duration) -> Self {
+        ClaimOptions {
+            settle_after,
+            take_run: None,
+            finish_when_idle: false,
+        }
+    }
+}
+
 /// What a claim on this process's behalf may take with it: a run parked on the question, so the
 /// claimer executes it at once (the hand-off is part of the claim, not a second step).
 #[derive(Clone, Copy, Debug)]
@@ -216,6 +240,23 @@ pub struct Claimed {
     pub work: Work,
     /// The run parked on this question, taken for the claimer ([`TakeRun`]).
     pub run: Option<Run>,
+    /// Nothing is left to do for the resolution: it left the open index with the claim
+    /// ([`ClaimOptions::finish_when_idle`]).
+    pub finished: bool,
+}
+
+impl Claimed {
+    /// Would a claim with `options` finish this resolution at once? The rule every store applies.
+    pub fn idle(
+        question: &Question,
+        work: &Work,
+        run_taken: bool,
+        options: &ClaimOptions<'_>,
+    ) -> bool {
+        options.finish_when_idle
+            && work.shown.is_empty()
+            && (question.run_id.is_none() || run_taken)
+    }
 }
 
 /// What a resolved question's effects need to know: where it was shown and what is done.

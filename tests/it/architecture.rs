@@ -10,8 +10,8 @@ use askbridge::bridge::Bridge;
 use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::{
-    Admin, AuditLog, Claimed, Counts, Dedupe, Deliveries, Event, Events, Inserted, ListFilter,
-    Outbox, Questions, Result, Rules, Runs, Saved, Shown, StoreOptions, TakeRun, Work,
+    Admin, AuditLog, ClaimOptions, Claimed, Counts, Dedupe, Deliveries, Event, Events, Inserted,
+    ListFilter, Outbox, Questions, Result, Rules, Runs, Saved, Shown, StoreOptions, Work,
 };
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Origin, Run, RunState};
@@ -53,13 +53,10 @@ impl Questions for CountingStore {
         &self,
         snapshot: &Question,
         claim: &Claim,
-        settle_after: Duration,
-        take_run: Option<TakeRun<'_>>,
+        options: ClaimOptions<'_>,
     ) -> Result<Option<Claimed>> {
         self.note(format!("claim {}", snapshot.id));
-        self.inner
-            .claim(snapshot, claim, settle_after, take_run)
-            .await
+        self.inner.claim(snapshot, claim, options).await
     }
     async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>> {
         let found = self.inner.list(filter).await?;

@@ -243,8 +243,7 @@ async fn declines_and_expiry_reach_the_flow() {
                 askbridge_core::Decider::Deadline,
                 Millis::now(),
             ),
-            Duration::ZERO,
-            None,
+            askbridge::store::ClaimOptions::new(Duration::ZERO),
         )
         .await
         .unwrap();
@@ -428,7 +427,11 @@ async fn a_crash_between_the_answer_and_the_resume_is_picked_up_at_startup() {
         Millis::now(),
     );
     store
-        .claim(&question, &claim, Duration::ZERO, None)
+        .claim(
+            &question,
+            &claim,
+            askbridge::store::ClaimOptions::new(Duration::ZERO),
+        )
         .await
         .unwrap();
     // A new process on the same store finds the resolved question in the outbox.

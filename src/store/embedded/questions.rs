@@ -7,8 +7,8 @@ use super::tables::{
     decode, decode_run, encode, ids_under, index_state, put_run, set_due,
 };
 use crate::store::{
-    Claimed, Counts, Deliveries, Error, FINAL, Inserted, ListFilter, Outbox, Questions, Result,
-    Shown, TakeRun, Work,
+    ClaimOptions, Claimed, Counts, Deliveries, Error, FINAL, Inserted, ListFilter, Outbox,
+    Questions, Result, Shown, TakeRun, Work,
 };
 use askbridge_core::audit::AuditEntry;
 use askbridge_core::run::Acquire;
@@ -124,12 +124,14 @@ impl Questions for EmbeddedStore {
         &self,
         snapshot: &Question,
         claim: &Claim,
-        settle_after: Duration,
-        take_run: Option<TakeRun<'_>>,
+        options: ClaimOptions<'_>,
     ) -> Result<Option<Claimed>> {
         let id = snapshot.id.clone();
         let claim = claim.clone();
-        let take = take_run.map(|t| (t.owner.to_owned(), t.lease_until));
+        let take = options
+            .take_run
+            .map(|t| (t.owner.to_owned(), t.lease_until));
+        let (settle_after, finish_when_idle) = (options.settle_after, options.finish_when_idle);
         let result = self
             .write(move |txn| {
                 let mut questions = txn.open_table(QUESTIONS)?;
@@ -163,11 +165,28 @@ impl Questions for EmbeddedStore {
                     &txn.open_table(EFFECTS)?,
                     id.as_str(),
                 )?;
+                let options = ClaimOptions {
+                    finish_when_idle,
+                    ..ClaimOptions::new(settle_after)
+                };
+                let finished = outcome != ClaimOutcome::AlreadyResolved
+                    && Claimed::idle(&question, &work, run.is_some(), &options);
+                if finished {
+                    let mut due_at = txn.open_table(DUE_AT)?;
+                    if let Some(old) = due_at.remove(id.as_str())? {
+                        txn.open_table(DUE)?.remove((old.value(), id.as_str()))?;
+                    }
+                    let mut by_target = txn.open_table(BY_TARGET)?;
+                    for target in &question.targets {
+                        by_target.remove((target.as_str(), id.as_str()))?;
+                    }
+                }
                 Ok(Some(Claimed {
                     outcome,
                     question,
                     work,
                     run,
+                    finished,
                 }))
             })
             .await?;

@@ -7,8 +7,8 @@ use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, question_bucket, run_bucket};
 use super::scripts::{CLAIM, FINISH, INSERT, LEASE, MARK_EFFECT, RECORD_SHOWN};
 use crate::store::{
-    Claimed, Counts, Deliveries, Error, Event, FINAL, Inserted, ListFilter, Outbox, Questions,
-    Result, Shown, TakeRun, Work,
+    ClaimOptions, Claimed, Counts, Deliveries, Error, Event, FINAL, Inserted, ListFilter, Outbox,
+    Questions, Result, Shown, Work,
 };
 use askbridge_core::audit::AuditEntry;
 use askbridge_core::question::MAX_TIMEOUT;
@@ -33,6 +33,7 @@ type ClaimReply = (
     Vec<String>,
     Vec<String>,
     Vec<String>,
+    i64,
 );
 
 impl RedisStore {
@@ -184,9 +185,9 @@ impl Questions for RedisStore {
         &self,
         snapshot: &Question,
         claim: &Claim,
-        settle_after: Duration,
-        take_run: Option<TakeRun<'_>>,
+        options: ClaimOptions<'_>,
     ) -> Result<Option<Claimed>> {
+        let (settle_after, take_run) = (options.settle_after, options.take_run);
         let id = snapshot.id.as_str();
         let bucket = question_bucket(id);
         let (status, resolution) = snapshot.resolution_for(claim);
@@ -254,12 +255,14 @@ impl Questions for RedisStore {
             .arg(take_run.map_or("", |t| t.owner))
             .arg(take_run.map_or(0, |t| t.lease_until.0))
             .arg(run.map_or("", |r| r.as_str()))
-            .arg(ANSWERS_KEPT);
+            .arg(ANSWERS_KEPT)
+            .arg(if options.finish_when_idle { "1" } else { "0" })
+            .arg(if snapshot.run_id.is_some() { "1" } else { "0" });
         let reply: Vec<redis::Value> = self.invoke("claim", &invocation).await?;
         if reply.len() == 1 {
             return Ok(None);
         }
-        let (outcome, status, stored, shown, done, run): ClaimReply =
+        let (outcome, status, stored, shown, done, run, finished): ClaimReply =
             redis::FromRedisValue::from_redis_value(redis::Value::Array(reply)).map_err(|e| {
                 Error::corrupt(format!("question {id}"), format!("claim reply: {e}"))
             })?;
@@ -277,6 +280,7 @@ impl Questions for RedisStore {
             question: assemble(&as_asked(snapshot), &status, Some(&stored))?,
             work: work_of(shown, done),
             run: assemble_run(&pairs(run))?,
+            finished: finished == 1,
         }))
     }
 

@@ -3,6 +3,7 @@
 //! `events.rs`), plus Redis-only tests below.
 
 use crate::support::{RedisServer, redis_store_with};
+use askbridge::store::ClaimOptions;
 use askbridge::store::embedded::EmbeddedStore;
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::prelude::*;
@@ -121,7 +122,11 @@ async fn redis_store_survives_a_redis_restart() {
     fixture.server.restart();
     let (outcome, _) = fixture
         .store
-        .claim(&q, &claim(answer("luxon"), "x:1"), SETTLE, None)
+        .claim(
+            &q,
+            &claim(answer("luxon"), "x:1"),
+            ClaimOptions::new(SETTLE),
+        )
         .await
         .unwrap()
         .unwrap()
@@ -170,7 +175,11 @@ async fn redis_keys_of_a_question_share_one_hash_tag() {
     // marked after the claim.
     fixture
         .store
-        .claim(&q, &claim(answer("dayjs"), "x:1"), SETTLE, None)
+        .claim(
+            &q,
+            &claim(answer("dayjs"), "x:1"),
+            ClaimOptions::new(SETTLE),
+        )
         .await
         .unwrap();
     fixture

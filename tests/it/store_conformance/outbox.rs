@@ -2,6 +2,7 @@
 //! questions were shown and which effects are done; duplicate deliveries.
 
 use super::{Fixture, SETTLE, claim, question};
+use askbridge::store::ClaimOptions;
 use askbridge::store::{ListFilter, Shown};
 use askbridge_core::question::DEFAULT_TIMEOUT;
 use askbridge_core::{Millis, Transition};
@@ -42,7 +43,11 @@ async fn due_entries_are_leased_rescheduled_and_settled(f: Fixture) {
         vec![later.id.clone()]
     );
     f.store
-        .claim(&soon, &claim(Transition::Expire, "askbridge"), SETTLE, None)
+        .claim(
+            &soon,
+            &claim(Transition::Expire, "askbridge"),
+            ClaimOptions::new(SETTLE),
+        )
         .await
         .unwrap();
     f.store

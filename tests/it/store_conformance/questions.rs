@@ -2,6 +2,7 @@
 //! count, purge.
 
 use super::{Fixture, Pair, SETTLE, answer, claim, question};
+use askbridge::store::ClaimOptions;
 use askbridge::store::{EventKind, Inserted, ListFilter};
 use askbridge_core::audit::{AuditEvent, AuditFilter};
 use askbridge_core::question::DEFAULT_TIMEOUT;
@@ -29,7 +30,11 @@ async fn first_claim_wins_and_later_claims_change_nothing(f: Fixture) {
     f.store.insert(&q).await.unwrap();
     let (outcome, won) = f
         .store
-        .claim(&q, &claim(answer("dayjs"), "telegram:1"), SETTLE, None)
+        .claim(
+            &q,
+            &claim(answer("dayjs"), "telegram:1"),
+            ClaimOptions::new(SETTLE),
+        )
         .await
         .unwrap()
         .unwrap()
@@ -44,7 +49,7 @@ async fn first_claim_wins_and_later_claims_change_nothing(f: Fixture) {
     ] {
         let (outcome, seen) = f
             .store
-            .claim(&q, &claim(late, "discord:2"), SETTLE, None)
+            .claim(&q, &claim(late, "discord:2"), ClaimOptions::new(SETTLE))
             .await
             .unwrap()
             .unwrap()
@@ -66,7 +71,11 @@ async fn a_late_claim_expires_the_question_with_its_default(f: Fixture) {
     tokio::time::sleep(Duration::from_millis(5)).await;
     let (outcome, seen) = f
         .store
-        .claim(&q, &claim(answer("dayjs"), "telegram:1"), SETTLE, None)
+        .claim(
+            &q,
+            &claim(answer("dayjs"), "telegram:1"),
+            ClaimOptions::new(SETTLE),
+        )
         .await
         .unwrap()
         .unwrap()
@@ -83,7 +92,11 @@ async fn claiming_a_missing_question_says_so(f: Fixture) {
     let q = question("s1", &[], DEFAULT_TIMEOUT);
     assert!(
         f.store
-            .claim(&q, &claim(answer("dayjs"), "x:1"), SETTLE, None)
+            .claim(
+                &q,
+                &claim(answer("dayjs"), "x:1"),
+                ClaimOptions::new(SETTLE)
+            )
             .await
             .unwrap()
             .is_none()
@@ -102,8 +115,7 @@ async fn concurrent_claims_have_exactly_one_winner(f: Fixture) {
                 .claim(
                     &q,
                     &claim(answer(label), &format!("telegram:{n}")),
-                    SETTLE,
-                    None,
+                    ClaimOptions::new(SETTLE),
                 )
                 .await
                 .unwrap()
@@ -130,7 +142,11 @@ async fn lists_filter_by_status_session_and_target(f: Fixture) {
         f.store.insert(q).await.unwrap();
     }
     f.store
-        .claim(&b, &claim(answer("dayjs"), "x:1"), SETTLE, None)
+        .claim(
+            &b,
+            &claim(answer("dayjs"), "x:1"),
+            ClaimOptions::new(SETTLE),
+        )
         .await
         .unwrap();
     // As the bridge does once a resolution's effects are done.
@@ -186,7 +202,11 @@ async fn purge_forgets_old_resolved_questions_only(f: Fixture) {
     f.store.insert(&old).await.unwrap();
     f.store.insert(&pending).await.unwrap();
     f.store
-        .claim(&old, &claim(answer("dayjs"), "x:1"), SETTLE, None)
+        .claim(
+            &old,
+            &claim(answer("dayjs"), "x:1"),
+            ClaimOptions::new(SETTLE),
+        )
         .await
         .unwrap();
     f.store
@@ -227,7 +247,11 @@ async fn an_insert_and_a_resolution_announce_themselves_with_their_records(f: Fi
     let before = Millis::now();
     let won = f
         .store
-        .claim(&q, &claim(answer("dayjs"), "telegram:1"), SETTLE, None)
+        .claim(
+            &q,
+            &claim(answer("dayjs"), "telegram:1"),
+            ClaimOptions::new(SETTLE),
+        )
         .await
         .unwrap()
         .unwrap()
@@ -261,7 +285,11 @@ async fn an_insert_and_a_resolution_announce_themselves_with_their_records(f: Fi
     assert_eq!(due, vec![q.id.clone()]);
     // A claim that loses announces nothing and records nothing.
     f.store
-        .claim(&q, &claim(answer("luxon"), "telegram:2"), SETTLE, None)
+        .claim(
+            &q,
+            &claim(answer("luxon"), "telegram:2"),
+            ClaimOptions::new(SETTLE),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -271,7 +299,54 @@ async fn an_insert_and_a_resolution_announce_themselves_with_their_records(f: Fi
     assert!(events.try_recv().is_err());
 }
 
+async fn an_idle_resolution_is_finished_by_its_claim(f: Fixture) {
+    let shown = question("s1", &["chat:1"], DEFAULT_TIMEOUT);
+    let quiet = question("s1", &["chat:1"], DEFAULT_TIMEOUT);
+    for q in [&shown, &quiet] {
+        f.store.insert(q).await.unwrap();
+    }
+    f.store
+        .record_shown(
+            &shown.id,
+            &askbridge::store::Shown {
+                target: "chat:1".into(),
+                reference: "m1".into(),
+            },
+        )
+        .await
+        .unwrap();
+    let options = ClaimOptions {
+        finish_when_idle: true,
+        ..ClaimOptions::new(SETTLE)
+    };
+    let quiet_claim = f
+        .store
+        .claim(&quiet, &claim(answer("dayjs"), "x:1"), options)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(quiet_claim.finished, "shown nowhere: nothing left to do");
+    let shown_claim = f
+        .store
+        .claim(&shown, &claim(answer("dayjs"), "x:1"), options)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        !shown_claim.finished,
+        "a message to withdraw is left to the settle"
+    );
+    assert_eq!(shown_claim.work.shown.len(), 1);
+    assert_eq!(f.store.open_ids().await.unwrap(), vec![shown.id.clone()]);
+    let in_chat = ListFilter {
+        target: Some("chat:1".into()),
+        ..ListFilter::pending()
+    };
+    assert!(f.store.list(&in_chat).await.unwrap().is_empty());
+}
+
 conformance!(
+    an_idle_resolution_is_finished_by_its_claim,
     insert_then_get_round_trips,
     insert_never_overwrites,
     first_claim_wins_and_later_claims_change_nothing,

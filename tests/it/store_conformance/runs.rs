@@ -2,6 +2,7 @@
 //! written only by their holder.
 
 use super::Fixture;
+use askbridge::store::ClaimOptions;
 use askbridge::store::{Inserted, Saved};
 use askbridge_core::run::{Acquire, JournalEntry, Origin, Run, RunState};
 use askbridge_core::{Millis, RunId};
@@ -234,8 +235,7 @@ async fn a_parking_run_learns_its_question_was_answered_meanwhile(f: Fixture) {
         .claim(
             &question,
             &super::claim(super::answer("yes"), "api"),
-            super::SETTLE,
-            None,
+            ClaimOptions::new(super::SETTLE),
         )
         .await
         .unwrap();

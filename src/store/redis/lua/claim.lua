@@ -4,21 +4,25 @@
 -- KEYS: 1 question, 2 shown, 3 effects, 4 open index, 5 pending index, 6 resolved index of the
 --       winning status, 7 resolved index of `expired`, 8 events stream, 9 audit stream,
 --       10 recent answer times, 11 the run's fields (the question key again when there is
---       none), 12 the run lease index, 13 the run's data.
+--       none), 12 the run lease index, 13 the run's data, 14.. the question's target sets.
 -- ARGV: 1 now ms, 2 status if won, 3 resolution JSON if won, 4 expiry resolution JSON,
 --       5 '1' if the claim is itself an expiry, 6 retention ms, 7 settle-at ms, 8 id,
 --       9 event JSON if won, 10 event JSON if expired, 11 audit JSON if won,
 --       12 audit JSON if expired, 13 events maxlen, 14 oldest audit id kept (ms),
 --       15 answer time ms if won as answered (else ''), 16 '1' to take the parked run,
---       17 owner, 18 lease until ms, 19 run id, 20 answer times kept.
+--       17 owner, 18 lease until ms, 19 run id, 20 answer times kept, 21 '1' when the
+--       resolution has no effect of its own (no callback, no rule): finish it here if it was
+--       shown nowhere and any run waiting on it is handed over, 22 '1' when the question has a
+--       run.
 -- Returns {outcome, status, resolution JSON, shown (target, reference, ...), effects done,
--- the run's fields and data when taken (field, value, ..., 'data', JSON)}, or {'missing'}.
+-- the run's fields and data when taken (field, value, ..., 'data', JSON), 1 when finished here
+-- else 0}, or {'missing'}.
 local fields = redis.call('HMGET', KEYS[1], 'status', 'exp', 'res')
 local status, exp = fields[1], fields[2]
 if not status then return {'missing'} end
 if status ~= 'pending' then
     return {'already_resolved', status, fields[3], redis.call('HGETALL', KEYS[2]),
-        redis.call('SMEMBERS', KEYS[3]), {}}
+        redis.call('SMEMBERS', KEYS[3]), {}, 0}
 end
 local outcome, new_status, res, event, audit, done = 'won', ARGV[2], ARGV[3], ARGV[9], ARGV[11], KEYS[6]
 if ARGV[5] ~= '1' and tonumber(ARGV[1]) >= tonumber(exp) then
@@ -47,4 +51,11 @@ if ARGV[16] == '1' then
         table.insert(run, redis.call('GET', KEYS[13]) or '')
     end
 end
-return {outcome, new_status, res, redis.call('HGETALL', KEYS[2]), redis.call('SMEMBERS', KEYS[3]), run}
+local shown = redis.call('HGETALL', KEYS[2])
+local finished = 0
+if ARGV[21] == '1' and #shown == 0 and (ARGV[22] ~= '1' or #run > 0) then
+    redis.call('ZREM', KEYS[4], ARGV[8])
+    for i = 14, #KEYS do redis.call('SREM', KEYS[i], ARGV[8]) end
+    finished = 1
+end
+return {outcome, new_status, res, shown, redis.call('SMEMBERS', KEYS[3]), run, finished}
