@@ -1,0 +1,283 @@
+//! What askbridge sends to Redis, counted through MONITOR (lines a script runs inside Redis are
+//! left out, and so are blocking stream reads): the hot path's budget, the idle cost of parked
+//! waiters, and that every script's keys fall in one Redis Cluster slot.
+
+use crate::support::{FakeChannel, bridge_over, eventually, message, redis_store};
+use askbridge::FlowsExt;
+use askbridge::bridge::{Bridge, ProgramReply};
+use askbridge::store::redis::slot;
+use askbridge_core::{Actor, Answer, Inbox, NewQuestion, QuestionId, Target};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// MONITOR's lines, as they arrive.
+struct Monitor {
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Monitor {
+    fn start(port: u16) -> Self {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.write_all(b"MONITOR\r\n").unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines() {
+                let Ok(line) = line else { return };
+                sink.lock().unwrap().push(line);
+            }
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        Monitor { lines }
+    }
+
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.lines.lock().unwrap())
+    }
+}
+
+/// The arguments of a MONITOR line (`+<time> [<db> <client>] "CMD" "arg" ...`), unescaped
+/// enough for key names.
+fn arguments(line: &str) -> Vec<String> {
+    let Some(rest) = line.split_once("] ").map(|(_, rest)| rest) else {
+        return Vec::new();
+    };
+    rest.split("\" \"")
+        .map(|a| a.trim_matches('"').replace("\\\"", "\""))
+        .collect()
+}
+
+/// Commands clients sent, without script internals and idle background work (blocking stream
+/// reads; the sweeper's slow poll of the open index's head).
+fn sent(lines: &[String]) -> Vec<Vec<String>> {
+    lines
+        .iter()
+        .filter(|l| l.starts_with('+') && !l.contains(" lua] "))
+        .map(|l| arguments(l))
+        .filter(|args| {
+            let name = args.first().map(|a| a.to_uppercase()).unwrap_or_default();
+            !name.is_empty() && name != "XREAD" && name != "ZRANGE"
+        })
+        .collect()
+}
+
+async fn settle_a_moment() {
+    tokio::time::sleep(Duration::from_millis(400)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_is_one_command_and_an_answer_with_its_effects_at_most_four() {
+    let fixture = redis_store().await;
+    let (bridge, _) = bridge_over(fixture.store.clone()).await;
+    // Warm up: scripts loaded, connections open.
+    let warm = bridge
+        .create(NewQuestion::new("warm", "Warm?"))
+        .await
+        .unwrap();
+    answer(&bridge, &warm.id).await;
+    settle_a_moment().await;
+    let monitor = Monitor::start(fixture.server.port);
+    let n = 20;
+    let mut ids = Vec::new();
+    for _ in 0..n {
+        let q = bridge
+            .create(NewQuestion::new("budget", "Which?").options(["a", "b"]))
+            .await
+            .unwrap();
+        ids.push(q.id);
+    }
+    settle_a_moment().await;
+    let asks = sent(&monitor.take());
+    assert!(
+        asks.len() <= n,
+        "{} commands for {n} asks: {asks:?}",
+        asks.len()
+    );
+    for id in &ids {
+        answer(&bridge, id).await;
+    }
+    settle_a_moment().await;
+    let answers = sent(&monitor.take());
+    assert!(
+        answers.len() <= 4 * n,
+        "{} commands for {n} answers: {answers:?}",
+        answers.len()
+    );
+    eprintln!(
+        "per ask {:.2}, per answer {:.2}",
+        asks.len() as f64 / n as f64,
+        answers.len() as f64 / n as f64
+    );
+}
+
+async fn answer(bridge: &Bridge, id: &QuestionId) {
+    bridge
+        .answer(
+            id,
+            ProgramReply::from(Answer::Text("a".into())),
+            Actor::api(),
+            &Target::api(),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_parked_waiters_cost_at_most_fifty_commands_a_second() {
+    let fixture = redis_store().await;
+    let (bridge, _) = bridge_over(fixture.store.clone()).await;
+    let mut waiters = Vec::new();
+    for _ in 0..1000 {
+        let q = bridge
+            .create(NewQuestion::new("idle", "Later?"))
+            .await
+            .unwrap();
+        let bridge = bridge.clone();
+        waiters.push(tokio::spawn(async move {
+            bridge.wait(&q.id, Duration::from_secs(60)).await
+        }));
+    }
+    settle_a_moment().await;
+    let monitor = Monitor::start(fixture.server.port);
+    let window = Duration::from_secs(6);
+    tokio::time::sleep(window).await;
+    // Everything but the blocking stream read counts here, the sweeper's poll included.
+    let lines = monitor.take();
+    let commands: Vec<Vec<String>> = lines
+        .iter()
+        .filter(|l| l.starts_with('+') && !l.contains(" lua] "))
+        .map(|l| arguments(l))
+        .filter(|args| {
+            args.first()
+                .is_some_and(|a| !a.eq_ignore_ascii_case("XREAD"))
+        })
+        .collect();
+    let per_second = commands.len() as f64 / window.as_secs_f64();
+    assert!(
+        per_second <= 50.0,
+        "{per_second:.1} commands/s with 1,000 idle waiters: {commands:?}"
+    );
+    for waiter in waiters {
+        waiter.abort();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_script_touches_keys_of_one_slot() {
+    let fixture = redis_store().await;
+    let (bridge, _chat) = bridge_over(fixture.store.clone()).await;
+    let mut approvers = bridge.options().clone();
+    approvers.approvers = vec!["chat:7".into()];
+    let bridge = Bridge::new(fixture.store.clone(), approvers);
+    bridge.add_channel(FakeChannel::new("chat"));
+    bridge
+        .flow("two", "asks twice", |ctx| async move {
+            let first = ctx.ask(NewQuestion::ask("First?")).await?;
+            let second = ctx.ask(NewQuestion::ask("Second?")).await?;
+            Ok(format!("{first} {second}"))
+        })
+        .unwrap();
+    bridge.start().await.unwrap();
+    let monitor = Monitor::start(fixture.server.port);
+    // Asked, shown, answered with a withdrawal; an approval answered "always" (a rule, marked as
+    // an effect); a question expired by the sweeper; a run started, parked, resumed and ended.
+    let shown = bridge
+        .create(NewQuestion::new("slots", "Shown?").targets(["chat:1"]))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    answer(&bridge, &shown.id).await;
+    let approval = bridge
+        .create(
+            NewQuestion::ask("Run it?")
+                .session("slots")
+                .targets(["chat:1"])
+                .approve(askbridge_core::Action::new(
+                    "shell",
+                    serde_json::json!({"c": "ls"}),
+                )),
+        )
+        .await
+        .unwrap();
+    bridge
+        .handle(message(
+            "chat:7",
+            "chat:1",
+            &format!("/answer {} always", approval.id),
+        ))
+        .await
+        .unwrap();
+    bridge
+        .create(NewQuestion::new("slots", "Soon?").timeout(Duration::from_millis(300)))
+        .await
+        .unwrap();
+    bridge
+        .handle(message("chat:7", "chat:1", "/run two"))
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let waiting =
+            crate::support::eventually_some(Duration::from_secs(10), "the run's question", || {
+                let bridge = bridge.clone();
+                async move {
+                    bridge
+                        .list(&askbridge::store::ListFilter {
+                            target: Some("chat:1".into()),
+                            ..askbridge::store::ListFilter::pending()
+                        })
+                        .await
+                        .unwrap()
+                        .into_iter()
+                        .find(|q| q.run_id.is_some())
+                }
+            })
+            .await;
+        bridge
+            .handle(message(
+                "chat:7",
+                "chat:1",
+                &format!("/answer {} ok", waiting.id),
+            ))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    eventually(Duration::from_secs(10), "the expiry", || {
+        let store = fixture.store.clone();
+        async move {
+            askbridge::store::Questions::list(
+                store.as_ref(),
+                &askbridge::store::ListFilter {
+                    status: Some(askbridge_core::Status::Expired),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap()
+            .len()
+                == 1
+        }
+    })
+    .await;
+    settle_a_moment().await;
+    let mut scripts = 0;
+    let mut names = std::collections::BTreeSet::new();
+    for args in sent(&monitor.take()) {
+        if !args[0].eq_ignore_ascii_case("EVALSHA") {
+            continue;
+        }
+        scripts += 1;
+        names.insert(args[1].clone());
+        let count: usize = args[2].parse().unwrap();
+        let keys = &args[3..3 + count];
+        let slots: std::collections::BTreeSet<u16> = keys.iter().map(|k| slot(k)).collect();
+        assert_eq!(slots.len(), 1, "a script over several slots: {keys:?}");
+    }
+    assert!(
+        names.len() >= 8,
+        "only {} different scripts ran ({scripts} calls)",
+        names.len()
+    );
+}
