@@ -111,7 +111,11 @@ pub async fn waiter_release(base: &str, count: usize) -> Vec<Duration> {
 /// Runs of the example `release` flow by `concurrency` clients, each following its run with
 /// `GET /api/runs/{id}/wait` and answering its three questions: resumes/s, and how many requests
 /// a client made per answer to learn the next question.
-pub async fn runs(base: &str, total: usize, concurrency: usize) -> (f64, f64) {
+pub async fn runs(
+    base: &str,
+    total: usize,
+    concurrency: usize,
+) -> (f64, f64, Vec<Duration>, Vec<Duration>) {
     let client = client();
     let next = Arc::new(AtomicUsize::new(0));
     let learning = Arc::new(AtomicUsize::new(0));
@@ -125,6 +129,7 @@ pub async fn runs(base: &str, total: usize, concurrency: usize) -> (f64, f64) {
             learning.clone(),
         );
         workers.push(tokio::spawn(async move {
+            let (mut waits, mut replies) = (Vec::new(), Vec::new());
             while next.fetch_add(1, Ordering::Relaxed) < total {
                 let run: Value = client
                     .post(format!("{base}/api/runs"))
@@ -139,6 +144,7 @@ pub async fn runs(base: &str, total: usize, concurrency: usize) -> (f64, f64) {
                 let mut after = String::new();
                 for answer in [json!("beta"), json!("Faster."), json!(true)] {
                     learning.fetch_add(1, Ordering::Relaxed);
+                    let t = Instant::now();
                     let waited: Value = client
                         .get(format!(
                             "{base}/api/runs/{run_id}/wait?after={after}&timeout_s=60"
@@ -149,19 +155,28 @@ pub async fn runs(base: &str, total: usize, concurrency: usize) -> (f64, f64) {
                         .json()
                         .await
                         .unwrap();
+                    waits.push(t.elapsed());
                     after = waited["question"]["id"].as_str().unwrap().to_owned();
+                    let t = Instant::now();
                     reply(&client, &base, &after, answer).await;
+                    replies.push(t.elapsed());
                 }
             }
+            (waits, replies)
         }));
     }
+    let (mut waits, mut replies) = (Vec::new(), Vec::new());
     for worker in workers {
-        worker.await.unwrap();
+        let (w, r) = worker.await.unwrap();
+        waits.extend(w);
+        replies.extend(r);
     }
     let resumes = total * 3;
     (
         resumes as f64 / started.elapsed().as_secs_f64(),
         learning.load(Ordering::Relaxed) as f64 / resumes as f64,
+        waits,
+        replies,
     )
 }
 

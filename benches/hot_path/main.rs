@@ -196,7 +196,13 @@ async fn runs(o: &Options) {
     let redis = redis_server::RedisServer::start();
     let server = serve(&redis);
     load::runs(&server.base, 50, o.concurrency).await;
-    let (rate, learning) = load::runs(&server.base, o.runs, o.concurrency).await;
+    let (rate, learning, mut waits, mut replies) =
+        load::runs(&server.base, o.runs, o.concurrency).await;
+    println!(
+        "  per step: next question (wait) p50 {:.2} ms, reply p50 {:.2} ms",
+        percentile(&mut waits, 0.5),
+        percentile(&mut replies, 0.5)
+    );
     match anchors::langgraph_resumes_per_s(300) {
         Ok(anchor) => println!(
             "run resumes/s            {rate:>8.0}   beside LangGraph {anchor:>6.0}/s   ratio {:.1}x (goal >= 11x, >= 5,000/s)   requests to learn the next question: {learning:.2} per answer",

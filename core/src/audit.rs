@@ -5,7 +5,7 @@
 
 use crate::id::RuleId;
 use crate::identity::Identity;
-use crate::question::{Answer, Kind, Question, Status};
+use crate::question::{Answer, Kind, Question, Resolution, Status};
 use crate::time::Millis;
 use serde::{Deserialize, Serialize};
 
@@ -55,22 +55,44 @@ pub struct AuditEntry {
 impl AuditEntry {
     /// The record of `question`'s resolution.
     pub fn resolved(question: &Question) -> Self {
-        let resolution = question.resolution.clone();
+        let mut entry = AuditEntry::of_resolution(
+            question.id.to_string(),
+            question.session_id.clone(),
+            question.kind,
+            question.status,
+            question.resolution.clone(),
+            question.action.as_ref().map(|a| a.digest()),
+        );
+        if question.resolution.is_none() {
+            entry.at = Millis::now();
+        }
+        entry
+    }
+
+    /// The record of a resolution, from its parts (a store may keep only these).
+    pub fn of_resolution(
+        question_id: String,
+        session_id: String,
+        kind: Kind,
+        status: Status,
+        resolution: Option<Resolution>,
+        digest: Option<String>,
+    ) -> Self {
         AuditEntry {
-            at: resolution.as_ref().map_or_else(Millis::now, |r| r.at),
+            at: resolution.as_ref().map_or(Millis(0), |r| r.at),
             event: AuditEvent::Resolved,
             by: resolution
                 .as_ref()
                 .map_or_else(|| Identity::new(""), |r| r.by()),
             via: resolution.as_ref().map(|r| r.via()).unwrap_or_default(),
-            question_id: Some(question.id.to_string()),
-            session_id: Some(question.session_id.clone()),
-            kind: Some(question.kind),
-            status: Some(question.status),
+            question_id: Some(question_id),
+            session_id: Some(session_id),
+            kind: Some(kind),
+            status: Some(status),
             value: resolution.as_ref().and_then(|r| r.value.clone()),
             message: resolution.as_ref().and_then(|r| r.message.clone()),
             rule_id: resolution.and_then(|r| r.rule_id),
-            digest: question.action.as_ref().map(|a| a.digest()),
+            digest,
         }
     }
 

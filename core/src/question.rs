@@ -50,10 +50,11 @@ pub enum Kind {
 }
 
 /// Where a question is in its life. Every state but `Pending` is final.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Waiting for a person.
+    #[default]
     Pending,
     /// Someone answered.
     Answered,
@@ -218,6 +219,7 @@ pub struct Question {
     #[serde(default)]
     pub targets: Vec<Target>,
     /// Where it is in its life.
+    #[serde(default)]
     pub status: Status,
     /// How it was resolved, once it is.
     pub resolution: Option<Resolution>,

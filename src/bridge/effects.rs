@@ -103,6 +103,7 @@ impl Bridge {
         let handed_over = match (run, self.runner()) {
             (Some(run), Some(runner)) => {
                 tracing::info!(run_id = %run.id, question_id = %question.id, "run resumed");
+                self.run_news(&run, None);
                 runner.drive(self, run, question.clone());
                 true
             }

@@ -19,12 +19,14 @@
 //!   plain replies, `/run`);
 //! - `runner.rs`: the [`Runner`] a flow engine registers, so the bridge can resume runs without
 //!   knowing what a flow is;
-//! - `waiters.rs`: this process's waiters, keyed by question id.
+//! - `waiters.rs`: this process's waiters, keyed by question id; `recent.rs`: questions and runs
+//!   seen lately, which spare the hot path its reads.
 
 mod approvals;
 mod commands;
 mod effects;
 mod inbox;
+mod recent;
 mod registry;
 mod resolve;
 mod runner;
@@ -102,6 +104,8 @@ struct Inner {
     runner: RwLock<Option<Arc<dyn Runner>>>,
     /// Values other parts attach to this bridge, one per type (see [`Bridge::extension`]).
     extensions: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    /// Questions and runs this process saw lately (see `recent.rs`).
+    recent: recent::Recent,
     /// When the sweeper may next find something due.
     schedule: sweeper::Schedule,
     /// Questions this process is settling right now.
@@ -142,6 +146,7 @@ impl Bridge {
                 channels: RwLock::new(HashMap::new()),
                 runner: RwLock::new(None),
                 extensions: Mutex::new(HashMap::new()),
+                recent: recent::Recent::default(),
                 schedule: sweeper::Schedule::default(),
                 settling: Mutex::new(HashSet::new()),
                 owner_id: format!("p{}-{}", std::process::id(), QuestionId::random()),
@@ -239,6 +244,10 @@ impl Bridge {
         value
             .downcast::<T>()
             .unwrap_or_else(|_| unreachable!("extensions are keyed by their type"))
+    }
+
+    fn recent(&self) -> &recent::Recent {
+        &self.inner.recent
     }
 
     fn schedule(&self) -> &sweeper::Schedule {

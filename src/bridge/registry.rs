@@ -90,6 +90,7 @@ impl Bridge {
 
     /// A question just stored: a rule may decide it at once; otherwise it is shown.
     async fn introduce(&self, question: Question) -> Result<Question, Error> {
+        self.recent().asked(&question);
         tracing::info!(
             question_id = %question.id,
             session_id = %question.session_id,
@@ -235,23 +236,46 @@ impl Bridge {
         };
         let deadline = tokio::time::Instant::now() + timeout;
         let run_id = RunId::parse(id).ok_or_else(|| Error::UnknownRun(id.to_owned()))?;
+        let mut trust_recent = true;
         loop {
             // Registered before reading, so news in between is not missed.
             let news = self.waiters().register_run(&run_id);
-            let run = self.get_run(id).await?;
             let now = tokio::time::Instant::now();
-            if settled(&run) || now >= deadline {
-                return Ok(RunNews {
-                    run,
-                    question: None,
-                });
+            // What this process last heard of the run spares a read when it says enough: the
+            // run parked or ended, or it is executing here and will send news when it parks.
+            let recent = self.recent().run(&run_id).filter(|_| trust_recent);
+            match recent {
+                Some(known) if settled(&known.run) => return Ok(known),
+                Some(known) if known.run.state == RunState::Running && now < deadline => {}
+                _ => {
+                    let run = self.get_run(id).await?;
+                    if settled(&run) || now >= deadline {
+                        return Ok(RunNews {
+                            run,
+                            question: None,
+                        });
+                    }
+                }
             }
+            // After the first wait, read the store: the news may have been of another kind.
+            trust_recent = false;
             match tokio::time::timeout(deadline - now, news).await {
                 Ok(Ok(news)) if settled(&news.run) => return Ok(news),
                 // Other news (still on the same question), or out of time: read again.
                 _ => {}
             }
         }
+    }
+
+    /// News of a run, for this process: remembered (see `recent.rs`) and handed to its waiters.
+    /// `question` is the question it now waits on, when the caller has it.
+    pub fn run_news(&self, run: &Run, question: Option<&Question>) {
+        let news = RunNews {
+            run: run.clone(),
+            question: question.cloned(),
+        };
+        self.recent().run_news(&news);
+        self.waiters().wake_run(news);
     }
 
     /// Starts flow `name` for `origin` with the registered [`super::Runner`].

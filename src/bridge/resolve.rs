@@ -106,7 +106,10 @@ impl Bridge {
     /// programs (HTTP, Rust API). Returns the resolved question, or why not
     /// ([`Error::AlreadyResolved`] carries the winner).
     pub async fn attempt(&self, attempt: Attempt) -> Result<Question, Error> {
-        let result = match self.check(&attempt, None).await {
+        // A program gets the claim's verdict on a question remembered as asked (see
+        // `recent.rs`): if it was resolved meanwhile, the claim says so with the winner.
+        let known = self.recent().question(&attempt.id);
+        let result = match self.check(&attempt, known).await {
             Ok(checked) => self.commit(checked).await.map_err(Refusal::from),
             Err(refusal) => Err(refusal),
         };

@@ -216,6 +216,7 @@ impl Bridge {
         match event {
             Event::Question { kind, question } => {
                 if *kind == EventKind::Asked {
+                    self.recent().asked(question);
                     self.schedule().offer(question.expires_at);
                 } else if let Some(resolution) = &question.resolution {
                     // The winner finishes the effects at once; if it died, this is when any
@@ -225,7 +226,7 @@ impl Bridge {
                 }
                 self.waiters().wake(question);
             }
-            Event::Run { run, .. } => self.waiters().wake_run(run, None),
+            Event::Run { run, .. } => self.run_news(run, None),
         }
     }
 
@@ -251,7 +252,7 @@ impl Bridge {
         }
         for id in self.waiters().run_ids() {
             if let Ok(Some(run)) = self.store().get_run(&id).await {
-                self.waiters().wake_run(&run, None);
+                self.run_news(&run, None);
             }
         }
     }

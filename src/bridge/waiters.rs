@@ -86,15 +86,11 @@ impl Waiters {
         receiver
     }
 
-    /// Hands `run` (and the question it now waits on, when the caller has it) to everyone
-    /// waiting for news of it.
-    pub fn wake_run(&self, run: &Run, question: Option<&Question>) {
-        let senders = self.runs().remove(&run.id).unwrap_or_default();
+    /// Hands news of a run to everyone waiting for it.
+    pub fn wake_run(&self, news: RunNews) {
+        let senders = self.runs().remove(&news.run.id).unwrap_or_default();
         for sender in senders {
-            let _ = sender.send(RunNews {
-                run: run.clone(),
-                question: question.cloned(),
-            });
+            let _ = sender.send(news.clone());
         }
     }
 

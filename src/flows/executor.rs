@@ -188,7 +188,7 @@ async fn park(bridge: &Bridge, mut run: Run, owner: &str, question: Question) {
         return;
     };
     // Waiters here hear of it at once; other processes through the store's event.
-    bridge.waiters().wake_run(&run, Some(&question));
+    bridge.run_news(&run, Some(&question));
     tracing::info!(run_id = %run.id, question_id = %question.id, "run waits for an answer");
     if saved == Saved::WaitsOnResolved {
         let resolved = match bridge.store().get(&question.id).await {
@@ -221,7 +221,7 @@ async fn finish(bridge: &Bridge, mut run: Run, owner: &str, result: FlowResult) 
     run.waiting_on = None;
     run.updated_at = Millis::now();
     if persist(bridge, &run, owner).await.is_ok() {
-        bridge.waiters().wake_run(&run, None);
+        bridge.run_news(&run, None);
         report(bridge, run, owner).await;
     }
 }

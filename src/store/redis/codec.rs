@@ -22,13 +22,14 @@ pub(super) fn assemble(json: &str, status: &str, resolution: Option<&str>) -> Re
     Ok(question)
 }
 
-/// The JSON of a question as asked, for its `q` field: without its status and resolution (they
-/// have fields of their own) and without empty fields (they read back as their defaults), which
+/// The JSON of a question as asked, for its `q` field: an object without its status and
+/// resolution (they have fields of their own; the scripts append them to build events) and without empty fields (they read back as their defaults), which
 /// keeps a pending question's memory in Redis small.
 pub(super) fn as_asked(question: &Question) -> String {
     let mut value = serde_json::to_value(question).expect("a question always serialises");
     if let Some(fields) = value.as_object_mut() {
         fields.remove("resolution");
+        fields.remove("status");
         fields.retain(|_, v| {
             !(v.is_null()
                 || *v == serde_json::Value::Bool(false)
@@ -113,6 +114,21 @@ fn run_data(run: &Run) -> String {
         fields.retain(|_, v| !(v.is_null() || v.as_array().is_some_and(Vec::is_empty) || *v == ""));
     }
     value.to_string()
+}
+
+/// The run's fields kept apart from its data, as JSON object members (`,"state":"waiting",...`):
+/// what a script appends to the data to announce the whole run.
+pub(super) fn kept_apart_members(run: &Run) -> String {
+    let members = serde_json::json!({
+        "state": run.state,
+        "waiting_on": run.waiting_on,
+        "owner": run.owner,
+        "lease_until": run.lease_until,
+        "reported": run.reported,
+        "updated_at": run.updated_at,
+    });
+    let text = members.to_string();
+    format!(",{}", &text[1..text.len() - 1])
 }
 
 /// Rebuilds a run from its hash fields and its data (under `data`): the JSON, overridden by the

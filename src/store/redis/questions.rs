@@ -7,13 +7,12 @@ use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, question_bucket, run_bucket};
 use super::scripts::{CLAIM, FINISH, INSERT, LEASE, MARK_EFFECT, RECORD_SHOWN};
 use crate::store::{
-    ClaimOptions, Claimed, Counts, Deliveries, Error, Event, FINAL, Inserted, ListFilter, Outbox,
-    Questions, Result, Shown, Work,
+    ClaimOptions, Claimed, Counts, Deliveries, Error, EventKind, FINAL, Inserted, ListFilter,
+    Outbox, Questions, Result, Shown, Work,
 };
-use askbridge_core::audit::AuditEntry;
 use askbridge_core::question::MAX_TIMEOUT;
 use askbridge_core::{
-    Claim, ClaimOutcome, Millis, Question, QuestionId, Resolution, Status, Target, Transition,
+    Claim, ClaimOutcome, Kind, Millis, Question, QuestionId, Status, Target, Transition,
 };
 use async_trait::async_trait;
 use std::time::Duration;
@@ -95,22 +94,14 @@ impl RedisStore {
         merged.truncate(limit);
         Ok(merged.into_iter().map(|(id, _)| id).collect())
     }
+}
 
-    /// The JSON of `question` with `resolution`, as the events and the audit trail carry it.
-    fn resolved_records(
-        question: &Question,
-        status: Status,
-        resolution: &Resolution,
-    ) -> (String, String) {
-        let resolved = Question {
-            status,
-            resolution: Some(resolution.clone()),
-            ..question.clone()
-        };
-        let event = serde_json::to_string(&Event::of(&resolved)).expect("events serialise");
-        let audit = serde_json::to_string(&AuditEntry::resolved(&resolved))
-            .expect("audit records serialise");
-        (event, audit)
+/// A question kind's name, as in JSON.
+pub(super) fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Ask => "ask",
+        Kind::Confirm => "confirm",
+        Kind::Approval => "approval",
     }
 }
 
@@ -139,7 +130,6 @@ impl Questions for RedisStore {
         let id = question.id.as_str();
         let bucket = question_bucket(id);
         let json = as_asked(question);
-        let event = serde_json::to_string(&Event::of(question)).expect("events serialise");
         // A session's set lives as long as its newest question can, and then some.
         let session_ttl = self.options.retention + MAX_TIMEOUT;
         let target_ttl = question.remaining(Millis::now()) + TARGET_GRACE;
@@ -159,7 +149,7 @@ impl Questions for RedisStore {
             .arg(question.created_at.0)
             .arg(id)
             .arg(session_ttl.as_millis() as u64)
-            .arg(&event)
+            .arg("")
             .arg(EVENTS_MAXLEN)
             .arg(target_ttl.as_millis() as u64);
         let created: i64 = self.invoke("insert", &invocation).await?;
@@ -192,10 +182,13 @@ impl Questions for RedisStore {
         let bucket = question_bucket(id);
         let (status, resolution) = snapshot.resolution_for(claim);
         let resolution_json = serde_json::to_string(&resolution).expect("resolutions serialise");
-        let (expired, expiry) = snapshot.expiry_resolution(claim.at);
+        let (_, expiry) = snapshot.expiry_resolution(claim.at);
         let expiry_json = serde_json::to_string(&expiry).expect("resolutions serialise");
-        let (won_event, won_audit) = Self::resolved_records(snapshot, status, &resolution);
-        let (expired_event, expired_audit) = Self::resolved_records(snapshot, expired, &expiry);
+        let digest = snapshot
+            .action
+            .as_ref()
+            .map(|a| a.digest())
+            .unwrap_or_default();
         let is_expiry = if claim.transition == Transition::Expire {
             "1"
         } else {
@@ -244,10 +237,10 @@ impl Questions for RedisStore {
             .arg(self.options.retention.as_millis() as u64)
             .arg(Millis::now().after(settle_after).0)
             .arg(id)
-            .arg(&won_event)
-            .arg(&expired_event)
-            .arg(&won_audit)
-            .arg(&expired_audit)
+            .arg(EventKind::for_status(status).name())
+            .arg(&snapshot.session_id)
+            .arg(kind_name(snapshot.kind))
+            .arg(&digest)
             .arg(EVENTS_MAXLEN)
             .arg(oldest_audit)
             .arg(&answer_ms)

@@ -1,14 +1,14 @@
 //! Runs, rules, the audit trail and delivery dedupe, in Redis.
 
 use super::RedisStore;
-use super::codec::{RunFields, assemble_run, pairs};
+use super::codec::{RunFields, assemble_run, kept_apart_members, pairs};
 use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, question_bucket, rule_bucket, run_bucket};
 use super::scripts::{ACQUIRE_RUN, INSERT_RUN, SAVE_RUN};
 use crate::store::{AuditLog, Dedupe, Error, Event, Inserted, Result, Rules, Runs, Saved};
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run};
-use askbridge_core::{Millis, Rule, RuleId, RunId};
+use askbridge_core::{Kind, Millis, Resolution, Rule, RuleId, RunId, Status};
 use async_trait::async_trait;
 use redis::streams::StreamRangeReply;
 use std::collections::HashMap;
@@ -93,7 +93,7 @@ impl Runs for RedisStore {
             0
         };
         let event = Event::of_run(run)
-            .map(|event| serde_json::to_string(&event).expect("events serialise"))
+            .map(|event| event.kind().name())
             .unwrap_or_default();
         let bucket = run_bucket(run.id.as_str());
         let fields = RunFields::of(run);
@@ -118,8 +118,9 @@ impl Runs for RedisStore {
             .arg(ttl)
             .arg(&fields.lease_score)
             .arg(run.id.as_str())
-            .arg(&event)
-            .arg(EVENTS_MAXLEN);
+            .arg(event)
+            .arg(EVENTS_MAXLEN)
+            .arg(kept_apart_members(run));
         let saved: i64 = self.invoke("save run", &invocation).await?;
         Ok(match saved {
             0 => Saved::Lost,
@@ -210,6 +211,30 @@ impl Rules for RedisStore {
     }
 }
 
+/// An audit record from its stream entry: whole JSON (`data`), or the parts a claim keeps of a
+/// resolution (question, status, resolution, session, kind, digest).
+fn audit_record(entry: &redis::streams::StreamId) -> Result<AuditEntry> {
+    let corrupt = |why: String| Error::corrupt("an audit record in Redis", why);
+    if let Some(data) = entry.get::<String>("data") {
+        return serde_json::from_str(&data).map_err(|e| corrupt(e.to_string()));
+    }
+    let field = |name: &str| entry.get::<String>(name).unwrap_or_default();
+    let status = Status::parse(&field("st")).ok_or_else(|| corrupt("no status".into()))?;
+    let kind: Kind = serde_json::from_value(serde_json::Value::String(field("k")))
+        .map_err(|e| corrupt(e.to_string()))?;
+    let resolution: Resolution =
+        serde_json::from_str(&field("r")).map_err(|e| corrupt(e.to_string()))?;
+    let digest = Some(field("d")).filter(|d| !d.is_empty());
+    Ok(AuditEntry::of_resolution(
+        field("q"),
+        field("s"),
+        kind,
+        status,
+        Some(resolution),
+        digest,
+    ))
+}
+
 /// The bucket an audit record belongs to: its question's, else its rule's.
 fn audit_bucket(entry: &AuditEntry) -> usize {
     match (&entry.question_id, &entry.rule_id) {
@@ -240,11 +265,7 @@ impl RedisStore {
                 return Ok(found);
             };
             for entry in &page.ids {
-                let Some(data) = entry.get::<String>("data") else {
-                    continue;
-                };
-                let record: AuditEntry = serde_json::from_str(&data)
-                    .map_err(|e| Error::corrupt("an audit record in Redis", e))?;
+                let record = audit_record(entry)?;
                 if filter.accepts(&record) {
                     found.push(record);
                     if found.len() == filter.effective_limit() {

@@ -7,34 +7,39 @@
 --       none), 12 the run lease index, 13 the run's data, 14.. the question's target sets.
 -- ARGV: 1 now ms, 2 status if won, 3 resolution JSON if won, 4 expiry resolution JSON,
 --       5 '1' if the claim is itself an expiry, 6 retention ms, 7 settle-at ms, 8 id,
---       9 event JSON if won, 10 event JSON if expired, 11 audit JSON if won,
---       12 audit JSON if expired, 13 events maxlen, 14 oldest audit id kept (ms),
+--       9 the event's kind if won, 10 session, 11 question kind, 12 action digest ('' none),
+--       13 events maxlen, 14 oldest audit id kept (ms),
 --       15 answer time ms if won as answered (else ''), 16 '1' to take the parked run,
 --       17 owner, 18 lease until ms, 19 run id, 20 answer times kept, 21 '1' when the
 --       resolution has no effect of its own (no callback, no rule): finish it here if it was
 --       shown nowhere and any run waiting on it is handed over, 22 '1' when the question has a
 --       run.
+-- The event is the stored question with its new status and resolution; the audit record keeps
+-- the parts an `AuditEntry` is rebuilt from.
 -- Returns {outcome, status, resolution JSON, shown (target, reference, ...), effects done,
 -- the run's fields and data when taken (field, value, ..., 'data', JSON), 1 when finished here
 -- else 0}, or {'missing'}.
-local fields = redis.call('HMGET', KEYS[1], 'status', 'exp', 'res')
+local fields = redis.call('HMGET', KEYS[1], 'status', 'exp', 'res', 'q')
 local status, exp = fields[1], fields[2]
 if not status then return {'missing'} end
 if status ~= 'pending' then
     return {'already_resolved', status, fields[3], redis.call('HGETALL', KEYS[2]),
         redis.call('SMEMBERS', KEYS[3]), {}, 0}
 end
-local outcome, new_status, res, event, audit, done = 'won', ARGV[2], ARGV[3], ARGV[9], ARGV[11], KEYS[6]
+local outcome, new_status, res, kind, done = 'won', ARGV[2], ARGV[3], ARGV[9], KEYS[6]
 if ARGV[5] ~= '1' and tonumber(ARGV[1]) >= tonumber(exp) then
-    outcome, new_status, res, event, audit, done = 'expired', 'expired', ARGV[4], ARGV[10], ARGV[12], KEYS[7]
+    outcome, new_status, res, kind, done = 'expired', 'expired', ARGV[4], 'question.expired', KEYS[7]
 end
+local event = '{"kind":"' .. kind .. '","question":' .. string.sub(fields[4], 1, -2) ..
+    ',"status":"' .. new_status .. '","resolution":' .. res .. '}}' 
 redis.call('HSET', KEYS[1], 'status', new_status, 'res', res)
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[6]) end
 redis.call('ZADD', KEYS[4], ARGV[7], ARGV[8])
 redis.call('ZREM', KEYS[5], ARGV[8])
 redis.call('ZADD', done, ARGV[1], ARGV[8])
 redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[13], '*', 'data', event)
-redis.call('XADD', KEYS[9], 'MINID', '~', ARGV[14], '*', 'data', audit)
+redis.call('XADD', KEYS[9], 'MINID', '~', ARGV[14], '*', 'q', ARGV[8], 'st', new_status,
+    'r', res, 's', ARGV[10], 'k', ARGV[11], 'd', ARGV[12])
 if outcome == 'won' and ARGV[15] ~= '' then
     redis.call('LPUSH', KEYS[10], ARGV[15])
     redis.call('LTRIM', KEYS[10], 0, tonumber(ARGV[20]) - 1)

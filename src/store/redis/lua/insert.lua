@@ -2,8 +2,9 @@
 -- atomic step in one bucket, so no crash leaves a question without its index entries or event.
 -- KEYS: 1 question, 2 open index, 3 pending index, 4 session set, 5 events stream,
 --       6.. one target set per target.
--- ARGV: 1 question JSON, 2 deadline ms, 3 asked ms, 4 id, 5 session set TTL ms, 6 event JSON,
---       7 events maxlen, 8 target set TTL ms.
+-- ARGV: 1 question JSON as asked (an object without status or resolution), 2 deadline ms,
+--       3 asked ms, 4 id, 5 session set TTL ms, 6 (unused), 7 events maxlen, 8 target set TTL ms.
+-- The event is built here from the question, not sent twice.
 -- Returns 1 when created, 0 when the id exists (nothing written).
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'q', ARGV[1], 'status', 'pending', 'exp', ARGV[2])
@@ -18,5 +19,7 @@ for i = 6, #KEYS do
         redis.call('PEXPIRE', KEYS[i], ARGV[8])
     end
 end
-redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[7], '*', 'data', ARGV[6])
+local event = '{"kind":"question.asked","question":' .. string.sub(ARGV[1], 1, -2) ..
+    ',"status":"pending"}}'
+redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[7], '*', 'data', event)
 return 1

@@ -4,7 +4,8 @@
 --       (the run's own key when none).
 -- ARGV: 1 owner, 2 data, 3 state, 4 waiting_on, 5 new owner, 6 lease_until, 7 reported,
 --       8 updated_at, 9 TTL ms (0 for none), 10 lease score ('' when it needs no executor),
---       11 run id, 12 event JSON ('' for none), 13 events maxlen.
+--       11 run id, 12 the event's kind ('' for none), 13 events maxlen, 14 the fields kept
+--       apart as JSON members (`,"state":...`), for the event.
 -- Returns 0 when `owner` no longer holds it, 1 when written, 2 when written waiting on a
 -- question that is no longer pending.
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
@@ -21,7 +22,9 @@ else
     redis.call('ZREM', KEYS[3], ARGV[11])
 end
 if ARGV[12] ~= '' then
-    redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[13], '*', 'data', ARGV[12])
+    local event = '{"kind":"' .. ARGV[12] .. '","run":' .. string.sub(ARGV[2], 1, -2) ..
+        ARGV[14] .. '}}'
+    redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[13], '*', 'data', event)
 end
 if ARGV[3] == 'waiting' and KEYS[5] ~= KEYS[1] then
     local status = redis.call('HGET', KEYS[5], 'status')

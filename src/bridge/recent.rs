@@ -1,0 +1,124 @@
+//! What this process has recently seen, so the hot path need not read it back from the store.
+//!
+//! - Questions as asked (every process sees every `question.asked` event): a question's asked
+//!   fields never change, so checking an answer against a remembered copy is as good as against
+//!   a fresh read; whether it is still pending is the claim's to find out, atomically, in the
+//!   store. An answer to a recent question is then one store command: its claim.
+//! - The latest news of runs (parked, ended, or taken up here): a client waiting for a run's
+//!   next question is answered from it without a read when it already says enough.
+//!
+//! Both are bounded (the oldest entries go first) and only ever spare a read: a miss reads the
+//! store as before.
+
+use super::waiters::RunNews;
+use askbridge_core::{Question, QuestionId, RunId};
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
+use std::sync::Mutex;
+
+/// How many questions are remembered (about 1 KB each).
+const QUESTIONS: usize = 10_000;
+/// How many runs' news are remembered.
+const RUNS: usize = 10_000;
+
+/// A map that forgets its oldest entries beyond a capacity.
+#[derive(Debug)]
+struct Bounded<K, V> {
+    map: HashMap<K, V>,
+    order: VecDeque<K>,
+    capacity: usize,
+}
+
+impl<K: Clone + Eq + Hash, V: Clone> Bounded<K, V> {
+    fn new(capacity: usize) -> Self {
+        Bounded {
+            map: HashMap::new(),
+            order: VecDeque::new(),
+            capacity,
+        }
+    }
+
+    fn put(&mut self, key: K, value: V) {
+        if self.map.insert(key.clone(), value).is_none() {
+            self.order.push_back(key);
+            while self.order.len() > self.capacity {
+                if let Some(oldest) = self.order.pop_front() {
+                    self.map.remove(&oldest);
+                }
+            }
+        }
+    }
+
+    fn get(&self, key: &K) -> Option<V> {
+        self.map.get(key).cloned()
+    }
+}
+
+/// See the module documentation.
+#[derive(Debug)]
+pub(super) struct Recent {
+    questions: Mutex<Bounded<QuestionId, Question>>,
+    runs: Mutex<Bounded<RunId, RunNews>>,
+}
+
+impl Default for Recent {
+    fn default() -> Self {
+        Recent {
+            questions: Mutex::new(Bounded::new(QUESTIONS)),
+            runs: Mutex::new(Bounded::new(RUNS)),
+        }
+    }
+}
+
+impl Recent {
+    /// Remembers a question as asked (its status and resolution are not kept: they change).
+    pub(super) fn asked(&self, question: &Question) {
+        let asked = Question {
+            status: askbridge_core::Status::Pending,
+            resolution: None,
+            ..question.clone()
+        };
+        self.questions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .put(question.id.clone(), asked);
+    }
+
+    /// The question as asked, if remembered.
+    pub(super) fn question(&self, id: &QuestionId) -> Option<Question> {
+        self.questions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+    }
+
+    /// Remembers the latest news of a run.
+    pub(super) fn run_news(&self, news: &RunNews) {
+        self.runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .put(news.run.id.clone(), news.clone());
+    }
+
+    /// The latest news of a run, if remembered.
+    pub(super) fn run(&self, id: &RunId) -> Option<RunNews> {
+        self.runs.lock().unwrap_or_else(|p| p.into_inner()).get(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_oldest_entries_go_first() {
+        let mut bounded = Bounded::new(2);
+        bounded.put(1, "a");
+        bounded.put(2, "b");
+        bounded.put(1, "a again");
+        bounded.put(3, "c");
+        assert_eq!(bounded.get(&1), None);
+        assert_eq!(bounded.get(&2), Some("b"));
+        assert_eq!(bounded.get(&3), Some("c"));
+    }
+}
