@@ -73,6 +73,13 @@ impl Bridge {
         }
     }
 
+    /// The question a run's request becomes under its derived id, checked but not stored: the
+    /// run's park stores it (see `Runs::park_run`), then [`Bridge::introduce`] shows it.
+    pub fn prepare_for_run(&self, request: NewQuestion, id: QuestionId) -> Result<Question, Error> {
+        let request = self.vet(request)?;
+        Ok(request.into_question(id, Millis::now(), self.options().default_timeout)?)
+    }
+
     /// What every request goes through before it becomes a question: its targets must have a
     /// channel, approvals get their approvers, callbacks need a signing key.
     fn vet(&self, mut request: NewQuestion) -> Result<NewQuestion, Error> {
@@ -89,7 +96,7 @@ impl Bridge {
     }
 
     /// A question just stored: a rule may decide it at once; otherwise it is shown.
-    async fn introduce(&self, question: Question) -> Result<Question, Error> {
+    pub async fn introduce(&self, question: Question) -> Result<Question, Error> {
         self.recent().asked(&question);
         tracing::info!(
             question_id = %question.id,
@@ -110,7 +117,10 @@ impl Bridge {
 
     /// A run's replay meeting its own question again: it must be the same question, or the flow
     /// changed (or an HTTP flow answered differently) since it was asked.
-    async fn existing_for_run(&self, question: &Question) -> Result<Question, CreateError> {
+    pub(crate) async fn existing_for_run(
+        &self,
+        question: &Question,
+    ) -> Result<Question, CreateError> {
         let existing = self.get(&question.id).await?;
         if existing.run_id.is_none() || existing.run_id != question.run_id {
             return Err(CreateError::Failed(Error::Model(

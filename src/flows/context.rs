@@ -25,7 +25,16 @@ pub(super) struct Replay {
     run: Run,
     owner: String,
     cursor: usize,
-    suspended: Option<Question>,
+    suspended: Option<Suspension>,
+}
+
+/// The question a run stopped at.
+#[derive(Clone, Debug)]
+pub(super) struct Suspension {
+    /// The question.
+    pub(super) question: Question,
+    /// Stored already; otherwise the park stores it with the run, in one step.
+    pub(super) stored: bool,
 }
 
 struct ContextInner {
@@ -185,6 +194,20 @@ impl FlowContext {
             AskAt::Recorded(record) => return Ok(record),
             AskAt::New(question_id) => question_id,
         };
+        if request.kind != Kind::Approval {
+            // Stored with the run when it parks (one step); only approvals are stored now, since
+            // a rule may decide one at once and the run then goes on.
+            let question = self
+                .inner
+                .bridge
+                .prepare_for_run(request, question_id.clone())?;
+            let mut replay = self.replay().expect("run mode");
+            replay.suspended = Some(Suspension {
+                question,
+                stored: false,
+            });
+            return Err(Interrupt::Suspended { question_id });
+        }
         let question = self
             .inner
             .bridge
@@ -192,7 +215,10 @@ impl FlowContext {
             .await?;
         let mut replay = self.replay().expect("run mode");
         if question.is_pending() {
-            replay.suspended = Some(question);
+            replay.suspended = Some(Suspension {
+                question,
+                stored: true,
+            });
             return Err(Interrupt::Suspended { question_id });
         }
         // Decided at once (an "always allow" rule): no need to wait.
@@ -286,8 +312,8 @@ impl FlowContext {
     fn unsuspended(&self) -> Result<MutexGuard<'_, Replay>, Interrupt> {
         let replay = self.replay().expect("run mode");
         match &replay.suspended {
-            Some(question) => Err(Interrupt::Suspended {
-                question_id: question.id.clone(),
+            Some(suspension) => Err(Interrupt::Suspended {
+                question_id: suspension.question.id.clone(),
             }),
             None => Ok(replay),
         }
@@ -350,7 +376,7 @@ impl FlowContext {
     }
 
     /// The run as the function left it, and the question it stopped at, if any.
-    pub(super) fn finish(&self) -> (Run, Option<Question>) {
+    pub(super) fn finish(&self) -> (Run, Option<Suspension>) {
         let replay = self.replay().expect("run mode");
         (replay.run.clone(), replay.suspended.clone())
     }

@@ -1,10 +1,11 @@
 //! Executing runs: starting them, resuming them when their question is resolved, taking over
 //! runs whose process died, and reporting their results in their chat.
 
+use super::context::Suspension;
 use super::{Flow, FlowContext, FlowResult, Interrupt, registry};
 use crate::Error;
 use crate::bridge::{Bridge, Resume};
-use crate::store::{ErrorKind, Inserted, Saved};
+use crate::store::{ErrorKind, Inserted, Parked, Saved};
 use askbridge_core::run::{Acquire, Origin, Run, RunState};
 use askbridge_core::{Millis, Question, render};
 use futures_util::FutureExt;
@@ -119,7 +120,7 @@ async fn drive(
         (_, Err(interrupt)) if replayed_later(&interrupt) => {
             tracing::warn!(run_id = %run.id, error = %interrupt, "run stopped; it will be replayed from its journal");
         }
-        (Some(question), _) => park(bridge, run, &owner, question).await,
+        (Some(suspension), _) => park(bridge, run, &owner, suspension).await,
         (None, result) => finish(bridge, run, &owner, result).await,
     }
 }
@@ -175,16 +176,22 @@ fn spawn_heartbeat(bridge: &Bridge, ctx: FlowContext) -> tokio::task::JoinHandle
     })
 }
 
-/// Saves the run as waiting on `question`. If the question was resolved while the function
-/// still ran (so its resume found the run busy), the save says so and the run is taken again at
-/// once.
-async fn park(bridge: &Bridge, mut run: Run, owner: &str, question: Question) {
+/// Saves the run as waiting on its question — storing the question with it, in one step, when
+/// it is new. If the question was resolved while the function still ran (so its resume found the
+/// run busy), the save says so and the run is taken again at once.
+async fn park(bridge: &Bridge, mut run: Run, owner: &str, suspension: Suspension) {
+    let Suspension { question, stored } = suspension;
     run.state = RunState::Waiting;
     run.waiting_on = Some(question.id.clone());
     run.owner = None;
     run.lease_until = None;
     run.updated_at = Millis::now();
-    let Ok(saved) = persist(bridge, &run, owner).await else {
+    let saved = if stored {
+        persist(bridge, &run, owner).await
+    } else {
+        park_with_question(bridge, &run, owner, &question).await
+    };
+    let Ok(saved) = saved else {
         return;
     };
     // Waiters here hear of it at once; other processes through the store's event.
@@ -205,6 +212,37 @@ async fn park(bridge: &Bridge, mut run: Run, owner: &str, question: Question) {
     }
 }
 
+/// Stores a run's new question and parks the run on it, in one step. A question already stored
+/// under its id (a replay after a crash in an older version) is checked — it must be this run's,
+/// asked the same way, and readable — and the run parks on it; if the check fails, so does the run.
+async fn park_with_question(
+    bridge: &Bridge,
+    run: &Run,
+    owner: &str,
+    question: &Question,
+) -> Result<Saved, Interrupt> {
+    let saved = match bridge.store().park_run(run, owner, question).await? {
+        Parked::Saved(saved) => saved,
+        Parked::QuestionTaken => {
+            if let Err(error) = bridge.existing_for_run(question).await {
+                let interrupt = Interrupt::from(error);
+                if !replayed_later(&interrupt) {
+                    finish(bridge, run.clone(), owner, Err(interrupt)).await;
+                    return Err(Interrupt::Superseded);
+                }
+                return Err(interrupt);
+            }
+            return persist(bridge, run, owner).await;
+        }
+    };
+    if saved == Saved::Lost {
+        tracing::warn!(run_id = %run.id, "run taken over by another process; stopping here");
+        return Err(Interrupt::Superseded);
+    }
+    bridge.introduce(question.clone()).await?;
+    Ok(saved)
+}
+
 /// Records the run's end, then reports it.
 async fn finish(bridge: &Bridge, mut run: Run, owner: &str, result: FlowResult) {
     let (state, text) = match result {
@@ -220,9 +258,17 @@ async fn finish(bridge: &Bridge, mut run: Run, owner: &str, result: FlowResult) 
     run.result = Some(text);
     run.waiting_on = None;
     run.updated_at = Millis::now();
+    if run.origin.chat.is_none() {
+        // Nowhere to post it: recording the result is reporting it, in one write.
+        run.reported = true;
+        run.owner = None;
+        run.lease_until = None;
+    }
     if persist(bridge, &run, owner).await.is_ok() {
         bridge.run_news(&run, None);
-        report(bridge, run, owner).await;
+        if !run.reported {
+            report(bridge, run, owner).await;
+        }
     }
 }
 

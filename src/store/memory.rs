@@ -3,8 +3,8 @@
 
 use super::{
     Admin, AuditLog, ClaimOptions, Claimed, Counts, Dedupe, Deliveries, EVENT_BUFFER, Event,
-    Events, FINAL, Inserted, ListFilter, Outbox, Questions, Result, Rules, Runs, Saved, Shown,
-    StoreOptions, Work,
+    Events, FINAL, Inserted, ListFilter, Outbox, Parked, Questions, Result, Rules, Runs, Saved,
+    Shown, StoreOptions, Work,
 };
 use askbridge_core::Status;
 use askbridge_core::audit::{AuditEntry, AuditFilter};
@@ -353,6 +353,29 @@ impl Runs for MemoryStore {
             let _ = self.events.send(event);
         }
         Ok(saved)
+    }
+
+    async fn park_run(&self, run: &Run, owner: &str, question: &Question) -> Result<Parked> {
+        {
+            let mut state = self.state();
+            let held = state
+                .runs
+                .get(&run.id)
+                .is_some_and(|stored| stored.owner.as_deref() == Some(owner));
+            if !held {
+                return Ok(Parked::Saved(Saved::Lost));
+            }
+            if state.questions.contains_key(&question.id) {
+                return Ok(Parked::QuestionTaken);
+            }
+            state
+                .questions
+                .insert(question.id.clone(), question.clone());
+            state.set_due(&question.id, question.expires_at);
+        }
+        // Announced before the run's event, as a script would: the question exists first.
+        self.announce(question);
+        Ok(Parked::Saved(self.save_run(run, owner).await?))
     }
 
     async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<RunId>> {

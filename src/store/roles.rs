@@ -8,7 +8,9 @@
 //! embedded store), so no crash can leave a resolution that nobody hears about.
 
 use super::Result;
-use super::{ClaimOptions, Claimed, Counts, Event, Inserted, ListFilter, Saved, Shown, Work};
+use super::{
+    ClaimOptions, Claimed, Counts, Event, Inserted, ListFilter, Parked, Saved, Shown, Work,
+};
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run};
 use askbridge_core::{Claim, Millis, Question, QuestionId, Rule, RuleId, RunId};
@@ -133,6 +135,12 @@ pub trait Runs: Send + Sync {
     /// ([`Event::of_run`]); a run that parks learns in the same step whether its question was
     /// resolved meanwhile.
     async fn save_run(&self, run: &Run, owner: &str) -> Result<Saved>;
+
+    /// Parks `run` (held by `owner`, now waiting on `question`) and stores `question` with it, in
+    /// one step: [`Questions::insert`] and [`Runs::save_run`] together, so a run never waits on a
+    /// question that is not stored. Nothing is written when `owner` no longer holds the run, or
+    /// when a question with that id exists.
+    async fn park_run(&self, run: &Run, owner: &str, question: &Question) -> Result<Parked>;
 
     /// Runs needing an executor whose lease ran out before `now`.
     async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<RunId>>;

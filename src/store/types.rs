@@ -103,7 +103,7 @@ impl EventKind {
 /// records of a few hundred bytes; boxing one would only add an allocation per event.)
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, try_from = "EventWire")]
 pub enum Event {
     /// About a question.
     Question {
@@ -119,6 +119,35 @@ pub enum Event {
         /// The run afterwards.
         run: Run,
     },
+}
+
+/// How an event reads: one struct with either member, so reading needs no buffering (every
+/// process reads every event).
+#[derive(Deserialize)]
+struct EventWire {
+    kind: EventKind,
+    #[serde(default)]
+    question: Option<Question>,
+    #[serde(default)]
+    run: Option<Run>,
+}
+
+impl TryFrom<EventWire> for Event {
+    type Error = &'static str;
+
+    fn try_from(wire: EventWire) -> std::result::Result<Self, Self::Error> {
+        match (wire.question, wire.run) {
+            (Some(question), _) => Ok(Event::Question {
+                kind: wire.kind,
+                question,
+            }),
+            (None, Some(run)) => Ok(Event::Run {
+                kind: wire.kind,
+                run,
+            }),
+            (None, None) => Err("an event carries a question or a run"),
+        }
+    }
 }
 
 impl Event {
@@ -299,4 +328,15 @@ pub enum Saved {
     /// Written as waiting, but the question it waits on was resolved meanwhile (its resume found
     /// the run still busy): take the run up again.
     WaitsOnResolved,
+}
+
+/// What parking a run on a new question did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Parked {
+    /// The question was stored, and the run saved as this says ([`Saved::Lost`]: the run is
+    /// held by another, and nothing at all was written).
+    Saved(Saved),
+    /// A question with its id exists already (a replay after a crash, or an approval stored
+    /// when asked): nothing was written; check it and save the run on its own.
+    QuestionTaken,
 }

@@ -11,7 +11,7 @@ use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::{
     Admin, AuditLog, ClaimOptions, Claimed, Counts, Dedupe, Deliveries, Event, Events, Inserted,
-    ListFilter, Outbox, Questions, Result, Rules, Runs, Saved, Shown, StoreOptions, Work,
+    ListFilter, Outbox, Parked, Questions, Result, Rules, Runs, Saved, Shown, StoreOptions, Work,
 };
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Origin, Run, RunState};
@@ -144,6 +144,9 @@ impl Runs for CountingStore {
     }
     async fn save_run(&self, run: &Run, owner: &str) -> Result<Saved> {
         self.inner.save_run(run, owner).await
+    }
+    async fn park_run(&self, run: &Run, owner: &str, question: &Question) -> Result<Parked> {
+        self.inner.park_run(run, owner, question).await
     }
     async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<RunId>> {
         self.inner.expired_runs(now, limit).await

@@ -4,7 +4,7 @@ use super::EmbeddedStore;
 use super::records::append_audit_in;
 use super::tables::{
     BY_SESSION, BY_TARGET, CREATED, DONE, DUE, DUE_AT, EFFECTS, ID_END, QUESTIONS, RUNS, SHOWN,
-    decode, decode_run, encode, ids_under, index_state, put_run, set_due,
+    decode, decode_run, encode, ids_under, index_state, insert_question, put_run, set_due,
 };
 use crate::store::{
     ClaimOptions, Claimed, Counts, Deliveries, Error, FINAL, Inserted, ListFilter, Outbox,
@@ -88,26 +88,7 @@ fn load(txn: &ReadTransaction, ids: impl IntoIterator<Item = String>) -> Result<
 impl Questions for EmbeddedStore {
     async fn insert(&self, question: &Question) -> Result<Inserted> {
         let stored = question.clone();
-        let inserted = self
-            .write(move |txn| {
-                let id = stored.id.as_str();
-                let mut questions = txn.open_table(QUESTIONS)?;
-                if questions.get(id)?.is_some() {
-                    return Ok(Inserted::Taken);
-                }
-                questions.insert(id, encode(&stored).as_str())?;
-                txn.open_table(BY_SESSION)?
-                    .insert((stored.session_id.as_str(), id), ())?;
-                txn.open_table(CREATED)?
-                    .insert((stored.created_at.0, id), ())?;
-                let mut by_target = txn.open_table(BY_TARGET)?;
-                for target in &stored.targets {
-                    by_target.insert((target.as_str(), id), ())?;
-                }
-                set_due(txn, id, stored.expires_at.0)?;
-                Ok(Inserted::Created)
-            })
-            .await?;
+        let inserted = self.write(move |txn| insert_question(txn, &stored)).await?;
         if inserted == Inserted::Created {
             self.announce(question);
         }

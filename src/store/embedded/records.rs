@@ -3,12 +3,12 @@
 use super::EmbeddedStore;
 use super::tables::{
     AUDIT, ID_END, QUESTIONS, RULES, RUN_LEASE_AT, RUN_LEASES, RUNS, SEEN, decode, decode_rule,
-    decode_run, put_run,
+    decode_run, insert_question, put_run,
 };
-use crate::store::{AuditLog, Dedupe, Error, Event, Inserted, Result, Rules, Runs, Saved};
+use crate::store::{AuditLog, Dedupe, Error, Event, Inserted, Parked, Result, Rules, Runs, Saved};
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run, RunState};
-use askbridge_core::{Millis, QuestionId, Rule, RuleId, RunId};
+use askbridge_core::{Millis, Question, QuestionId, Rule, RuleId, RunId};
 use async_trait::async_trait;
 use redb::{ReadableTable, WriteTransaction};
 use std::time::Duration;
@@ -25,6 +25,40 @@ pub(super) fn append_audit_in(txn: &WriteTransaction, entry: &AuditEntry) -> Res
         .map_or(0, |(key, _)| key.value().1 + 1);
     audit.insert((entry.at.0, sequence), json.as_str())?;
     Ok(())
+}
+
+/// Whether `owner` holds the stored run.
+fn holds(txn: &WriteTransaction, run: &Run, owner: &str) -> Result<bool> {
+    let stored = txn
+        .open_table(RUNS)?
+        .get(run.id.as_str())?
+        .map(|json| decode_run(json.value()));
+    Ok(stored
+        .transpose()?
+        .is_some_and(|s| s.owner.as_deref() == Some(owner)))
+}
+
+/// Writes `run` if `owner` holds it (see [`Runs::save_run`]).
+fn save_run(txn: &WriteTransaction, run: &Run, owner: &str) -> Result<Saved> {
+    if !holds(txn, run, owner)? {
+        return Ok(Saved::Lost);
+    }
+    put_run(txn, run)?;
+    let waited = run
+        .waiting_on
+        .as_ref()
+        .filter(|_| run.state == RunState::Waiting);
+    let Some(waited) = waited else {
+        return Ok(Saved::Written);
+    };
+    let question = txn
+        .open_table(QUESTIONS)?
+        .get(waited.as_str())?
+        .map(|json| decode(json.value()));
+    Ok(match question.transpose()? {
+        Some(question) if !question.is_pending() => Saved::WaitsOnResolved,
+        _ => Saved::Written,
+    })
 }
 
 #[async_trait]
@@ -88,40 +122,34 @@ impl Runs for EmbeddedStore {
     async fn save_run(&self, run: &Run, owner: &str) -> Result<Saved> {
         let event = Event::of_run(run);
         let (run, owner) = (run.clone(), owner.to_owned());
-        let saved = self
-            .write(move |txn| {
-                let stored = txn
-                    .open_table(RUNS)?
-                    .get(run.id.as_str())?
-                    .map(|json| decode_run(json.value()));
-                let held = stored
-                    .transpose()?
-                    .is_some_and(|s| s.owner.as_deref() == Some(owner.as_str()));
-                if !held {
-                    return Ok(Saved::Lost);
-                }
-                put_run(txn, &run)?;
-                let waited = run
-                    .waiting_on
-                    .as_ref()
-                    .filter(|_| run.state == RunState::Waiting);
-                let Some(waited) = waited else {
-                    return Ok(Saved::Written);
-                };
-                let question = txn
-                    .open_table(QUESTIONS)?
-                    .get(waited.as_str())?
-                    .map(|json| decode(json.value()));
-                Ok(match question.transpose()? {
-                    Some(question) if !question.is_pending() => Saved::WaitsOnResolved,
-                    _ => Saved::Written,
-                })
-            })
-            .await?;
+        let saved = self.write(move |txn| save_run(txn, &run, &owner)).await?;
         if let (Saved::Written | Saved::WaitsOnResolved, Some(event)) = (saved, event) {
             let _ = self.events.send(event);
         }
         Ok(saved)
+    }
+
+    async fn park_run(&self, run: &Run, owner: &str, question: &Question) -> Result<Parked> {
+        let event = Event::of_run(run);
+        let (run, owner, stored) = (run.clone(), owner.to_owned(), question.clone());
+        let parked = self
+            .write(move |txn| {
+                if !holds(txn, &run, &owner)? {
+                    return Ok(Parked::Saved(Saved::Lost));
+                }
+                if insert_question(txn, &stored)? == Inserted::Taken {
+                    return Ok(Parked::QuestionTaken);
+                }
+                Ok(Parked::Saved(save_run(txn, &run, &owner)?))
+            })
+            .await?;
+        if let Parked::Saved(Saved::Written | Saved::WaitsOnResolved) = parked {
+            self.announce(question);
+            if let Some(event) = event {
+                let _ = self.events.send(event);
+            }
+        }
+        Ok(parked)
     }
 
     async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<RunId>> {

@@ -1,6 +1,6 @@
 //! The embedded store's tables, the codecs of its records, and the index helpers every role uses.
 
-use crate::store::{Error, Result};
+use crate::store::{Error, Inserted, Result};
 use askbridge_core::run::Run;
 use askbridge_core::{Question, Rule};
 use redb::{ReadableTable, TableDefinition, WriteTransaction};
@@ -166,4 +166,24 @@ pub(super) fn ids_under(
         ids.push(k.value().1.to_owned());
     }
     Ok(ids)
+}
+
+/// Stores `question` with its index entries unless its id is taken (see [`Questions::insert`]).
+pub(super) fn insert_question(txn: &WriteTransaction, question: &Question) -> Result<Inserted> {
+    let id = question.id.as_str();
+    let mut questions = txn.open_table(QUESTIONS)?;
+    if questions.get(id)?.is_some() {
+        return Ok(Inserted::Taken);
+    }
+    questions.insert(id, encode(question).as_str())?;
+    txn.open_table(BY_SESSION)?
+        .insert((question.session_id.as_str(), id), ())?;
+    txn.open_table(CREATED)?
+        .insert((question.created_at.0, id), ())?;
+    let mut by_target = txn.open_table(BY_TARGET)?;
+    for target in &question.targets {
+        by_target.insert((target.as_str(), id), ())?;
+    }
+    set_due(txn, id, question.expires_at.0)?;
+    Ok(Inserted::Created)
 }

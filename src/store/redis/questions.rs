@@ -15,6 +15,7 @@ use askbridge_core::{
     Claim, ClaimOutcome, Kind, Millis, Question, QuestionId, Status, Target, Transition,
 };
 use async_trait::async_trait;
+use redis::ScriptInvocation;
 use std::time::Duration;
 
 /// How many questions one pipelined read loads.
@@ -124,16 +125,20 @@ fn work_of(shown: Vec<String>, done: Vec<String>) -> Work {
     }
 }
 
-#[async_trait]
-impl Questions for RedisStore {
-    async fn insert(&self, question: &Question) -> Result<Inserted> {
+impl RedisStore {
+    /// Adds what `lib/insert_question.lua` takes for `question` to `invocation`; returns the
+    /// question's JSON as stored.
+    pub(super) fn push_insert(
+        &self,
+        question: &Question,
+        invocation: &mut ScriptInvocation,
+    ) -> String {
         let id = question.id.as_str();
         let bucket = question_bucket(id);
         let json = as_asked(question);
         // A session's set lives as long as its newest question can, and then some.
         let session_ttl = self.options.retention + MAX_TIMEOUT;
         let target_ttl = question.remaining(Millis::now()) + TARGET_GRACE;
-        let mut invocation = INSERT.prepare_invoke();
         invocation
             .key(self.keys.question(id))
             .key(self.keys.open(bucket))
@@ -152,13 +157,24 @@ impl Questions for RedisStore {
             .arg("")
             .arg(EVENTS_MAXLEN)
             .arg(target_ttl.as_millis() as u64);
+        json
+    }
+}
+
+#[async_trait]
+impl Questions for RedisStore {
+    async fn insert(&self, question: &Question) -> Result<Inserted> {
+        let mut invocation = INSERT.prepare_invoke();
+        let json = self.push_insert(question, &mut invocation);
         let created: i64 = self.invoke("insert", &invocation).await?;
         if created == 1 {
             return Ok(Inserted::Created);
         }
         // Our own earlier attempt may have landed before a connection error hid its reply.
         let mut stored = redis::cmd("HGET");
-        stored.arg(self.keys.question(id)).arg("q");
+        stored
+            .arg(self.keys.question(question.id.as_str()))
+            .arg("q");
         let stored: Option<String> = self.query("hget", &stored).await?;
         Ok(if stored.as_deref() == Some(json.as_str()) {
             Inserted::Created

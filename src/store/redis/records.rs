@@ -4,12 +4,16 @@ use super::RedisStore;
 use super::codec::{RunFields, assemble_run, kept_apart_members, pairs};
 use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, question_bucket, rule_bucket, run_bucket};
-use super::scripts::{ACQUIRE_RUN, INSERT_RUN, SAVE_RUN};
-use crate::store::{AuditLog, Dedupe, Error, Event, Inserted, Result, Rules, Runs, Saved};
+use super::scripts::{ACQUIRE_RUN, INSERT_RUN, PARK, SAVE_RUN};
+use crate::store::{
+    AuditLog, Dedupe, Error, Event, Inserted, Parked, Questions, Result, Rules, Runs, Saved,
+};
+use askbridge_core::Question;
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run};
 use askbridge_core::{Kind, Millis, Resolution, Rule, RuleId, RunId, Status};
 use async_trait::async_trait;
+use redis::ScriptInvocation;
 use redis::streams::StreamRangeReply;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -19,6 +23,54 @@ const AUDIT_PAGE: usize = 500;
 
 fn corrupt_rule(error: serde_json::Error) -> Error {
     Error::corrupt("a rule in Redis", error)
+}
+
+/// What `lib/save_run.lua` answered.
+fn saved_of(code: i64) -> Saved {
+    match code {
+        0 => Saved::Lost,
+        2 => Saved::WaitsOnResolved,
+        _ => Saved::Written,
+    }
+}
+
+impl RedisStore {
+    /// Adds what `lib/save_run.lua` takes for `run` to `invocation`.
+    pub(super) fn push_save(&self, run: &Run, owner: &str, invocation: &mut ScriptInvocation) {
+        let ttl = if run.state.is_final() && run.reported {
+            self.options.retention.as_millis() as u64
+        } else {
+            0
+        };
+        let event = Event::of_run(run)
+            .map(|event| event.kind().name())
+            .unwrap_or_default();
+        let bucket = run_bucket(run.id.as_str());
+        let fields = RunFields::of(run);
+        let run_key = self.keys.run(run.id.as_str());
+        // The question it waits on shares its bucket (see `keys`), so the script can look at it.
+        let waited = match &run.waiting_on {
+            Some(question) if question_bucket(question.as_str()) == bucket => {
+                self.keys.question(question.as_str())
+            }
+            _ => run_key.clone(),
+        };
+        invocation
+            .key(&run_key)
+            .key(self.keys.run_data(run.id.as_str()))
+            .key(self.keys.runs(bucket))
+            .key(self.keys.events(bucket))
+            .key(waited)
+            .arg(owner);
+        fields.push(invocation);
+        invocation
+            .arg(ttl)
+            .arg(&fields.lease_score)
+            .arg(run.id.as_str())
+            .arg(event)
+            .arg(EVENTS_MAXLEN)
+            .arg(kept_apart_members(run));
+    }
 }
 
 #[async_trait]
@@ -87,45 +139,27 @@ impl Runs for RedisStore {
     }
 
     async fn save_run(&self, run: &Run, owner: &str) -> Result<Saved> {
-        let ttl = if run.state.is_final() && run.reported {
-            self.options.retention.as_millis() as u64
-        } else {
-            0
-        };
-        let event = Event::of_run(run)
-            .map(|event| event.kind().name())
-            .unwrap_or_default();
-        let bucket = run_bucket(run.id.as_str());
-        let fields = RunFields::of(run);
-        let run_key = self.keys.run(run.id.as_str());
-        // The question it waits on shares its bucket (see `keys`), so the script can look at it.
-        let waited = match &run.waiting_on {
-            Some(question) if question_bucket(question.as_str()) == bucket => {
-                self.keys.question(question.as_str())
-            }
-            _ => run_key.clone(),
-        };
         let mut invocation = SAVE_RUN.prepare_invoke();
-        invocation
-            .key(&run_key)
-            .key(self.keys.run_data(run.id.as_str()))
-            .key(self.keys.runs(bucket))
-            .key(self.keys.events(bucket))
-            .key(waited)
-            .arg(owner);
-        fields.push(&mut invocation);
-        invocation
-            .arg(ttl)
-            .arg(&fields.lease_score)
-            .arg(run.id.as_str())
-            .arg(event)
-            .arg(EVENTS_MAXLEN)
-            .arg(kept_apart_members(run));
+        self.push_save(run, owner, &mut invocation);
         let saved: i64 = self.invoke("save run", &invocation).await?;
-        Ok(match saved {
-            0 => Saved::Lost,
-            2 => Saved::WaitsOnResolved,
-            _ => Saved::Written,
+        Ok(saved_of(saved))
+    }
+
+    async fn park_run(&self, run: &Run, owner: &str, question: &Question) -> Result<Parked> {
+        if question_bucket(question.id.as_str()) != run_bucket(run.id.as_str()) {
+            // Not derived beside the run (see `keys`): two steps, question first.
+            return Ok(match self.insert(question).await? {
+                Inserted::Created => Parked::Saved(self.save_run(run, owner).await?),
+                Inserted::Taken => Parked::QuestionTaken,
+            });
+        }
+        let mut invocation = PARK.prepare_invoke();
+        self.push_save(run, owner, &mut invocation);
+        self.push_insert(question, &mut invocation);
+        let code: i64 = self.invoke("park run", &invocation).await?;
+        Ok(match code {
+            -1 => Parked::QuestionTaken,
+            code => Parked::Saved(saved_of(code)),
         })
     }
 

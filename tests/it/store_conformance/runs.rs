@@ -3,7 +3,7 @@
 
 use super::Fixture;
 use askbridge::store::ClaimOptions;
-use askbridge::store::{Inserted, Saved};
+use askbridge::store::{Inserted, ListFilter, Parked, Saved};
 use askbridge_core::run::{Acquire, JournalEntry, Origin, Run, RunState};
 use askbridge_core::{Millis, RunId};
 
@@ -211,6 +211,7 @@ conformance!(
     saving_a_run_is_fenced_by_its_owner,
     an_abandoned_run_leaves_recovery,
     a_parking_run_learns_its_question_was_answered_meanwhile,
+    parking_stores_the_new_question_with_the_run,
 );
 
 async fn a_parking_run_learns_its_question_was_answered_meanwhile(f: Fixture) {
@@ -243,5 +244,60 @@ async fn a_parking_run_learns_its_question_was_answered_meanwhile(f: Fixture) {
     assert_eq!(
         f.store.save_run(&r, "p1").await.unwrap(),
         Saved::WaitsOnResolved
+    );
+}
+
+async fn parking_stores_the_new_question_with_the_run(f: Fixture) {
+    let mut r = run();
+    f.store.insert_run(&r).await.unwrap();
+    let question = askbridge_core::NewQuestion::ask("Go?")
+        .session(r.session_id())
+        .into_question(
+            r.question_id(0),
+            Millis::now(),
+            askbridge_core::question::DEFAULT_TIMEOUT,
+        )
+        .unwrap();
+    r.state = RunState::Waiting;
+    r.waiting_on = Some(question.id.clone());
+    // A stranger to the run writes nothing: neither the run nor the question.
+    assert_eq!(
+        f.store.park_run(&r, "p2", &question).await.unwrap(),
+        Parked::Saved(Saved::Lost)
+    );
+    assert!(f.store.get(&question.id).await.unwrap().is_none());
+    assert_eq!(
+        f.store.park_run(&r, "p1", &question).await.unwrap(),
+        Parked::Saved(Saved::Written)
+    );
+    assert_eq!(
+        f.store.get(&question.id).await.unwrap(),
+        Some(question.clone())
+    );
+    assert_eq!(f.store.get_run(&r.id).await.unwrap(), Some(r.clone()));
+    // It is in the indexes like any asked question.
+    let listed = f
+        .store
+        .list(&ListFilter {
+            session_id: Some(r.session_id()),
+            ..ListFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    // Parking on an id that is taken writes nothing, not even the run.
+    let mut again = r.clone();
+    again.state = RunState::Running;
+    assert_eq!(
+        f.store.save_run(&again, "p1").await.unwrap(),
+        Saved::Written
+    );
+    assert_eq!(
+        f.store.park_run(&r, "p1", &question).await.unwrap(),
+        Parked::QuestionTaken
+    );
+    assert_eq!(
+        f.store.get_run(&r.id).await.unwrap().unwrap().state,
+        RunState::Running
     );
 }

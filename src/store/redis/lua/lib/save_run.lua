@@ -1,0 +1,35 @@
+-- Writes a run if `owner` holds it, keeps the lease index in step, announces a run that parked
+-- or ended, and tells a parking run whether its question was resolved meanwhile.
+-- K (keys): 1 run fields, 2 run data, 3 lease index, 4 events stream, 5 the question it waits on
+--       (the run's own key when none).
+-- A (arguments): 1 owner, 2 data, 3 state, 4 waiting_on, 5 new owner, 6 lease_until, 7 reported,
+--       8 updated_at, 9 TTL ms (0 for none), 10 lease score ('' when it needs no executor),
+--       11 run id, 12 the event's kind ('' for none), 13 events maxlen, 14 the fields kept
+--       apart as JSON members (`,"state":...`), for the event.
+-- Returns 0 when `owner` no longer holds it, 1 when written, 2 when written waiting on a
+-- question that is no longer pending.
+local function save_run(K, A)
+    if redis.call('HGET', K[1], 'owner') ~= A[1] then return 0 end
+    redis.call('SET', K[2], A[2])
+    redis.call('HSET', K[1], 'state', A[3], 'waiting_on', A[4],
+        'owner', A[5], 'lease_until', A[6], 'reported', A[7], 'updated_at', A[8])
+    if A[9] ~= '0' then
+        redis.call('PEXPIRE', K[1], A[9])
+        redis.call('PEXPIRE', K[2], A[9])
+    end
+    if A[10] ~= '' then
+        redis.call('ZADD', K[3], A[10], A[11])
+    else
+        redis.call('ZREM', K[3], A[11])
+    end
+    if A[12] ~= '' then
+        local event = '{"kind":"' .. A[12] .. '","run":' .. string.sub(A[2], 1, -2) ..
+            A[14] .. '}}'
+        redis.call('XADD', K[4], 'MAXLEN', '~', A[13], '*', 'data', event)
+    end
+    if A[3] == 'waiting' and K[5] ~= K[1] then
+        local status = redis.call('HGET', K[5], 'status')
+        if status and status ~= 'pending' then return 2 end
+    end
+    return 1
+end
