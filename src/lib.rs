@@ -39,11 +39,13 @@ pub mod bridge;
 pub mod config;
 pub mod console;
 pub mod demo;
+pub mod egress;
 mod error;
 pub mod flows;
 pub mod http;
 pub mod metrics;
 pub mod runtime;
+pub mod server;
 pub mod signing;
 pub mod store;
 

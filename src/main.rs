@@ -6,7 +6,7 @@ use askbridge::bridge::Bridge;
 use askbridge::config::{self, Config, StoreChoice};
 use askbridge::console::Console;
 use askbridge::flows::http::HttpFlow;
-use askbridge::http::{AppState, app};
+use askbridge::http::{AppState, HostPolicy, app};
 use askbridge::store::StoreOptions;
 use askbridge::{BridgeOptions, runtime};
 use askbridge_core::audit::AuditEntry;
@@ -151,6 +151,9 @@ async fn open_bridge(config: &Config, default_targets: Vec<Target>) -> anyhow::R
         signing_secret: config.flow_secret.clone(),
         approvers: config.approvers.clone(),
         flow_starters: config.flow_starters.clone(),
+        callback_egress: askbridge::egress::Egress::public_only()
+            .allow(&config.callback_allow)
+            .map_err(anyhow::Error::msg)?,
     };
     Ok(Bridge::new(store, options))
 }
@@ -251,23 +254,43 @@ fn warn_if_exposed(config: &Config) {
     }
 }
 
+/// The HTTP server's limits as configured.
+fn serve_options(config: &Config) -> askbridge::server::ServeOptions {
+    askbridge::server::ServeOptions {
+        max_connections: config.max_connections,
+        ..Default::default()
+    }
+}
+
+/// The HTTP application's state as configured.
+fn app_state(config: &Config, bridge: &Bridge) -> AppState {
+    AppState::new(bridge.clone(), config.api_token.as_ref())
+        .with_hosts(HostPolicy::local().allow(&config.allowed_hosts))
+        .with_public_metrics(config.metrics_public)
+}
+
 async fn serve(args: Args) -> anyhow::Result<()> {
     let config = load_config(&args)?;
     init_logging(&config.log);
     let bridge = open_bridge(&config, config.default_targets.clone()).await?;
     register_flows(&config, &bridge, config.example_flows)?;
     let mut tasks = Vec::new();
-    let state = AppState::new(bridge.clone(), config.api_token.as_ref());
+    let state = app_state(&config, &bridge);
     let state = start_chat_adapters(&config, &bridge, state, &mut tasks).await?;
     tasks.extend(bridge.start().await?);
     let listener = bind(&config).await?;
     warn_if_exposed(&config);
     tracing::info!(addr = %listener.local_addr()?, surfaces = ?bridge.surfaces(), "askbridge serving");
     let shutdown_bridge = bridge.clone();
-    runtime::serve(listener, app(state), async move {
-        runtime::termination().await;
-        shutdown_bridge.shutdown();
-    })
+    runtime::serve(
+        listener,
+        app(state),
+        async move {
+            runtime::termination().await;
+            shutdown_bridge.shutdown();
+        },
+        serve_options(&config),
+    )
     .await?;
     bridge.shutdown();
     for task in tasks {
@@ -288,16 +311,21 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     let console = Console::stdout();
     bridge.add_channel(Arc::new(console.clone()));
     let mut tasks = Vec::new();
-    let state = AppState::new(bridge.clone(), config.api_token.as_ref());
+    let state = app_state(&config, &bridge);
     let state = start_chat_adapters(&config, &bridge, state, &mut tasks).await?;
     tasks.extend(bridge.start().await?);
     let listener = bind(&config).await?;
     let addr = listener.local_addr()?;
     let server_bridge = bridge.clone();
-    let server = tokio::spawn(runtime::serve(listener, app(state), async move {
-        let mut signal = server_bridge.shutdown_signal();
-        let _ = signal.wait_for(|stopped| *stopped).await;
-    }));
+    let server = tokio::spawn(runtime::serve(
+        listener,
+        app(state),
+        async move {
+            let mut signal = server_bridge.shutdown_signal();
+            let _ = signal.wait_for(|stopped| *stopped).await;
+        },
+        serve_options(&config),
+    ));
     console.print(&format!(
         "askbridge demo: the HTTP API is on http://{addr} (store: {}).\n\
          A function will now ask four questions. Answer each by typing the command shown, or just\n\

@@ -31,15 +31,15 @@ pub async fn open_store(
     })
 }
 
-/// Serves `router` on `listener` until `shutdown` completes, then lets requests in flight finish.
+/// Serves `router` on `listener` until `shutdown` completes, then lets requests in flight finish
+/// for a bounded time (see [`crate::server`]).
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
+    options: crate::server::ServeOptions,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    crate::server::serve_with(listener, router, shutdown, options).await
 }
 
 /// Completes on Ctrl-C or SIGTERM.

@@ -324,6 +324,23 @@ fn short(text: &str) -> String {
     out
 }
 
+/// A decline's message as given by a program: trimmed, empty as none, and refused when longer
+/// than an answer may be (a chat's feedback is cut instead, since the person cannot be asked to
+/// shorten a message already sent).
+pub fn decline_message(message: Option<&str>) -> Result<Option<String>, Error> {
+    let Some(message) = message.map(str::trim).filter(|m| !m.is_empty()) else {
+        return Ok(None);
+    };
+    if message.chars().count() > MAX_ANSWER_CHARS {
+        return Err(Error::NotFit {
+            reason: format!(
+                "That message is too long; the limit is {MAX_ANSWER_CHARS} characters."
+            ),
+        });
+    }
+    Ok(Some(message.to_owned()))
+}
+
 fn truncate_chars(text: &str) -> String {
     text.chars().take(MAX_ANSWER_CHARS).collect()
 }

@@ -242,8 +242,12 @@ impl Bridge {
         };
         let body = serde_json::to_vec(question).expect("a question always serialises");
         let signature = signing::sign(secret.expose().as_bytes(), Millis::now(), &body);
+        // Checked again at send time: the allow-list may have changed since it was asked.
+        if let Some(why) = self.options().callback_egress.refusal(url).await {
+            return Err(format!("callback URL refused: {why}"));
+        }
         let response = self
-            .http_client()
+            .callback_client()
             .post(url)
             .header("content-type", "application/json")
             .header(signing::SIGNATURE_HEADER, signature)

@@ -77,6 +77,9 @@ pub struct BridgeOptions {
     /// Who may start flows from a chat (`ASKBRIDGE_FLOW_STARTERS`). Empty: anyone who can write
     /// to the bot.
     pub flow_starters: Vec<Identity>,
+    /// Where callback URLs may point (`ASKBRIDGE_CALLBACK_ALLOW`): public addresses only by
+    /// default.
+    pub callback_egress: crate::egress::Egress,
 }
 
 impl Default for BridgeOptions {
@@ -88,6 +91,7 @@ impl Default for BridgeOptions {
             signing_secret: None,
             approvers: Vec::new(),
             flow_starters: Vec::new(),
+            callback_egress: crate::egress::Egress::public_only(),
         }
     }
 }
@@ -113,6 +117,8 @@ struct Inner {
     /// This process's name as a run's executor.
     owner_id: String,
     http: reqwest::Client,
+    /// For callback URLs: connects only where `callback_egress` allows.
+    callbacks: reqwest::Client,
     waiters: Waiters,
     options: BridgeOptions,
     metrics: Metrics,
@@ -154,6 +160,7 @@ impl Bridge {
                     .timeout(Duration::from_secs(15))
                     .build()
                     .expect("the HTTP client builds"),
+                callbacks: options.callback_egress.client(Duration::from_secs(15)),
                 waiters: Waiters::default(),
                 options,
                 metrics: Metrics::default(),
@@ -190,6 +197,11 @@ impl Bridge {
     /// The HTTP client for flow endpoints and callbacks.
     pub fn http_client(&self) -> &reqwest::Client {
         &self.inner.http
+    }
+
+    /// The HTTP client for callback URLs (see [`crate::egress`]).
+    pub(crate) fn callback_client(&self) -> &reqwest::Client {
+        &self.inner.callbacks
     }
 
     /// Adds a channel; questions targeted at its surface are shown through it.

@@ -39,7 +39,7 @@ impl Bridge {
 
     /// Registers a question and shows it on its targets. Returns it as stored.
     pub async fn create(&self, request: NewQuestion) -> Result<Question, Error> {
-        let request = self.vet(request)?;
+        let request = self.vet(request).await?;
         for _ in 0..ID_ATTEMPTS {
             let question = request.clone().into_question(
                 QuestionId::random(),
@@ -65,7 +65,7 @@ impl Bridge {
         request: NewQuestion,
         id: QuestionId,
     ) -> Result<Question, CreateError> {
-        let request = self.vet(request)?;
+        let request = self.vet(request).await?;
         let question = request.into_question(id, Millis::now(), self.options().default_timeout)?;
         match self.store().insert(&question).await? {
             Inserted::Created => Ok(self.introduce(question).await?),
@@ -75,22 +75,34 @@ impl Bridge {
 
     /// The question a run's request becomes under its derived id, checked but not stored: the
     /// run's park stores it (see `Runs::park_run`), then [`Bridge::introduce`] shows it.
-    pub fn prepare_for_run(&self, request: NewQuestion, id: QuestionId) -> Result<Question, Error> {
-        let request = self.vet(request)?;
+    pub async fn prepare_for_run(
+        &self,
+        request: NewQuestion,
+        id: QuestionId,
+    ) -> Result<Question, Error> {
+        let request = self.vet(request).await?;
         Ok(request.into_question(id, Millis::now(), self.options().default_timeout)?)
     }
 
     /// What every request goes through before it becomes a question: its targets must have a
-    /// channel, approvals get their approvers, callbacks need a signing key.
-    fn vet(&self, mut request: NewQuestion) -> Result<NewQuestion, Error> {
+    /// channel, approvals get their approvers, callbacks need a signing key and a host that
+    /// [`crate::egress`] allows.
+    async fn vet(&self, mut request: NewQuestion) -> Result<NewQuestion, Error> {
         self.check_targets(&request.targets)?;
         self.name_approvers(&mut request)?;
-        if request.callback_url.is_some() && self.options().signing_secret.is_none() {
-            return Err(askbridge_core::Error::Invalid {
-                field: "callback_url",
-                reason: "needs ASKBRIDGE_FLOW_SECRET, so that callbacks are signed".into(),
-            }
-            .into());
+        let Some(url) = &request.callback_url else {
+            return Ok(request);
+        };
+        let refused = |reason: String| askbridge_core::Error::Invalid {
+            field: "callback_url",
+            reason,
+        };
+        if self.options().signing_secret.is_none() {
+            let why = "needs ASKBRIDGE_FLOW_SECRET, so that callbacks are signed";
+            return Err(refused(why.into()).into());
+        }
+        if let Some(why) = self.options().callback_egress.refusal(url).await {
+            return Err(refused(why).into());
         }
         Ok(request)
     }

@@ -180,9 +180,8 @@ impl Bridge {
                 reply.message.clone(),
                 reply.digest.as_deref(),
             ),
-            Said::Decline(message) => Ok(Transition::Decline {
-                message: message.clone(),
-            }),
+            Said::Decline(message) => askbridge_core::answer::decline_message(message.as_deref())
+                .map(|message| Transition::Decline { message }),
             Said::Transition(transition) => Ok(transition.clone()),
         };
         match transition {

@@ -15,7 +15,7 @@ use std::time::Duration;
 mod parse;
 mod vars;
 
-use parse::{default_data_dir, identities, parse_flows, seconds};
+use parse::{default_data_dir, flag, identities, list, parse_flows, seconds};
 pub use vars::*;
 
 /// Which store to use.
@@ -106,6 +106,14 @@ pub struct Config {
     pub audit_retention: Duration,
     /// See [`FLOW_STARTERS`].
     pub flow_starters: Vec<Identity>,
+    /// See [`ALLOWED_HOSTS`] (with the host of [`TELEGRAM_WEBHOOK_URL`]).
+    pub allowed_hosts: Vec<String>,
+    /// See [`METRICS_PUBLIC`].
+    pub metrics_public: bool,
+    /// See [`CALLBACK_ALLOW`].
+    pub callback_allow: Vec<String>,
+    /// See [`MAX_CONNECTIONS`].
+    pub max_connections: usize,
 }
 
 impl Config {
@@ -233,15 +241,34 @@ impl Config {
                 ),
             });
         }
-        let example_flows = match get(EXAMPLE_FLOWS).as_deref() {
-            None | Some("false" | "0" | "no") => false,
-            Some("true" | "1" | "yes") => true,
-            Some(other) => {
-                return Err(ConfigError {
-                    variable: EXAMPLE_FLOWS,
-                    reason: format!("`{other}` is not true or false"),
-                });
-            }
+        let example_flows = flag(&get, EXAMPLE_FLOWS, false)?;
+        let callback_allow = list(&get, CALLBACK_ALLOW);
+        crate::egress::Egress::public_only()
+            .allow(&callback_allow)
+            .map_err(|reason| ConfigError {
+                variable: CALLBACK_ALLOW,
+                reason,
+            })?;
+        let mut allowed_hosts = list(&get, ALLOWED_HOSTS);
+        // Telegram posts its webhook to this name.
+        if let Some(host) = telegram
+            .as_ref()
+            .and_then(|t| t.webhook_url.as_deref())
+            .and_then(|url| reqwest::Url::parse(url).ok())
+            .and_then(|url| url.host_str().map(str::to_owned))
+        {
+            allowed_hosts.push(host);
+        }
+        let max_connections = match get(MAX_CONNECTIONS) {
+            None => 1024,
+            Some(text) => text
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| ConfigError {
+                    variable: MAX_CONNECTIONS,
+                    reason: format!("`{text}` is not a positive whole number"),
+                })?,
         };
         Ok(Config {
             http_addr,
@@ -265,6 +292,10 @@ impl Config {
                 .into_iter()
                 .map(Identity::new)
                 .collect(),
+            allowed_hosts,
+            metrics_public: flag(&get, METRICS_PUBLIC, false)?,
+            callback_allow,
+            max_connections,
         })
     }
 }
@@ -311,6 +342,9 @@ mod tests {
             (EXAMPLE_FLOWS, "maybe"),
             (APPROVERS, "alice"),
             (AUDIT_RETENTION, "forever"),
+            (CALLBACK_ALLOW, "10.0.0.0/99"),
+            (METRICS_PUBLIC, "sometimes"),
+            (MAX_CONNECTIONS, "0"),
         ] {
             match config(&[(variable, value)]) {
                 Err(ConfigError {

@@ -86,3 +86,32 @@ pub(super) fn default_data_dir(lookup: &impl Fn(&str) -> Option<String>) -> Path
         None => PathBuf::from("askbridge-data"),
     }
 }
+
+/// A comma-separated list of words.
+pub(super) fn list(get: &impl Fn(&str) -> Option<String>, variable: &str) -> Vec<String> {
+    get(variable)
+        .map(|text| {
+            text.split(',')
+                .map(|t| t.trim().to_owned())
+                .filter(|t| !t.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `true` or `false` (also 1/0, yes/no); `default` when unset.
+pub(super) fn flag(
+    get: &impl Fn(&str) -> Option<String>,
+    variable: &'static str,
+    default: bool,
+) -> Result<bool, ConfigError> {
+    match get(variable).as_deref() {
+        None => Ok(default),
+        Some("false" | "0" | "no") => Ok(false),
+        Some("true" | "1" | "yes") => Ok(true),
+        Some(other) => Err(ConfigError {
+            variable,
+            reason: format!("`{other}` is not true or false"),
+        }),
+    }
+}

@@ -47,9 +47,18 @@ pub const APPROVERS: &str = "ASKBRIDGE_APPROVERS";
 pub const FLOW_STARTERS: &str = "ASKBRIDGE_FLOW_STARTERS";
 /// How long audit records are kept, in seconds. Default 7776000 (90 days).
 pub const AUDIT_RETENTION: &str = "ASKBRIDGE_AUDIT_RETENTION_S";
+/// Comma-separated host names the HTTP server answers to besides its addresses and `localhost`
+/// (the name behind a proxy or load balancer); `*` turns the check off.
+pub const ALLOWED_HOSTS: &str = "ASKBRIDGE_ALLOWED_HOSTS";
+/// `true` to serve `/metrics` without the API token. Default false.
+pub const METRICS_PUBLIC: &str = "ASKBRIDGE_METRICS_PUBLIC";
+/// Comma-separated hosts, addresses or networks callback URLs may reach although internal.
+pub const CALLBACK_ALLOW: &str = "ASKBRIDGE_CALLBACK_ALLOW";
+/// Most HTTP connections served at once. Default 1024.
+pub const MAX_CONNECTIONS: &str = "ASKBRIDGE_MAX_CONNECTIONS";
 
 /// Every variable, for `--help`.
-pub const ALL: [(&str, &str); 23] = [
+pub const ALL: [(&str, &str); 27] = [
     (HTTP_ADDR, "HTTP API address (default 127.0.0.1:8080)"),
     (
         API_TOKEN,
@@ -105,5 +114,18 @@ pub const ALL: [(&str, &str); 23] = [
     (
         FLOW_STARTERS,
         "identities who may start flows from a chat (default: anyone)",
+    ),
+    (
+        ALLOWED_HOSTS,
+        "public host names the HTTP server answers to (default: its addresses, localhost)",
+    ),
+    (METRICS_PUBLIC, "true to serve /metrics without the token"),
+    (
+        CALLBACK_ALLOW,
+        "internal hosts or networks callback URLs may reach (default: none)",
+    ),
+    (
+        MAX_CONNECTIONS,
+        "HTTP connections served at once (default 1024)",
     ),
 ];

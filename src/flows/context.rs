@@ -200,7 +200,8 @@ impl FlowContext {
             let question = self
                 .inner
                 .bridge
-                .prepare_for_run(request, question_id.clone())?;
+                .prepare_for_run(request, question_id.clone())
+                .await?;
             let mut replay = self.replay().expect("run mode");
             replay.suspended = Some(Suspension {
                 question,

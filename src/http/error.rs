@@ -106,14 +106,28 @@ static FIELD_IN_ERROR: LazyLock<Regex> = LazyLock::new(|| {
         .expect("the field regex is valid")
 });
 
-/// Turns axum's JSON rejection into our shape, naming the field serde complained about.
+/// Turns axum's JSON rejection into our shape, in our words, naming the field serde complained
+/// about.
 fn json_rejection(rejection: JsonRejection) -> ApiError {
+    let status = rejection.status();
     let detail = rejection.body_text();
+    // axum prefixes serde's message with its own sentence; the serde part is what helps.
+    let serde_part = detail
+        .split_once(": ")
+        .map_or(detail.as_str(), |(_, rest)| rest);
+    let message = match &rejection {
+        JsonRejection::MissingJsonContentType(_) => {
+            "this route takes `Content-Type: application/json`".to_owned()
+        }
+        JsonRejection::JsonDataError(_) => format!("the JSON body does not fit: {serde_part}"),
+        JsonRejection::JsonSyntaxError(_) => format!("the body is not valid JSON: {serde_part}"),
+        _ => format!("the body cannot be read: {serde_part}"),
+    };
     let field = FIELD_IN_ERROR
         .captures(&detail)
         .and_then(|c| c.get(1).or_else(|| c.get(2)))
         .map(|m| m.as_str().to_owned());
-    let error = ApiError::new(rejection.status(), detail.clone());
+    let error = ApiError::new(status, message);
     match field {
         Some(field) => error.with("field", json!(field)),
         None => error,
@@ -137,7 +151,7 @@ pub(super) fn optional_json<T: Default + serde::de::DeserializeOwned>(
             .captures(&detail)
             .and_then(|c| c.get(1))
             .map(|m| m.as_str().to_owned());
-        let error = ApiError::new(status, format!("Failed to parse the JSON body: {detail}"));
+        let error = ApiError::new(status, format!("the JSON body does not read: {detail}"));
         match field {
             Some(field) => error.with("field", json!(field)),
             None => error,
@@ -149,4 +163,67 @@ impl From<crate::store::Error> for ApiError {
     fn from(error: crate::store::Error) -> Self {
         ApiError::from(Error::from(error))
     }
+}
+
+/// Rewrites the framework's own error responses (a query that does not read, a body over the
+/// limit, a path that does not parse) into the API's JSON shape; ours pass untouched.
+pub(super) async fn json_errors(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&text).trim().to_owned();
+    let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+        "the request body is larger than this server takes (2 MB)".to_owned()
+    } else if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_owned()
+    } else {
+        in_our_words(&text)
+    };
+    let mut rewritten = ApiError::new(status, message).into_response();
+    for (name, value) in parts.headers.iter() {
+        if name != axum::http::header::CONTENT_TYPE && name != axum::http::header::CONTENT_LENGTH {
+            rewritten.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    rewritten
+}
+
+/// The framework's sentences, reworded: what the caller sent and what is wrong with it.
+fn in_our_words(text: &str) -> String {
+    const REWORDED: [(&str, &str); 4] = [
+        (
+            "Failed to deserialize query string: ",
+            "the query does not read: ",
+        ),
+        (
+            "Failed to deserialize the JSON body into the target type: ",
+            "the JSON body does not fit: ",
+        ),
+        (
+            "Failed to parse the JSON body: ",
+            "the body is not valid JSON: ",
+        ),
+        (
+            "Failed to buffer the request body: ",
+            "the request body cannot be read: ",
+        ),
+    ];
+    for (theirs, ours) in REWORDED {
+        if let Some(rest) = text.strip_prefix(theirs) {
+            return format!("{ours}{rest}");
+        }
+    }
+    text.to_owned()
 }

@@ -2,7 +2,9 @@
 //!
 //! [`app`] builds the whole router from an [`AppState`], so tests drive it with `oneshot` and the
 //! binary serves it. Every error leaves through [`ApiError`], one JSON shape for all:
-//! `{"error": "...", "field"?: "...", "question"?: {...}}`.
+//! `{"error": "...", "field"?: "...", "question"?: {...}}` — the framework's own refusals too
+//! (405, 413, a bad query), which [`error::json_errors`] rewrites. [`guard`] stands in front of
+//! everything but the chat webhooks.
 //!
 //! | route | does |
 //! |---|---|
@@ -19,18 +21,21 @@
 //! | `GET /api/audit?session_id=&since=` | the audit trail |
 //! | `GET /api/events?session_id=` | Server-Sent Events, pending questions replayed first |
 //! | `GET /api/stats` | pending now, outcomes in the last hour, time to answer ([`stats`]) |
-//! | `GET /healthz`, `GET /metrics` | health (checks the store), Prometheus metrics |
+//! | `GET /api/openapi.json` | this API in OpenAPI 3.1 |
+//! | `GET /healthz`, `GET /metrics` | health (checks the store), Prometheus metrics (token unless `ASKBRIDGE_METRICS_PUBLIC`) |
 //! | `GET /` | the ops page ([`ops_page`]), outside the token layer: it holds no data |
 
 mod admin;
 mod error;
 mod events;
+mod guard;
 pub mod ops_page;
 mod questions;
 pub mod stats;
 mod view;
 
 pub use error::{ApiError, JsonBody};
+pub use guard::HostPolicy;
 
 use crate::bridge::Bridge;
 use askbridge_core::Secret;
@@ -55,6 +60,10 @@ pub struct AppState {
     token: Option<Secret>,
     /// Extra routes (chat webhooks) merged at the top level.
     extra: Option<Router>,
+    /// The names requests may address (see [`guard`]).
+    hosts: HostPolicy,
+    /// Whether `/metrics` is served without the token.
+    metrics_public: bool,
 }
 
 impl AppState {
@@ -64,7 +73,21 @@ impl AppState {
             bridge,
             token: token.cloned(),
             extra: None,
+            hosts: HostPolicy::local(),
+            metrics_public: false,
         }
+    }
+
+    /// Accepts requests addressed to these names too (`ASKBRIDGE_ALLOWED_HOSTS`).
+    pub fn with_hosts(mut self, hosts: HostPolicy) -> Self {
+        self.hosts = hosts;
+        self
+    }
+
+    /// Serves `/metrics` without the token (`ASKBRIDGE_METRICS_PUBLIC`).
+    pub fn with_public_metrics(mut self, public: bool) -> Self {
+        self.metrics_public = public;
+        self
     }
 
     /// Adds routes of their own (a chat webhook with its own authentication) beside the API.
@@ -97,19 +120,53 @@ pub fn app(state: AppState) -> Router {
         .route("/runs/{id}/wait", get(admin::wait_run))
         .route("/events", get(events::stream))
         .route("/stats", get(stats::stats))
+        .route("/openapi.json", get(openapi))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+    let metrics = Router::new().route("/metrics", get(admin::metrics));
+    let metrics = if state.metrics_public {
+        metrics
+    } else {
+        metrics.route_layer(middleware::from_fn_with_state(state.clone(), require_token))
+    };
     let extra = state.extra.clone();
+    let hosts = state.hosts.clone();
     let router = Router::new()
         .nest("/api", api)
         .merge(ops_page::routes())
+        .merge(metrics)
         .route("/healthz", get(admin::healthz))
-        .route("/metrics", get(admin::metrics))
         .fallback(admin::not_found)
-        .with_state(state);
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+        .layer(middleware::from_fn(error::json_errors))
+        .layer(middleware::from_fn_with_state(hosts, guard::guard));
+    // Chat webhooks authenticate themselves (a secret header, a signature) and are addressed by
+    // their platform under the public name: they sit outside the guards.
     match extra {
         Some(extra) => router.merge(extra),
         None => router,
     }
+}
+
+/// The HTTP API described in OpenAPI 3.1.
+async fn openapi() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        include_str!("openapi.json"),
+    )
+        .into_response()
+}
+
+/// 405, in the API's JSON shape.
+async fn method_not_allowed(request: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!(
+            "`{} {}` is not a route here; see /api/openapi.json",
+            request.method(),
+            request.uri().path()
+        ),
+    )
 }
 
 /// Checks `Authorization: Bearer <token>` in constant time.

@@ -713,6 +713,10 @@ async fn callback_urls_get_the_resolved_question_signed() {
         Arc::new(MemoryStore::default()),
         BridgeOptions {
             signing_secret: Some(Secret::new("callback-secret")),
+            // The test's receiver is on loopback, which callbacks may not reach by default.
+            callback_egress: askbridge::egress::Egress::public_only()
+                .allow(["127.0.0.1"])
+                .unwrap(),
             ..BridgeOptions::default()
         },
     );

@@ -18,6 +18,7 @@ mod console;
 mod demo;
 mod discord;
 mod flows;
+mod hardening;
 mod http_api;
 mod restart;
 mod runs_crash;
