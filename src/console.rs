@@ -45,7 +45,8 @@ impl Console {
     pub fn print(&self, text: &str) {
         let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
         // A closed terminal is not worth failing over.
-        let _ = writeln!(out, "{text}");
+        // Question text comes from whoever asked: it may not drive the terminal.
+        let _ = writeln!(out, "{}", askbridge_core::text::printable(text));
         let _ = out.flush();
     }
 
@@ -55,10 +56,20 @@ impl Console {
     where
         R: AsyncBufRead + Unpin,
     {
-        let mut lines = input.lines();
+        let mut input = input;
         loop {
-            let line = match lines.next_line().await {
-                Ok(Some(line)) => line,
+            let line = match next_line(&mut input).await {
+                Ok(Some(Line::Text(line))) => line,
+                Ok(Some(Line::TooLong)) => {
+                    self.print(&format!(
+                        "✗ That line is too long (the limit is {MAX_LINE} bytes); nothing was done."
+                    ));
+                    continue;
+                }
+                Ok(Some(Line::NotText)) => {
+                    self.print("✗ That line is not text (not UTF-8); nothing was done.");
+                    continue;
+                }
                 Ok(None) => return,
                 Err(error) => {
                     tracing::warn!(%error, "cannot read the console");
@@ -127,5 +138,83 @@ impl Channel for Console {
     async fn say(&self, _target: &Target, text: &str) -> Result<(), Error> {
         self.print(text);
         Ok(())
+    }
+}
+
+/// Longest console line read, in bytes: far above any command, far below what would hurt.
+pub const MAX_LINE: usize = 16 * 1024;
+
+/// One line of console input.
+#[derive(Debug, PartialEq, Eq)]
+enum Line {
+    Text(String),
+    /// Longer than [`MAX_LINE`]: skipped to its end without being kept.
+    TooLong,
+    /// Not UTF-8.
+    NotText,
+}
+
+/// Reads one line, keeping at most [`MAX_LINE`] bytes of it in memory. `None` at the end.
+async fn next_line<R: AsyncBufRead + Unpin>(input: &mut R) -> std::io::Result<Option<Line>> {
+    let mut kept = Vec::new();
+    let mut too_long = false;
+    loop {
+        let buffer = input.fill_buf().await?;
+        if buffer.is_empty() {
+            if kept.is_empty() && !too_long {
+                return Ok(None);
+            }
+            break;
+        }
+        let (chunk, used, ended) = match buffer.iter().position(|b| *b == b'\n') {
+            Some(at) => (&buffer[..at], at + 1, true),
+            None => (buffer, buffer.len(), false),
+        };
+        if !too_long && kept.len() + chunk.len() <= MAX_LINE {
+            kept.extend_from_slice(chunk);
+        } else {
+            too_long = true;
+            kept = Vec::new();
+        }
+        input.consume(used);
+        if ended {
+            break;
+        }
+    }
+    if too_long {
+        return Ok(Some(Line::TooLong));
+    }
+    if kept.last() == Some(&b'\r') {
+        kept.pop();
+    }
+    Ok(Some(match String::from_utf8(kept) {
+        Ok(text) => Line::Text(text),
+        Err(_) => Line::NotText,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn lines_are_bounded_and_checked() {
+        let mut input: Vec<u8> = b"first\r\n".to_vec();
+        input.extend(vec![b'x'; MAX_LINE + 1]);
+        input.extend(b"\n\xff\xfe\nlast");
+        let mut reader = tokio::io::BufReader::with_capacity(64, &input[..]);
+        let mut lines = Vec::new();
+        while let Some(line) = next_line(&mut reader).await.unwrap() {
+            lines.push(line);
+        }
+        assert_eq!(
+            lines,
+            [
+                Line::Text("first".into()),
+                Line::TooLong,
+                Line::NotText,
+                Line::Text("last".into())
+            ]
+        );
     }
 }

@@ -459,25 +459,14 @@ async fn audit(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--since`: an RFC 3339 time, or a span back from now (`30m`, `2h`, `7d`).
+/// `--since`: an RFC 3339 time, or a span back from now (`30m`, `2h`, `7d`), checked here so a
+/// typo is reported before any request.
 fn since_param(text: &str) -> anyhow::Result<String> {
-    if askbridge_core::Millis::parse_rfc3339(text).is_some() {
-        return Ok(text.to_owned());
-    }
-    let unit_seconds = |suffix: char, per: u64| {
-        text.strip_suffix(suffix)
-            .and_then(|n| n.parse::<u64>().ok())
-            .and_then(|n| n.checked_mul(per)?.checked_mul(1000))
-    };
-    let span_ms = unit_seconds('s', 1)
-        .or_else(|| unit_seconds('m', 60))
-        .or_else(|| unit_seconds('h', 3600))
-        .or_else(|| unit_seconds('d', 86_400))
+    askbridge_core::Millis::parse_since(text, askbridge_core::Millis::now())
+        .map(|at| at.to_rfc3339())
         .with_context(|| {
             format!("--since `{text}` is neither an RFC 3339 time nor a span like 30m, 2h or 7d")
-        })?;
-    let now = askbridge_core::Millis::now();
-    Ok(askbridge_core::Millis(now.0.saturating_sub(span_ms)).to_rfc3339())
+        })
 }
 
 fn pending_table(questions: &[Question]) -> String {

@@ -288,6 +288,11 @@ impl Question {
         if text.is_empty() {
             return Err(self.not_fit("An answer is needed."));
         }
+        if let Some(why) = crate::text::unprintable(text, true) {
+            return Err(Error::NotFit {
+                reason: format!("That answer {why}."),
+            });
+        }
         if text.chars().count() > MAX_ANSWER_CHARS {
             return Err(Error::NotFit {
                 reason: format!(

@@ -391,9 +391,15 @@ pub fn numbers_text(numbers: &[usize]) -> String {
     parts.join(",")
 }
 
-/// Reads what [`numbers_text`] writes. `None` if any part is not a number or range.
+/// Reads what [`numbers_text`] writes. `None` if any part is not a number or range, or the text
+/// is longer than any real list (numbers go up to 1000, so the work and memory stay bounded
+/// whatever is typed).
 pub fn parse_numbers(text: &str) -> Option<Vec<usize>> {
-    let mut numbers = Vec::new();
+    const MAX: usize = 1000;
+    if text.len() > 8 * MAX {
+        return None;
+    }
+    let mut chosen = vec![false; MAX + 1];
     for part in text.split(',').map(str::trim) {
         let (first, last): (usize, usize) = match part.split_once('-') {
             Some((a, b)) => (a.trim().parse().ok()?, b.trim().parse().ok()?),
@@ -402,14 +408,12 @@ pub fn parse_numbers(text: &str) -> Option<Vec<usize>> {
                 (n, n)
             }
         };
-        if first == 0 || first > last || last > 1000 {
+        if first == 0 || first > last || last > MAX {
             return None;
         }
-        numbers.extend(first..=last);
+        chosen[first..=last].fill(true);
     }
-    numbers.sort_unstable();
-    numbers.dedup();
-    Some(numbers)
+    Some((1..=MAX).filter(|n| chosen[*n]).collect())
 }
 
 #[cfg(test)]

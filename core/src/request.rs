@@ -184,6 +184,15 @@ impl NewQuestion {
             check_text("detail", detail, 1, MAX_DETAIL_CHARS)?;
         }
         let options: Vec<String> = self.options.iter().map(|o| o.trim().to_owned()).collect();
+        if let Some(why) = options
+            .iter()
+            .find_map(|o| crate::text::unprintable(o, false))
+        {
+            return Err(Error::Invalid {
+                field: "options",
+                reason: why.into(),
+            });
+        }
         check_shape(self.kind, &options, self.multi, self.allow_custom)?;
         check_identities("answerers", self.answerers.iter().map(Identity::as_str))?;
         check_identities("targets", self.targets.iter().map(Target::as_str))?;
@@ -286,6 +295,12 @@ pub fn check_session_id(session_id: &str) -> Result<(), Error> {
 }
 
 fn check_text(field: &'static str, text: &str, min: usize, max: usize) -> Result<(), Error> {
+    if let Some(why) = crate::text::unprintable(text, true) {
+        return Err(Error::Invalid {
+            field,
+            reason: why.into(),
+        });
+    }
     let chars = text.chars().count();
     if chars < min {
         return Err(Error::Invalid {

@@ -46,6 +46,33 @@ impl Millis {
         )
     }
 
+    /// A point in time as people write "since": an RFC 3339 time, milliseconds since the
+    /// epoch, or a span back from `now` (`90s`, `30m`, `2h`, `7d`).
+    pub fn parse_since(text: &str, now: Millis) -> Option<Self> {
+        let text = text.trim();
+        if let Some(at) = Millis::parse_rfc3339(text) {
+            return Some(at);
+        }
+        if let Ok(ms) = text.parse::<u64>() {
+            return Some(Millis(ms));
+        }
+        let split = text.len().checked_sub(1)?;
+        let (number, unit) = (text.get(..split)?, text.get(split..)?);
+        let per = match unit {
+            "s" => 1,
+            "m" => 60,
+            "h" => 3600,
+            "d" => 86_400,
+            _ => return None,
+        };
+        let span = number
+            .parse::<u64>()
+            .ok()?
+            .checked_mul(per)?
+            .checked_mul(1000)?;
+        Some(Millis(now.0.saturating_sub(span)))
+    }
+
     /// Parses what [`Millis::to_rfc3339`] writes (fractional seconds optional, `Z` or `+00:00`).
     pub fn parse_rfc3339(text: &str) -> Option<Self> {
         let text = text.trim();
@@ -141,6 +168,27 @@ fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn since_reads_times_epochs_and_spans() {
+        let now = Millis(10_000_000);
+        assert_eq!(
+            Millis::parse_since("2h", now),
+            Some(Millis(10_000_000 - 7_200_000))
+        );
+        assert_eq!(
+            Millis::parse_since("90s", now),
+            Some(Millis(10_000_000 - 90_000))
+        );
+        assert_eq!(Millis::parse_since("1234", now), Some(Millis(1234)));
+        assert_eq!(
+            Millis::parse_since("1970-01-01T00:00:01Z", now),
+            Some(Millis(1000))
+        );
+        for bad in ["", "h", "2w", "-2h", "soon", "9999999999999999999d"] {
+            assert_eq!(Millis::parse_since(bad, now), None, "{bad}");
+        }
+    }
 
     #[test]
     fn formats_known_instants() {

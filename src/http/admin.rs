@@ -11,6 +11,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
+use std::time::Duration;
 
 pub(super) async fn list_rules(
     State(state): State<AppState>,
@@ -43,12 +44,11 @@ pub(super) async fn audit(
     let since = match query.since.as_deref().filter(|s| !s.is_empty()) {
         None => None,
         Some(text) => Some(
-            Millis::parse_rfc3339(text)
-                .or_else(|| text.parse().ok().map(Millis))
+            Millis::parse_since(text, Millis::now())
                 .ok_or_else(|| {
                     ApiError::new(
                         StatusCode::UNPROCESSABLE_ENTITY,
-                        format!("since `{text}` is not an RFC 3339 time or epoch milliseconds"),
+                        format!("since `{text}` is not an RFC 3339 time, epoch milliseconds or a span like 30m, 2h or 7d"),
                     )
                     .with("field", json!("since"))
                 })?,
@@ -160,14 +160,21 @@ pub(super) async fn wait_run(
 
 pub(super) async fn healthz(State(state): State<AppState>) -> Response {
     let store = state.bridge.store();
-    match store.ping().await {
-        Ok(()) => Json(json!({ "status": "ok", "store": store.describe() })).into_response(),
-        Err(error) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({ "status": "unavailable", "store": store.describe(), "error": error.to_string() })),
-        )
-            .into_response(),
-    }
+    // A health check is useful only if it answers quickly: during an outage the store's retries
+    // would hold it for seconds, and a load balancer's probe gives up before that.
+    let pinged = tokio::time::timeout(Duration::from_millis(900), store.ping()).await;
+    let error = match pinged {
+        Ok(Ok(())) => {
+            return Json(json!({ "status": "ok", "store": store.describe() })).into_response();
+        }
+        Ok(Err(error)) => error.to_string(),
+        Err(_) => "the store did not answer within 0.9 s".to_owned(),
+    };
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        Json(json!({ "status": "unavailable", "store": store.describe(), "error": error })),
+    )
+        .into_response()
 }
 
 pub(super) async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {

@@ -5,18 +5,28 @@
 
 use super::RedisStore;
 use crate::store::{Error, Result};
-use redis::{Cmd, FromRedisValue, Pipeline, RedisError, ScriptInvocation};
+use redis::{Cmd, FromRedisValue, Pipeline, RedisError, RetryMethod, ScriptInvocation};
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Attempts for an operation hitting connection errors.
 const ATTEMPTS: u32 = 6;
+
+/// How long an operation waits for a Redis that says it is not ready yet (LOADING its dataset
+/// after a restart, TRYAGAIN, MASTERDOWN): a large dataset takes seconds to load, and a 503 for
+/// each of those seconds would be a needless outage.
+const PATIENCE: Duration = Duration::from_secs(10);
 
 fn is_transient(error: &RedisError) -> bool {
     error.is_io_error()
         || error.is_connection_dropped()
         || error.is_connection_refusal()
         || error.is_timeout()
+}
+
+/// Redis answered that it is busy getting ready.
+fn is_not_ready(error: &RedisError) -> bool {
+    matches!(error.retry_method(), RetryMethod::WaitAndRetry)
 }
 
 /// Runs `operation` again on connection errors, backing off from 50 ms to 1 s.
@@ -27,10 +37,14 @@ where
 {
     let mut delay = Duration::from_millis(50);
     let mut attempt = 1;
+    let started = Instant::now();
     loop {
         match operation().await {
             Ok(value) => return Ok(value),
-            Err(error) if is_transient(&error) && attempt < ATTEMPTS => {
+            Err(error)
+                if (is_transient(&error) && attempt < ATTEMPTS)
+                    || (is_not_ready(&error) && started.elapsed() < PATIENCE) =>
+            {
                 tracing::debug!(%error, attempt, "redis {what} failed; retrying");
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(1));
@@ -75,5 +89,40 @@ impl RedisStore {
             async move { invocation.invoke_async(&mut connection).await }
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::{ErrorKind, ServerErrorKind};
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    #[tokio::test]
+    async fn a_loading_redis_is_waited_for() {
+        let calls = AtomicU32::new(0);
+        let loaded = retrying("get", || {
+            let call = calls.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if call < ATTEMPTS + 1 {
+                    Err(RedisError::from((
+                        ErrorKind::Server(ServerErrorKind::BusyLoading),
+                        "Redis is loading the dataset in memory",
+                    )))
+                } else {
+                    Ok(7)
+                }
+            }
+        })
+        .await;
+        assert_eq!(loaded.unwrap(), 7, "more tries than connection errors get");
+        let refused: Result<()> = retrying("get", || async {
+            Err(RedisError::from((
+                ErrorKind::Server(ServerErrorKind::ResponseError),
+                "ERR wrong",
+            )))
+        })
+        .await;
+        assert!(refused.is_err());
     }
 }

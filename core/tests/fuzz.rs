@@ -1,0 +1,245 @@
+#![allow(clippy::unwrap_used)]
+
+//! A property-based fuzz loop over what people type: the command grammar, answer fitting and the
+//! number lists. Inputs are generated from pieces that reach the interesting branches (commands,
+//! ids, ranges, option labels, Unicode, control characters), mutated at random.
+//!
+//! The test run tries `ASKBRIDGE_FUZZ_CASES` inputs (20,000 by default); `scripts/fuzz` runs ten
+//! million in release mode. A failure prints the seed and the input, which reproduce it:
+//! `ASKBRIDGE_FUZZ_SEED=<seed> ASKBRIDGE_FUZZ_CASES=1`.
+//!
+//! (cargo-fuzz needs a nightly toolchain, which this machine does not have; a seeded loop with
+//! properties finds the same class of bugs here — panics, unbounded work, answers outside the
+//! options — without one.)
+
+use askbridge_core::command::{CommandLine, numbers_text, parse_numbers};
+use askbridge_core::question::{Answer, DEFAULT_TIMEOUT, Kind, Transition};
+use askbridge_core::text::unprintable;
+use askbridge_core::{Millis, NewQuestion, Question, QuestionId};
+use std::time::{Duration, Instant};
+
+/// xorshift64*: small, seedable, good enough to drive a fuzzer.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+}
+
+const PIECES: &[&str] = &[
+    "/answer",
+    "/decline",
+    "/pick",
+    "/show",
+    "/pending",
+    "/run",
+    "/rules",
+    "/help",
+    "/whoami",
+    "/answer@bot",
+    "/ANSWER",
+    "/",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    ",",
+    "-",
+    "1",
+    "2",
+    "3",
+    "10",
+    "1000",
+    "1001",
+    "0",
+    "99999999999999999999",
+    "1-3",
+    "3-1",
+    "1-1000",
+    "yes",
+    "no",
+    "y",
+    "n",
+    "once",
+    "always",
+    "reject",
+    "none",
+    "revoke",
+    "k3f9x2m8qa",
+    "k3f9",
+    "zzzzzzzzzzzz",
+    "Ship it",
+    "ship it",
+    "é",
+    "日本",
+    "🚀",
+    "\u{1b}[2J",
+    "\r",
+    "\u{0}",
+    "\u{202E}",
+    "\u{200B}",
+    "\u{FEFF}",
+    "\"",
+    "'",
+    "`",
+    "*",
+    "_",
+    "@",
+    "#",
+    "%",
+    "\\",
+    "..",
+    "a",
+];
+
+fn input(rng: &mut Rng) -> String {
+    let mut text = String::new();
+    for _ in 0..1 + rng.below(8) {
+        text.push_str(rng.pick(PIECES));
+        if rng.below(3) == 0 {
+            text.push(' ');
+        }
+    }
+    if rng.below(20) == 0 {
+        // Long inputs: the limits must hold, and the work must stay bounded.
+        let piece = rng.pick(PIECES).to_owned();
+        text.push_str(&piece.repeat(1 + rng.below(3000)));
+    }
+    if rng.below(10) == 0 {
+        // Random code points, valid ones only (a &str cannot hold others).
+        for _ in 0..rng.below(6) {
+            if let Some(c) = char::from_u32((rng.next() % 0x11_0000) as u32) {
+                text.push(c);
+            }
+        }
+    }
+    text
+}
+
+fn questions() -> Vec<Question> {
+    let id = QuestionId::parse("k3f9x2m8qa").unwrap();
+    let make = |request: NewQuestion| {
+        request
+            .session("fuzz")
+            .into_question(id.clone(), Millis(1), DEFAULT_TIMEOUT)
+            .unwrap()
+    };
+    let options = || vec!["Ship it".to_owned(), "Wait".to_owned(), "日本".to_owned()];
+    let mut multi = NewQuestion::ask("Which?");
+    multi.options = options();
+    multi.multi = true;
+    let mut custom = NewQuestion::ask("Which or what?");
+    custom.options = options();
+    custom.allow_custom = true;
+    let mut single = NewQuestion::ask("Which one?");
+    single.options = options();
+    let mut approval = NewQuestion::ask("Run it?");
+    approval.kind = Kind::Approval;
+    approval.action = Some(askbridge_core::approval::Action {
+        tool: "deploy".into(),
+        args: serde_json::json!({"to": "prod"}),
+    });
+    vec![
+        make(single),
+        make(multi),
+        make(custom),
+        make(NewQuestion::confirm("Go?")),
+        make(NewQuestion::ask("Anything?")),
+        make(approval),
+    ]
+}
+
+/// What a fitted answer must be: one of the options unless custom answers are allowed, never
+/// empty, within the limit, printable.
+fn check_fit(question: &Question, transition: &Transition, input: &str) {
+    let Transition::Answer { value } = transition else {
+        return;
+    };
+    let fits = |text: &str| {
+        assert!(!text.trim().is_empty(), "an empty answer from {input:?}");
+        assert!(
+            text.chars().count() <= 4000,
+            "an answer over the limit from {input:?}"
+        );
+        assert_eq!(
+            unprintable(text, true),
+            None,
+            "an unprintable answer from {input:?}"
+        );
+        assert!(
+            question.allow_custom
+                || question.options.is_empty()
+                || question.options.iter().any(|o| o == text),
+            "{text:?} is not an option, from {input:?}"
+        );
+    };
+    match value {
+        Answer::Text(text) => fits(text),
+        Answer::List(items) => {
+            assert!(question.multi, "a list for a single choice from {input:?}");
+            items.iter().for_each(|t| fits(t));
+        }
+        Answer::Bool(_) => assert_eq!(question.kind, Kind::Confirm),
+    }
+}
+
+#[test]
+fn typed_input_never_panics_and_never_fits_wrongly() {
+    let cases: u64 = std::env::var("ASKBRIDGE_FUZZ_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(20_000);
+    let seed: u64 = std::env::var("ASKBRIDGE_FUZZ_SEED")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0x5EED_CAFE);
+    let questions = questions();
+    let started = Instant::now();
+    let mut slowest = Duration::ZERO;
+    for case in 0..cases {
+        let case_seed = seed ^ case.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut rng = Rng(case_seed);
+        let text = input(&mut rng);
+        let one = Instant::now();
+        let run = std::panic::catch_unwind(|| {
+            if let Ok(Some(line)) = CommandLine::parse(&text) {
+                // What is shown is what parses back.
+                let shown = line.command.to_string();
+                let again = CommandLine::parse(&shown).unwrap().unwrap();
+                assert_eq!(again.command, line.command, "{text:?} -> {shown:?}");
+            }
+            if let Some(numbers) = parse_numbers(&text) {
+                assert!(numbers.iter().all(|n| (1..=1000).contains(n)));
+                assert!(numbers.windows(2).all(|w| w[0] < w[1]));
+                assert_eq!(parse_numbers(&numbers_text(&numbers)), Some(numbers));
+            }
+            for question in &questions {
+                if let Ok(transition) = question.read_typed(&text) {
+                    check_fit(question, &transition, &text);
+                }
+                if let Ok(value) = question.check_answer(Answer::Text(text.clone())) {
+                    check_fit(question, &Transition::Answer { value }, &text);
+                }
+            }
+        });
+        slowest = slowest.max(one.elapsed());
+        if run.is_err() {
+            panic!("fuzz case failed: ASKBRIDGE_FUZZ_SEED={case_seed} input {text:?}");
+        }
+    }
+    eprintln!(
+        "fuzz: {cases} inputs in {:.1} s, slowest {:.2} ms, no failure",
+        started.elapsed().as_secs_f64(),
+        slowest.as_secs_f64() * 1000.0
+    );
+}
