@@ -197,17 +197,26 @@ async fn start_chat_adapters(
             api_url: settings.api_url.clone(),
             webhook,
         };
-        let telegram = Telegram::connect(options)
-            .await
-            .context("cannot start Telegram")?;
-        bridge.add_channel(telegram.channel());
-        state = state.with_routes(telegram.routes(Arc::clone(&inbox)));
-        let (inbox, shutdown) = (Arc::clone(&inbox), bridge.shutdown_signal());
-        tasks.push(tokio::spawn(async move {
-            if let Err(error) = telegram.run(inbox, shutdown).await {
-                tracing::error!(%error, "Telegram stopped");
-            }
-        }));
+        if options.webhook.is_none() {
+            // Long polling needs nothing from the HTTP server: connect in the background, so a
+            // Telegram outage at start-up delays Telegram, not askbridge.
+            let (bridge, inbox) = (bridge.clone(), Arc::clone(&inbox));
+            tasks.push(tokio::spawn(run_telegram_when_reachable(
+                options, bridge, inbox,
+            )));
+        } else {
+            let telegram = Telegram::connect(options)
+                .await
+                .context("cannot start Telegram")?;
+            bridge.add_channel(telegram.channel());
+            state = state.with_routes(telegram.routes(Arc::clone(&inbox)));
+            let (inbox, shutdown) = (Arc::clone(&inbox), bridge.shutdown_signal());
+            tasks.push(tokio::spawn(async move {
+                if let Err(error) = telegram.run(inbox, shutdown).await {
+                    tracing::error!(%error, "Telegram stopped");
+                }
+            }));
+        }
     }
     if let Some(settings) = &config.discord {
         let options = DiscordOptions {
@@ -228,6 +237,38 @@ async fn start_chat_adapters(
         }));
     }
     Ok(state)
+}
+
+/// Connects to Telegram, retrying with backoff (up to a minute apart) while it is unreachable,
+/// then receives updates until shutdown. A refused token ends the attempts: retrying cannot fix it.
+async fn run_telegram_when_reachable(
+    options: TelegramOptions,
+    bridge: Bridge,
+    inbox: Arc<dyn Inbox>,
+) {
+    let mut shutdown = bridge.shutdown_signal();
+    let mut delay = std::time::Duration::from_secs(5);
+    let telegram = loop {
+        match Telegram::connect(options.clone()).await {
+            Ok(telegram) => break telegram,
+            Err(askbridge_telegram::Error::Unauthorized(error)) => {
+                tracing::error!(%error, "Telegram refused the bot token ({}); Telegram is off", config::TELEGRAM_BOT_TOKEN);
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(%error, retry_in_s = delay.as_secs(), "cannot reach Telegram; askbridge serves on and tries again");
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    _ = shutdown.wait_for(|stopped| *stopped) => return,
+                }
+                delay = (delay * 2).min(std::time::Duration::from_secs(60));
+            }
+        }
+    };
+    bridge.add_channel(telegram.channel());
+    if let Err(error) = telegram.run(inbox, shutdown).await {
+        tracing::error!(%error, "Telegram stopped");
+    }
 }
 
 fn store_variable(choice: &StoreChoice) -> &'static str {

@@ -27,6 +27,7 @@ mod commands;
 mod effects;
 mod inbox;
 mod recent;
+mod refusals;
 mod registry;
 mod resolve;
 mod runner;
@@ -112,6 +113,8 @@ struct Inner {
     recent: recent::Recent,
     /// When the sweeper may next find something due.
     schedule: sweeper::Schedule,
+    /// How many refusals each caller gets recorded one by one.
+    refusals: refusals::RefusalBudget,
     /// Questions this process is settling right now.
     settling: Mutex<HashSet<QuestionId>>,
     /// This process's name as a run's executor.
@@ -154,6 +157,7 @@ impl Bridge {
                 extensions: Mutex::new(HashMap::new()),
                 recent: recent::Recent::default(),
                 schedule: sweeper::Schedule::default(),
+                refusals: refusals::RefusalBudget::default(),
                 settling: Mutex::new(HashSet::new()),
                 owner_id: format!("p{}-{}", std::process::id(), QuestionId::random()),
                 http: reqwest::Client::builder()
@@ -256,6 +260,10 @@ impl Bridge {
         value
             .downcast::<T>()
             .unwrap_or_else(|_| unreachable!("extensions are keyed by their type"))
+    }
+
+    fn refusals(&self) -> &refusals::RefusalBudget {
+        &self.inner.refusals
     }
 
     fn recent(&self) -> &recent::Recent {

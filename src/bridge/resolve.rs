@@ -6,6 +6,7 @@
 //! acknowledged between the two, from the same reading ([`Checked::predicted`]). Every refusal
 //! passes through [`Bridge::conclude`], the one place refused attempts reach the audit trail.
 
+use super::refusals::Verdict;
 use super::{Bridge, EFFECT_RULE, SETTLE_GRACE};
 use crate::Error;
 use crate::store::{ClaimOptions, TakeRun};
@@ -216,17 +217,34 @@ impl Bridge {
             Ok(question) => return Ok(question),
             Err(refusal) => refusal,
         };
-        if !refusal.error.is_unavailable() {
-            let entry = AuditEntry::refused(
-                &actor.by,
-                &actor.via,
-                attempted,
-                refusal.question.as_ref(),
-                &refusal.error.to_string(),
-            );
-            if let Err(error) = self.store().append_audit(&entry).await {
-                tracing::warn!(%error, "cannot append to the audit trail");
+        if refusal.error.is_unavailable() {
+            return Err(refusal.error);
+        }
+        let caller = format!("{}/{}", actor.by, actor.via);
+        let mut why = refusal.error.to_string();
+        match self.refusals().judge(&caller, Millis::now()) {
+            Verdict::Skip { first } => {
+                if first {
+                    tracing::warn!(%caller, "many refused attempts by one caller; counting the rest of this minute's instead of recording each");
+                }
+                return Err(refusal.error);
             }
+            Verdict::Record { unrecorded: 0 } => {}
+            Verdict::Record { unrecorded } => {
+                why.push_str(&format!(
+                    " (and {unrecorded} earlier refused attempts by this caller, counted but not recorded one by one)"
+                ));
+            }
+        }
+        let entry = AuditEntry::refused(
+            &actor.by,
+            &actor.via,
+            attempted,
+            refusal.question.as_ref(),
+            &why,
+        );
+        if let Err(error) = self.store().append_audit(&entry).await {
+            tracing::warn!(%error, "cannot append to the audit trail");
         }
         Err(refusal.error)
     }

@@ -192,7 +192,6 @@ mod tests {
         let policy = HostPolicy::local().allow(["Bridge.Example.com"]);
         for ok in [
             "127.0.0.1:8080",
-            "127.1",
             "[::1]:80",
             "10.0.0.5",
             "localhost:8080",

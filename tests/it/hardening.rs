@@ -273,7 +273,7 @@ async fn callbacks_may_not_reach_internal_addresses() {
         "http://[::1]/",
         "http://169.254.169.254/latest/meta-data/",
         "http://user:pw@example.com/cb",
-        "http:///nohost",
+        "http://",
         "https://internal.test/cb",
     ] {
         let response = http()
@@ -426,4 +426,60 @@ async fn decline_messages_are_bounded() {
         .unwrap();
     assert_eq!(response.status(), 422);
     assert_eq!(status_of(&base, &id).await, "pending");
+}
+
+#[tokio::test]
+async fn a_flood_of_refused_replies_is_counted_not_recorded_one_by_one() {
+    let (bridge, _) = memory_bridge().await;
+    let base = serve(app(AppState::new(bridge.clone(), None))).await;
+    for n in 0..200 {
+        let response = http()
+            .post(format!("{base}/api/questions/zz{n:08}/reply"))
+            .json(&json!({"answer": "yes"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 404, "every refusal is still answered");
+    }
+    let audit: Value = http()
+        .get(format!("{base}/api/audit"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let recorded = audit["entries"].as_array().unwrap().len();
+    assert!(
+        (1..=25).contains(&recorded),
+        "{recorded} records for one caller's 200 refusals"
+    );
+}
+
+#[tokio::test]
+async fn serve_outlives_a_telegram_outage_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens there: Telegram is unreachable.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let api_url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let mut process = Process::spawn(
+        &["serve"],
+        &[
+            ("ASKBRIDGE_DATA_DIR", dir.path().display().to_string()),
+            ("TELEGRAM_BOT_TOKEN", "1:fake".into()),
+            ("TELEGRAM_API_URL", api_url),
+        ],
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        process.child.try_wait().unwrap().is_none(),
+        "serve exited because Telegram was unreachable"
+    );
+    let health = http()
+        .get(format!("{}/healthz", process.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
 }
