@@ -17,6 +17,7 @@ mod command_budget;
 mod console;
 mod demo;
 mod discord;
+mod faults;
 mod flows;
 mod hardening;
 mod http_api;
