@@ -269,10 +269,10 @@ impl Question {
     }
 
     fn index_of_label(&self, text: &str) -> Option<usize> {
-        let text = text.trim();
+        let text = comparable(text);
         self.options
             .iter()
-            .position(|label| label.to_lowercase() == text.to_lowercase())
+            .position(|label| comparable(label) == text)
     }
 
     fn label_for(&self, text: &str) -> Option<String> {
@@ -302,6 +302,13 @@ impl Question {
         }
         Ok(text.to_owned())
     }
+}
+
+/// How labels are compared: trimmed, composed (NFC: a letter and its combining accent as the
+/// one character a keyboard sends), case-insensitive.
+fn comparable(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    text.trim().nfc().collect::<String>().to_lowercase()
 }
 
 fn parse_number(text: &str) -> Option<usize> {
@@ -368,6 +375,16 @@ mod tests {
         }
         .into_question(QuestionId::random(), Millis(0), DEFAULT_TIMEOUT)
         .unwrap()
+    }
+
+    #[test]
+    fn labels_compare_composed() {
+        let q = question(Kind::Ask, &["Café", "Tea"], false, false);
+        // "Cafe" + U+0301 COMBINING ACUTE ACCENT, as some keyboards send it.
+        assert_eq!(
+            q.check_answer(Answer::Text("cafe\u{301}".into())).unwrap(),
+            Answer::Text("Café".into())
+        );
     }
 
     fn typed(q: &Question, raw: &str) -> Result<Answer, Error> {

@@ -139,6 +139,13 @@ pub trait Inbox: Send + Sync {
 
     /// The pending questions `sender` may answer from `chat` (for autocompletion).
     async fn pending_for(&self, sender: &Identity, chat: &Target) -> Vec<Question>;
+
+    /// The question as it is now, if it can be read. A channel that redraws a message after
+    /// a tap checks it afterwards: a resolution (and its withdrawal) may have landed between.
+    async fn current(&self, id: &crate::QuestionId) -> Option<Question> {
+        let _ = id;
+        None
+    }
 }
 
 /// What a platform offers the bridge. One value per platform, serving every chat on it.

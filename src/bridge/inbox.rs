@@ -70,6 +70,10 @@ impl Inbox for Bridge {
             }
         }
     }
+
+    async fn current(&self, id: &askbridge_core::QuestionId) -> Option<Question> {
+        self.store().get(id).await.ok().flatten()
+    }
 }
 
 impl Bridge {

@@ -366,6 +366,81 @@ async fn every_kind_renders_with_command_payloads() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_mark_code_with_entities_not_backticks() {
+    let s = setup().await;
+    let body = json!({"session_id": "tg", "prompt": "Ship?", "options": ["yes", "no"], "targets": [format!("telegram:{GROUP}")]});
+    let q = s.ask(body).await;
+    let id = q["id"].as_str().unwrap();
+    s.fake.say(GROUP, &alice(), &format!("/answer {id} maybe`"));
+    let fake = s.fake.clone();
+    let call = eventually_some(WITHIN, "the reply", move || {
+        let fake = fake.clone();
+        async move {
+            fake.calls()
+                .into_iter()
+                .find(|c| c.method == "sendmessage" && c.body["entities"].is_array())
+        }
+    })
+    .await;
+    let text = call.body["text"].as_str().unwrap();
+    let entities = call.body["entities"].as_array().unwrap();
+    assert!(!entities.is_empty(), "{text}");
+    assert!(entities.iter().all(|e| e["type"] == "code"), "{entities:?}");
+    assert!(
+        call.body.get("parse_mode").is_none(),
+        "no parse mode to break"
+    );
+    // The person's stray backtick is kept as typed; askbridge's own pairs became entities.
+    assert!(text.matches('`').count() <= 1, "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redraw_that_lands_after_the_withdrawal_is_undone() {
+    let s = setup().await;
+    let body = json!({"session_id": "tg", "prompt": "Which features?", "options": ["dark mode", "offline"], "multi": true, "targets": [format!("telegram:{GROUP}")]});
+    let q = s.ask(body).await;
+    let id = q["id"].as_str().unwrap().to_owned();
+    let shown = s.shown(GROUP, &id).await;
+    // The toggle's redraw is slow on its way...
+    s.fake.hold_next("editMessageReplyMarkup");
+    s.fake
+        .tap(GROUP, shown.id, &alice(), &shown.payload("☐ dark mode"));
+    let fake = s.fake.clone();
+    eventually(WITHIN, "the tap acknowledged", move || {
+        let fake = fake.clone();
+        async move { !fake.toasts().is_empty() }
+    })
+    .await;
+    // ...while the question is answered elsewhere and the message withdrawn.
+    let response = http()
+        .post(format!("{}/api/questions/{id}/reply", s.base))
+        .json(&json!({"answer": ["offline"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    s.wait_for_text(GROUP, shown.id, "Answered: offline, by api via api")
+        .await;
+    // The redraw lands on the resolved message, putting buttons back; then it is withdrawn again.
+    s.fake.release();
+    let fake = s.fake.clone();
+    eventually(WITHIN, "the redraw undone", move || {
+        let fake = fake.clone();
+        async move {
+            let redrawn = fake
+                .calls()
+                .iter()
+                .any(|c| c.method == "editmessagereplymarkup" && c.status == 200);
+            let message = fake.sent_in(GROUP).into_iter().find(|m| m.id == shown.id);
+            redrawn
+                && message
+                    .is_some_and(|m| m.buttons().is_empty() && m.text.contains("Answered: offline"))
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn multi_choice_toggles_redraw_the_keyboard_then_submit() {
     let s = setup().await;
     let body = json!({"session_id": "tg", "prompt": "Which features?", "options": ["dark mode", "offline", "export"], "multi": true, "targets": [format!("telegram:{GROUP}")]});

@@ -141,14 +141,27 @@ impl Channel for TelegramChannel {
 
     async fn say(&self, target: &Target, text: &str) -> Result<(), Error> {
         let chat = chat_of(target)?;
-        with_rate_limit(&self.redactor, || self.bot.send_message(chat, text).send())
-            .await
-            .map(drop)
-            .map_err(|error| to_model_error(&self.redactor, error))
+        let (text, entities) = code_entities(text);
+        with_rate_limit(&self.redactor, || {
+            with_entities(self.bot.send_message(chat, text.clone()), &entities).send()
+        })
+        .await
+        .map(drop)
+        .map_err(|error| to_model_error(&self.redactor, error))
     }
 }
 
 impl TelegramChannel {
+    /// Replaces a shown message with `question`'s outcome (as [`Channel::withdraw`]).
+    pub(crate) async fn withdraw_message(
+        &self,
+        question: &Question,
+        chat: ChatId,
+        message: MessageId,
+    ) -> Result<(), Error> {
+        self.edit(chat, message, resolved_text(question)).await
+    }
+
     /// Redraws a multi-choice keyboard with `selection` chosen (after a toggle tap).
     pub(crate) async fn redraw(
         &self,
@@ -178,8 +191,9 @@ impl TelegramChannel {
         text: &str,
     ) -> Result<(), Error> {
         let text = askbridge_core::render::shorten(text, crate::keyboard::MESSAGE_LIMIT);
+        let (text, entities) = code_entities(&text);
         with_rate_limit(&self.redactor, || {
-            let request = self.bot.send_message(chat, text.clone());
+            let request = with_entities(self.bot.send_message(chat, text.clone()), &entities);
             let request = match to {
                 Some(to) => request.reply_parameters(
                     teloxide::types::ReplyParameters::new(to).allow_sending_without_reply(),
@@ -191,5 +205,61 @@ impl TelegramChannel {
         .await
         .map(drop)
         .map_err(|error| to_model_error(&self.redactor, error))
+    }
+}
+
+/// `request` with `entities`, if there are any.
+fn with_entities(
+    request: teloxide::requests::JsonRequest<teloxide::payloads::SendMessage>,
+    entities: &[teloxide::types::MessageEntity],
+) -> teloxide::requests::JsonRequest<teloxide::payloads::SendMessage> {
+    if entities.is_empty() {
+        request
+    } else {
+        request.entities(entities.to_vec())
+    }
+}
+
+/// askbridge's replies mark commands and quoted input with backticks. Telegram shows them
+/// literally without a parse mode, and with a Markdown parse mode a person's text could break
+/// the message ("can't parse entities"). So each backtick pair becomes a `code` entity — offsets
+/// in UTF-16 units, as Telegram counts — and the backticks go: whatever the text holds, the
+/// message is sent as it is. A backtick without a partner stays as it is.
+pub(crate) fn code_entities(text: &str) -> (String, Vec<teloxide::types::MessageEntity>) {
+    let mut out = String::with_capacity(text.len());
+    let mut entities = Vec::new();
+    let mut utf16 = 0usize;
+    let mut rest = text;
+    while let Some(open) = rest.find('`') {
+        let Some(length) = rest[open + 1..].find('`') else {
+            break;
+        };
+        let (before, code) = (&rest[..open], &rest[open + 1..open + 1 + length]);
+        out.push_str(before);
+        utf16 += before.encode_utf16().count();
+        let code_units = code.encode_utf16().count();
+        if code_units > 0 {
+            entities.push(teloxide::types::MessageEntity::code(utf16, code_units));
+        }
+        out.push_str(code);
+        utf16 += code_units;
+        rest = &rest[open + 1 + length + 1..];
+    }
+    out.push_str(rest);
+    (out, entities)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backtick_pairs_become_code_entities() {
+        let (text, entities) = code_entities("Type `/answer k3f9 2` or `🚀` now; a lone ` stays");
+        assert_eq!(text, "Type /answer k3f9 2 or 🚀 now; a lone ` stays");
+        let spans: Vec<(usize, usize)> = entities.iter().map(|e| (e.offset, e.length)).collect();
+        // The rocket is two UTF-16 units.
+        assert_eq!(spans, [(5, 14), (23, 2)]);
+        assert_eq!(code_entities("plain").1, []);
     }
 }

@@ -129,7 +129,8 @@ impl Telegram {
             return;
         };
         if let Some(selection) = picked(&data) {
-            self.redraw_selection(&reply, message, &selection).await;
+            self.redraw_selection(inbox.as_ref(), &reply, message, &selection)
+                .await;
         }
         if predicted.as_ref().is_none_or(|p| p.text != reply.text) {
             if let Err(error) = self
@@ -161,6 +162,7 @@ impl Telegram {
 
     async fn redraw_selection(
         &self,
+        inbox: &dyn Inbox,
         reply: &Reply,
         message: &MaybeInaccessibleMessage,
         selection: &[usize],
@@ -168,12 +170,22 @@ impl Telegram {
         let Some(question) = reply.question.as_ref().filter(|q| q.is_pending()) else {
             return;
         };
-        if let Err(error) = self
-            .sender()
-            .redraw(question, message.chat().id, message.id(), selection)
-            .await
-        {
+        let (chat, message_id) = (message.chat().id, message.id());
+        let sender = self.sender();
+        if let Err(error) = sender.redraw(question, chat, message_id, selection).await {
             tracing::warn!(question_id = %question.id, %error, "cannot redraw the selection");
+            return;
+        }
+        // The question may have been resolved, and this message withdrawn, while the redraw
+        // was on its way: then the redraw put buttons back on a resolved message. Withdraw again.
+        if let Some(now) = inbox
+            .current(&question.id)
+            .await
+            .filter(|q| !q.is_pending())
+        {
+            if let Err(error) = sender.withdraw_message(&now, chat, message_id).await {
+                tracing::warn!(question_id = %question.id, %error, "cannot withdraw after a redraw");
+            }
         }
     }
 }

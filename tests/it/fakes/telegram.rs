@@ -95,6 +95,8 @@ struct Inner {
     next_message_id: i64,
     messages: BTreeMap<(i64, i64), Sent>,
     rate_limits: VecDeque<u32>,
+    /// A method whose next call waits for [`FakeTelegram::release`] (lowercase name).
+    held: Option<(String, Arc<Notify>)>,
 }
 
 /// See the module documentation.
@@ -203,6 +205,19 @@ impl FakeTelegram {
         self.sent().into_iter().filter(|m| m.chat == chat).collect()
     }
 
+    /// Holds the next call of `method` until [`FakeTelegram::release`]: a request slow on its
+    /// way, for races.
+    pub fn hold_next(&self, method: &str) {
+        self.lock().held = Some((method.to_lowercase(), Arc::new(Notify::new())));
+    }
+
+    /// Lets the held call through.
+    pub fn release(&self) {
+        if let Some((_, gate)) = self.lock().held.take() {
+            gate.notify_one();
+        }
+    }
+
     /// The next `count` sendMessage calls are refused with 429 and `retry_after`.
     pub fn rate_limit_next(&self, count: usize, retry_after: u32) {
         self.lock()
@@ -306,6 +321,17 @@ async fn handle(
     };
     if method == "getupdates" {
         return get_updates(&state, &new_update, &body).await;
+    }
+    let gate = {
+        let state = state.lock().unwrap();
+        state
+            .held
+            .as_ref()
+            .filter(|(held, _)| *held == method)
+            .map(|(_, gate)| gate.clone())
+    };
+    if let Some(gate) = gate {
+        gate.notified().await;
     }
     let response = {
         let mut state = state.lock().unwrap();
