@@ -76,6 +76,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        // The embedded store reads on blocking threads; a thousand waiters each reading once
+        // would otherwise grow the pool to hundreds of threads. Reads queue for a free one.
+        .max_blocking_threads(16)
         .build()
         .context("cannot start the async runtime")?;
     let result = runtime.block_on(run());

@@ -14,7 +14,9 @@
 //! 5. Redis memory per pending question and per waiting run, and the latency of `/api/stats`,
 //!    a page of `/api/questions` and the SSE replay with that many pending;
 //! 6. the embedded store's cycles/s, beside the disk's fsyncs/s;
-//! 7. the release binary's size.
+//! 7. the release binary's size;
+//! 8. the process under stress on each store (`--only process`): RSS after list and stats with
+//!    `--pending` questions, threads with 1,000 waiters, idle connections closed.
 //!
 //! ```text
 //! scripts/bench                                    # everything, as the README gives it
@@ -25,6 +27,7 @@
 
 mod anchors;
 mod load;
+mod process;
 
 #[path = "../../tests/it/redis_server.rs"]
 mod redis_server;
@@ -293,6 +296,21 @@ async fn main() {
     }
     if o.wants("embedded") {
         embedded(&o).await;
+    }
+    if o.wants("process") {
+        let dir = tempfile::tempdir().unwrap();
+        let embedded = support::Process::spawn(
+            &["serve"],
+            &[
+                ("ASKBRIDGE_DATA_DIR", dir.path().display().to_string()),
+                ("ASKBRIDGE_LOG", "warn".to_owned()),
+            ],
+        );
+        process::probe("embedded", &embedded, o.pending, o.waiters).await;
+        drop(embedded);
+        let redis = redis_server::RedisServer::start();
+        let server = serve(&redis);
+        process::probe("redis", &server, o.pending, o.waiters).await;
     }
     if o.wants("binary") {
         match anchors::release_binary_mb() {

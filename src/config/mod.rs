@@ -260,7 +260,7 @@ impl Config {
             allowed_hosts.push(host);
         }
         let max_connections = match get(MAX_CONNECTIONS) {
-            None => 1024,
+            None => 4096,
             Some(text) => text
                 .parse::<usize>()
                 .ok()

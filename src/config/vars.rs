@@ -54,7 +54,7 @@ pub const ALLOWED_HOSTS: &str = "ASKBRIDGE_ALLOWED_HOSTS";
 pub const METRICS_PUBLIC: &str = "ASKBRIDGE_METRICS_PUBLIC";
 /// Comma-separated hosts, addresses or networks callback URLs may reach although internal.
 pub const CALLBACK_ALLOW: &str = "ASKBRIDGE_CALLBACK_ALLOW";
-/// Most HTTP connections served at once. Default 1024.
+/// Most HTTP connections served at once. Default 4096.
 pub const MAX_CONNECTIONS: &str = "ASKBRIDGE_MAX_CONNECTIONS";
 
 /// Every variable, for `--help`.
@@ -126,6 +126,6 @@ pub const ALL: [(&str, &str); 27] = [
     ),
     (
         MAX_CONNECTIONS,
-        "HTTP connections served at once (default 1024)",
+        "HTTP connections served at once (default 4096)",
     ),
 ];

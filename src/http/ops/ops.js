@@ -427,6 +427,7 @@
         insertPending(q);
         // The replay right after connecting is not news; later arrivals are.
         if (Date.now() - conn.liveSince > 1500) announce(`New question: ${q.prompt}`);
+        countInSummary(q, false);
       }
     } else {
       const wasPending = state.pending.has(q.id);
@@ -438,6 +439,7 @@
         state.resolved.set(q.id, q);
         showResolved(q, wasPending);
         if (wasPending) announce(`${outcomeLine(q)}: ${q.prompt}`);
+        countInSummary(q, wasPending);
       }
     }
     scheduleRefresh();
@@ -899,6 +901,10 @@
     }, wait);
   }
 
+  // The last figures from /api/stats, moved along by each live event in between, so the summary
+  // changes with the cards instead of trailing them until the next (throttled) refresh.
+  let lastStats = null;
+
   async function refreshStats() {
     statsLast = Date.now();
     const { response, body: s } = await api('api/stats');
@@ -907,6 +913,23 @@
       summary.textContent = `Summary unavailable: ${errorOf(response, s)}`;
       return;
     }
+    lastStats = s;
+    renderSummary(s);
+  }
+
+  function countInSummary(q, wasPending) {
+    if (!lastStats || Date.now() - conn.liveSince <= 1500) return;
+    if (q.status === 'pending') {
+      lastStats.pending += 1;
+    } else if (wasPending) {
+      lastStats.pending = Math.max(0, lastStats.pending - 1);
+      if (q.status in lastStats.last_hour) lastStats.last_hour[q.status] += 1;
+    }
+    renderSummary(lastStats);
+  }
+
+  function renderSummary(s) {
+    const summary = $('summary');
     const h = s.last_hour;
     const parts = [`${h.answered} answered`, `${h.declined} declined`, `${h.expired} expired`];
     if (h.cancelled) parts.push(`${h.cancelled} cancelled`);
