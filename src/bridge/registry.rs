@@ -212,8 +212,33 @@ impl Bridge {
         }
     }
 
+    /// Cancels one pending question (its asker gave up: a script interrupted, an agent stopped);
+    /// every surface withdraws it. `AlreadyResolved` when it is not pending.
+    pub async fn cancel_question(
+        &self,
+        id: &QuestionId,
+        actor: Actor,
+        reason: Option<String>,
+    ) -> Result<Question, Error> {
+        let question = self.get(id).await?;
+        let claim = Claim::new(Transition::Cancel { reason }, actor, Millis::now());
+        let cancelled = self.claim(&question, claim).await?;
+        tracing::info!(question_id = %id, "question cancelled by its asker");
+        Ok(cancelled)
+    }
+
     /// Cancels every pending question of a session; their waiters are released at once.
     pub async fn cancel_session(&self, session_id: &str, actor: Actor) -> Result<usize, Error> {
+        self.cancel_session_because(session_id, actor, None).await
+    }
+
+    /// [`Bridge::cancel_session`], with the reason every surface shows ("Cancelled: <reason>").
+    pub async fn cancel_session_because(
+        &self,
+        session_id: &str,
+        actor: Actor,
+        reason: Option<String>,
+    ) -> Result<usize, Error> {
         let filter = ListFilter {
             session_id: Some(session_id.to_owned()),
             limit: usize::MAX,
@@ -222,7 +247,9 @@ impl Bridge {
         let mut cancelled = 0;
         for question in self.list(&filter).await? {
             let claim = Claim::new(
-                Transition::Cancel { reason: None },
+                Transition::Cancel {
+                    reason: reason.clone(),
+                },
                 actor.clone(),
                 Millis::now(),
             );

@@ -13,6 +13,7 @@
 //! | `GET /api/questions/{id}` | one question |
 //! | `POST /api/questions/{id}/reply` | answer: `{"answer": string \| [string] \| bool, "by"?}` |
 //! | `POST /api/questions/{id}/reject` | decline: `{"message"?, "by"?}` |
+//! | `POST /api/questions/{id}/cancel` | the asker withdraws it |
 //! | `GET /api/questions/{id}/wait?timeout_s=N` | long-poll until resolved |
 //! | `POST /api/sessions/{session_id}/cancel` | cancel a session's pending questions |
 //! | `POST /api/runs`, `GET /api/runs/{id}` | start a flow without blocking; read a run |
@@ -107,6 +108,7 @@ pub fn app(state: AppState) -> Router {
         .route("/questions/{id}", get(questions::get))
         .route("/questions/{id}/reply", post(questions::reply))
         .route("/questions/{id}/reject", post(questions::reject))
+        .route("/questions/{id}/cancel", post(questions::cancel))
         .route("/questions/{id}/wait", get(questions::wait))
         .route(
             "/sessions/{session_id}/cancel",

@@ -153,6 +153,34 @@ pub(super) async fn reject(
     attempt(&state, &id, Said::Decline(message), body.by).await
 }
 
+/// `POST /api/questions/{id}/cancel`: the asker withdraws the question.
+pub(super) async fn cancel(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<QuestionJson, ApiError> {
+    let reason = cancel_reason(&body)?;
+    let question = state
+        .bridge
+        .cancel_question(&parse_id(&id)?, Actor::api(), reason)
+        .await?;
+    Ok(QuestionJson(question))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CancelBody {
+    reason: Option<String>,
+}
+
+/// A cancel's optional `{"reason": "..."}`, shown on every surface ("Cancelled: <reason>").
+fn cancel_reason(body: &[u8]) -> Result<Option<String>, ApiError> {
+    let body: CancelBody = optional_json(body)?;
+    Ok(askbridge_core::answer::decline_message(
+        body.reason.as_deref(),
+    )?)
+}
+
 #[derive(Debug, Deserialize)]
 pub(super) struct WaitQuery {
     timeout_s: Option<f64>,
@@ -190,10 +218,12 @@ pub(super) async fn wait(
 pub(super) async fn cancel_session(
     State(state): State<AppState>,
     Path(session_id): Path<String>,
+    body: Bytes,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    let reason = cancel_reason(&body)?;
     let cancelled = state
         .bridge
-        .cancel_session(&session_id, Actor::api())
+        .cancel_session_because(&session_id, Actor::api(), reason)
         .await?;
     Ok(Json(json!({ "cancelled": cancelled })))
 }

@@ -13,6 +13,7 @@ mod approvals;
 mod architecture;
 mod bridge;
 mod claim_race;
+mod cli;
 mod command_budget;
 mod console;
 mod demo;

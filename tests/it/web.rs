@@ -527,7 +527,9 @@ async fn answers_made_elsewhere_update_the_open_page() {
     assert!(summary.contains("time to answer: p50 "), "{summary}");
     // A new question moves the summary with its card, not at the next refresh (at most every
     // 3 s): the count changes within a second of the event.
-    let fresh = api.ask(json!({"prompt": "One more?", "kind": "confirm"})).await;
+    let fresh = api
+        .ask(json!({"prompt": "One more?", "kind": "confirm"}))
+        .await;
     let card = format!("document.querySelector('[data-id=\"{fresh}\"]') !== null");
     page.wait_for("the new card", &card).await;
     page.wait_for_within(

@@ -1,0 +1,377 @@
+//! `askbridge ask`, `confirm`, `approve` and `exec` against a running askbridge: the answer on
+//! stdout, each exit code, Ctrl-C withdrawing the question, `exec` cancelling what its command
+//! left pending.
+
+use crate::fakes::telegram::FakeTelegram;
+use crate::support::{
+    Process, askbridge_binary, eventually, eventually_some, http, memory_bridge, serve,
+};
+use askbridge::BridgeOptions;
+use askbridge::bridge::Bridge;
+use askbridge::http::{AppState, app};
+use askbridge::store::memory::MemoryStore;
+use askbridge_core::Identity;
+use serde_json::{Value, json};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::process::{Child, Command};
+
+const WITHIN: Duration = Duration::from_secs(15);
+
+/// `askbridge <args>` against `base`, with a clean environment.
+fn cli(base: &str, args: &[&str]) -> Child {
+    Command::new(askbridge_binary())
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("ASKBRIDGE_URL", base)
+        .current_dir(std::env::temp_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+async fn finish(child: Child) -> (i32, String, String) {
+    let output = tokio::time::timeout(WITHIN, child.wait_with_output())
+        .await
+        .expect("the command ended")
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// The pending question of `session`, once the command has asked it.
+async fn asked(base: &str, session: &str) -> Value {
+    let (base, session) = (base.to_owned(), session.to_owned());
+    eventually_some(WITHIN, "the question asked", move || {
+        let (base, session) = (base.clone(), session.clone());
+        async move {
+            let list: Value = http()
+                .get(format!("{base}/api/questions?session_id={session}"))
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            list["questions"].as_array()?.first().cloned()
+        }
+    })
+    .await
+}
+
+async fn post(base: &str, path: &str, body: Value) -> u16 {
+    http()
+        .post(format!("{base}{path}"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+async fn server() -> String {
+    let (bridge, _) = memory_bridge().await;
+    serve(app(AppState::new(bridge, None))).await
+}
+
+#[tokio::test]
+async fn ask_prints_the_answer_and_exits_0() {
+    let base = server().await;
+    let child = cli(
+        &base,
+        &[
+            "ask",
+            "Which lib?",
+            "--options",
+            "dayjs,luxon",
+            "--session",
+            "c1",
+        ],
+    );
+    let q = asked(&base, "c1").await;
+    assert_eq!(q["options"], json!(["dayjs", "luxon"]));
+    let id = q["id"].as_str().unwrap();
+    assert_eq!(
+        post(
+            &base,
+            &format!("/api/questions/{id}/reply"),
+            json!({"answer": "luxon"})
+        )
+        .await,
+        200
+    );
+    let (code, stdout, _) = finish(child).await;
+    assert_eq!((code, stdout.as_str()), (0, "luxon\n"));
+    // --json: the whole question, with its resolution and outcome line.
+    let child = cli(
+        &base,
+        &[
+            "ask",
+            "Which?",
+            "--options",
+            "a,b",
+            "--multi",
+            "--session",
+            "c2",
+            "--json",
+        ],
+    );
+    let id = asked(&base, "c2").await["id"].as_str().unwrap().to_owned();
+    post(
+        &base,
+        &format!("/api/questions/{id}/reply"),
+        json!({"answer": ["a", "b"]}),
+    )
+    .await;
+    let (code, stdout, _) = finish(child).await;
+    assert_eq!(code, 0);
+    let printed: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(printed["resolution"]["value"], json!(["a", "b"]));
+    assert_eq!(printed["outcome"], "Answered: a, b, by api via api");
+}
+
+#[tokio::test]
+async fn confirm_exits_0_for_yes_and_1_for_no() {
+    let base = server().await;
+    for (answer, expected) in [(true, 0), (false, 1)] {
+        let session = format!("yn-{answer}");
+        let child = cli(&base, &["confirm", "Deploy?", "--session", &session]);
+        let id = asked(&base, &session).await["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        post(
+            &base,
+            &format!("/api/questions/{id}/reply"),
+            json!({"answer": answer}),
+        )
+        .await;
+        let (code, _, _) = finish(child).await;
+        assert_eq!(code, expected, "answered {answer}");
+    }
+}
+
+#[tokio::test]
+async fn a_decline_exits_3_with_the_message_on_stderr() {
+    let base = server().await;
+    let child = cli(&base, &["ask", "Ship it?", "--session", "d"]);
+    let id = asked(&base, "d").await["id"].as_str().unwrap().to_owned();
+    post(
+        &base,
+        &format!("/api/questions/{id}/reject"),
+        json!({"message": "not on Fridays"}),
+    )
+    .await;
+    let (code, stdout, stderr) = finish(child).await;
+    assert_eq!(code, 3);
+    assert_eq!(stdout, "");
+    assert!(stderr.contains("not on Fridays"), "{stderr}");
+}
+
+#[tokio::test]
+async fn a_timeout_exits_4_unless_a_default_answers() {
+    let base = server().await;
+    let (code, _, stderr) = finish(cli(&base, &["ask", "Anyone?", "--timeout", "1s"])).await;
+    assert_eq!(code, 4, "{stderr}");
+    let (code, stdout, stderr) = finish(cli(
+        &base,
+        &["confirm", "Proceed?", "--timeout", "1s", "--default", "no"],
+    ))
+    .await;
+    assert_eq!((code, stdout.as_str()), (1, "no\n"), "{stderr}");
+    assert!(stderr.contains("default"), "{stderr}");
+}
+
+#[tokio::test]
+async fn an_unreachable_server_exits_2_naming_the_url() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let (code, _, stderr) = finish(cli(&base, &["ask", "Hello?"])).await;
+    assert_eq!(code, 2);
+    assert!(stderr.contains(&base), "{stderr}");
+    // A usage error is 2 as well.
+    let (code, _, _) = finish(cli(&base, &["ask"])).await;
+    assert_eq!(code, 2);
+}
+
+#[tokio::test]
+async fn ctrl_c_cancels_the_question_and_exits_130() {
+    let base = server().await;
+    let child = cli(&base, &["ask", "Wait for me?", "--session", "int"]);
+    let id = asked(&base, "int").await["id"].as_str().unwrap().to_owned();
+    let pid = child.id().unwrap();
+    std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    let (code, _, stderr) = finish(child).await;
+    assert_eq!(code, 130, "{stderr}");
+    let q: Value = http()
+        .get(format!("{base}/api/questions/{id}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(q["status"], "cancelled");
+}
+
+#[tokio::test]
+async fn approve_exits_0_when_allowed_and_3_when_rejected() {
+    let bridge = Bridge::new(
+        Arc::new(MemoryStore::default()),
+        BridgeOptions {
+            approvers: vec![Identity::new("api")],
+            ..BridgeOptions::default()
+        },
+    );
+    bridge.start().await.unwrap();
+    let base = serve(app(AppState::new(bridge, None))).await;
+    let args = r#"{"workspace": "prod"}"#;
+    let child = cli(
+        &base,
+        &[
+            "approve",
+            "--tool",
+            "terraform",
+            "--args",
+            args,
+            "--session",
+            "ap1",
+        ],
+    );
+    let q = asked(&base, "ap1").await;
+    assert_eq!(q["action"]["tool"], "terraform");
+    let id = q["id"].as_str().unwrap();
+    post(
+        &base,
+        &format!("/api/questions/{id}/reply"),
+        json!({"answer": "once"}),
+    )
+    .await;
+    let (code, stdout, stderr) = finish(child).await;
+    assert_eq!((code, stdout.as_str()), (0, "once\n"), "{stderr}");
+    let child = cli(&base, &["approve", "--tool", "rm", "--session", "ap2"]);
+    let id = asked(&base, "ap2").await["id"].as_str().unwrap().to_owned();
+    post(
+        &base,
+        &format!("/api/questions/{id}/reject"),
+        json!({"message": "too risky"}),
+    )
+    .await;
+    let (code, _, stderr) = finish(child).await;
+    assert_eq!(code, 3);
+    assert!(stderr.contains("too risky"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_cancels_what_its_killed_command_left_pending() {
+    const GROUP: i64 = -100_777;
+    let fake = FakeTelegram::start();
+    let server = Process::spawn(
+        &["serve", "--ephemeral"],
+        &[
+            ("TELEGRAM_BOT_TOKEN", "1:fake".into()),
+            ("TELEGRAM_API_URL", fake.base.clone()),
+        ],
+    );
+    let base = server.base.clone();
+    let probe = fake.clone();
+    eventually(WITHIN, "Telegram connected", move || {
+        let fake = probe.clone();
+        async move { fake.methods().iter().any(|m| m == "deletewebhook") }
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let script = format!(
+        "echo $$ > {pid}; {bin} ask 'First?' --options a,b --to telegram:{GROUP}; {bin} ask 'Second?' --options c,d --to telegram:{GROUP}",
+        pid = pid_file.display(),
+        bin = askbridge_binary(),
+    );
+    let exec = cli(
+        &base,
+        &["exec", "--session", "job", "--", "sh", "-c", &script],
+    );
+    let first = asked(&base, "job").await;
+    let first_id = first["id"].as_str().unwrap().to_owned();
+    post(
+        &base,
+        &format!("/api/questions/{first_id}/reply"),
+        json!({"answer": "a"}),
+    )
+    .await;
+    let second = eventually_some(WITHIN, "the second question", || {
+        let base = base.clone();
+        async move {
+            let q = asked(&base, "job").await;
+            (q["prompt"] == "Second?").then_some(q)
+        }
+    })
+    .await;
+    let second_id = second["id"].as_str().unwrap().to_owned();
+    // The command dies without a word.
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    std::process::Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .unwrap();
+    let (code, _, stderr) = finish(exec).await;
+    assert_eq!(
+        code,
+        128 + 9,
+        "exec exits with the command's status: {stderr}"
+    );
+    let q: Value = http()
+        .get(format!("{base}/api/questions/{second_id}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(q["status"], "cancelled");
+    // And Telegram shows it withdrawn.
+    let probe = fake.clone();
+    eventually(
+        WITHIN,
+        "the second question withdrawn on Telegram",
+        move || {
+            let fake = probe.clone();
+            async move {
+                fake.sent_in(GROUP).iter().any(|m| {
+                    m.text.contains("Second?")
+                        && m.text.contains("Cancelled")
+                        && m.buttons().is_empty()
+                })
+            }
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn help_and_completions_come_from_the_command_definition() {
+    let (code, stdout, _) = finish(cli("http://127.0.0.1:9", &["ask", "--help"])).await;
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("--answerers") && stdout.contains("ASKBRIDGE_URL"),
+        "{stdout}"
+    );
+    let (code, stdout, _) = finish(cli("http://127.0.0.1:9", &["completions", "bash"])).await;
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("askbridge") && stdout.contains("confirm"),
+        "{stdout}"
+    );
+}
