@@ -43,6 +43,7 @@ pub mod egress;
 mod error;
 pub mod flows;
 pub mod http;
+pub mod mcp;
 pub mod metrics;
 pub mod runtime;
 pub mod server;

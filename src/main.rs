@@ -48,6 +48,7 @@ async fn run(command: Command) -> u8 {
         Command::Confirm(args) => return cli::ask::confirm(args).await,
         Command::Approve(args) => return cli::ask::approve(args).await,
         Command::Exec(args) => return cli::exec::exec(args).await,
+        Command::Mcp(args) => cli::mcp::mcp(args).await.map(|()| 0),
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,

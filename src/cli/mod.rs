@@ -11,6 +11,7 @@
 pub(crate) mod ask;
 pub(crate) mod client;
 pub(crate) mod exec;
+pub(crate) mod mcp;
 pub(crate) mod server;
 
 use clap::{Args, Parser, Subcommand};
@@ -49,6 +50,8 @@ pub(crate) enum Command {
     Approve(ApproveArgs),
     /// Run a command whose questions belong to one session, cancelled when it ends.
     Exec(ExecArgs),
+    /// Serve MCP over stdio (what an agent client launches), asking through a running askbridge.
+    Mcp(McpArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -186,6 +189,19 @@ pub(crate) struct ExecArgs {
     /// The command and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub(crate) command: Vec<String>,
+}
+
+/// `mcp`.
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    /// The session the agent's questions belong to (default: ASKBRIDGE_SESSION, else a new one).
+    #[arg(long, env = "ASKBRIDGE_SESSION")]
+    pub(crate) session: Option<String>,
+    /// Seconds between progress notifications while a tool call waits.
+    #[arg(long, env = "ASKBRIDGE_MCP_PROGRESS_S", default_value_t = 15.0)]
+    pub(crate) progress_s: f64,
+    #[command(flatten)]
+    pub(crate) remote: Remote,
 }
 
 /// `90s`, `10m`, `2h`, `1d` or plain seconds, as seconds.

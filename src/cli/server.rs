@@ -216,6 +216,7 @@ fn app_state(config: &Config, bridge: &Bridge) -> AppState {
     AppState::new(bridge.clone(), config.api_token.as_ref())
         .with_hosts(HostPolicy::local().allow(&config.allowed_hosts))
         .with_public_metrics(config.metrics_public)
+        .with_mcp_progress(config.mcp_progress)
 }
 
 /// `askbridge serve`.

@@ -114,6 +114,8 @@ pub struct Config {
     pub callback_allow: Vec<String>,
     /// See [`MAX_CONNECTIONS`].
     pub max_connections: usize,
+    /// See [`MCP_PROGRESS`].
+    pub mcp_progress: Duration,
 }
 
 impl Config {
@@ -296,6 +298,7 @@ impl Config {
             metrics_public: flag(&get, METRICS_PUBLIC, false)?,
             callback_allow,
             max_connections,
+            mcp_progress: seconds(&get, MCP_PROGRESS, 15)?,
         })
     }
 }

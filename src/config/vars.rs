@@ -56,9 +56,11 @@ pub const METRICS_PUBLIC: &str = "ASKBRIDGE_METRICS_PUBLIC";
 pub const CALLBACK_ALLOW: &str = "ASKBRIDGE_CALLBACK_ALLOW";
 /// Most HTTP connections served at once. Default 4096.
 pub const MAX_CONNECTIONS: &str = "ASKBRIDGE_MAX_CONNECTIONS";
+/// Seconds between progress notifications while an MCP tool call waits. Default 15.
+pub const MCP_PROGRESS: &str = "ASKBRIDGE_MCP_PROGRESS_S";
 
 /// Every variable, for `--help`.
-pub const ALL: [(&str, &str); 27] = [
+pub const ALL: [(&str, &str); 28] = [
     (HTTP_ADDR, "HTTP API address (default 127.0.0.1:8080)"),
     (
         API_TOKEN,
@@ -127,5 +129,9 @@ pub const ALL: [(&str, &str); 27] = [
     (
         MAX_CONNECTIONS,
         "HTTP connections served at once (default 4096)",
+    ),
+    (
+        MCP_PROGRESS,
+        "seconds between MCP progress notifications (default 15)",
     ),
 ];

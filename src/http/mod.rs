@@ -24,6 +24,7 @@
 //! | `GET /api/stats` | pending now, outcomes in the last hour, time to answer ([`stats`]) |
 //! | `GET /api/openapi.json` | this API in OpenAPI 3.1 |
 //! | `GET /healthz`, `GET /metrics` | health (checks the store), Prometheus metrics (token unless `ASKBRIDGE_METRICS_PUBLIC`) |
+//! | `POST/GET/DELETE /mcp` | MCP over streamable HTTP ([`crate::mcp`]), token as for `/api` |
 //! | `GET /` | the ops page ([`ops_page`]), outside the token layer: it holds no data |
 
 mod admin;
@@ -39,6 +40,7 @@ pub use error::{ApiError, JsonBody};
 pub use guard::HostPolicy;
 
 use crate::bridge::Bridge;
+use crate::mcp::{AskServer, BridgeBackend, McpOptions};
 use askbridge_core::Secret;
 use axum::Router;
 use axum::extract::{Request, State};
@@ -46,6 +48,9 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::sync::Arc;
 
 /// Longest `wait` the API accepts, in seconds.
 pub const MAX_WAIT_S: f64 = 600.0;
@@ -65,6 +70,8 @@ pub struct AppState {
     hosts: HostPolicy,
     /// Whether `/metrics` is served without the token.
     metrics_public: bool,
+    /// How often an MCP tool call that waits reports progress.
+    mcp_progress: std::time::Duration,
 }
 
 impl AppState {
@@ -76,7 +83,14 @@ impl AppState {
             extra: None,
             hosts: HostPolicy::local(),
             metrics_public: false,
+            mcp_progress: std::time::Duration::from_secs(15),
         }
+    }
+
+    /// How often a waiting MCP tool call reports progress (`ASKBRIDGE_MCP_PROGRESS_S`).
+    pub fn with_mcp_progress(mut self, every: std::time::Duration) -> Self {
+        self.mcp_progress = every;
+        self
     }
 
     /// Accepts requests addressed to these names too (`ASKBRIDGE_ALLOWED_HOSTS`).
@@ -132,8 +146,12 @@ pub fn app(state: AppState) -> Router {
     };
     let extra = state.extra.clone();
     let hosts = state.hosts.clone();
+    let mcp = Router::new()
+        .nest_service("/mcp", mcp_service(&state))
+        .layer(middleware::from_fn_with_state(state.clone(), require_token));
     let router = Router::new()
         .nest("/api", api)
+        .merge(mcp)
         .merge(ops_page::routes())
         .merge(metrics)
         .route("/healthz", get(admin::healthz))
@@ -148,6 +166,27 @@ pub fn app(state: AppState) -> Router {
         Some(extra) => router.merge(extra),
         None => router,
     }
+}
+
+/// MCP over streamable HTTP: each MCP session gets a server of its own, in a session of its own,
+/// asking through this process's bridge. Host names are checked by [`guard`] (one setting for
+/// the API and `/mcp`), so rmcp's own check is off.
+fn mcp_service(state: &AppState) -> StreamableHttpService<AskServer, LocalSessionManager> {
+    let (bridge, every) = (state.bridge.clone(), state.mcp_progress);
+    StreamableHttpService::new(
+        move || {
+            let options = McpOptions {
+                progress_every: every,
+                ..McpOptions::new()
+            };
+            Ok(AskServer::new(
+                Arc::new(BridgeBackend(bridge.clone())),
+                options,
+            ))
+        },
+        LocalSessionManager::default().into(),
+        StreamableHttpServerConfig::default().disable_allowed_hosts(),
+    )
 }
 
 /// The HTTP API described in OpenAPI 3.1.

@@ -22,6 +22,7 @@ mod faults;
 mod flows;
 mod hardening;
 mod http_api;
+mod mcp;
 mod restart;
 mod runs_crash;
 mod store_conformance;
