@@ -307,3 +307,173 @@ async fn mcp_over_http_needs_the_token() {
         "{body}"
     );
 }
+
+/// The Python interpreter of the venv holding the official MCP SDK (`scripts/test` makes it).
+fn python_with_mcp() -> Option<std::path::PathBuf> {
+    let python =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/mcp-venv/bin/python");
+    let ok = std::process::Command::new(&python)
+        .args(["-c", "import mcp"])
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(python)
+}
+
+/// Plays the person: answers each question as the bracket at the end of its prompt says.
+async fn person(base: String, fake: crate::fakes::telegram::FakeTelegram) {
+    let mut handled = std::collections::HashSet::new();
+    loop {
+        let list: Value = match http().get(format!("{base}/api/questions")).send().await {
+            Ok(response) => response.json().await.unwrap_or_default(),
+            Err(_) => Value::Null,
+        };
+        for q in list["questions"].as_array().cloned().unwrap_or_default() {
+            let (id, prompt) = (
+                q["id"].as_str().unwrap().to_owned(),
+                q["prompt"].as_str().unwrap().to_owned(),
+            );
+            if !handled.insert(id.clone()) {
+                continue;
+            }
+            let path = |what: &str| format!("{base}/api/questions/{id}/{what}");
+            if prompt.ends_with("tap luxon]") {
+                // Long enough for progress notifications to go out first.
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+                let shown = eventually_some(WITHIN, "shown on Telegram", || {
+                    let (fake, id) = (fake.clone(), id.clone());
+                    async move {
+                        fake.sent_in(crate::telegram::GROUP)
+                            .into_iter()
+                            .find(|m| m.text.contains(&id) && m.markup.is_some())
+                    }
+                })
+                .await;
+                fake.tap(
+                    crate::telegram::GROUP,
+                    shown.id,
+                    &crate::telegram::alice(),
+                    &shown.payload("2. luxon"),
+                );
+            } else if prompt.ends_with("reply yes]") {
+                http()
+                    .post(path("reply"))
+                    .json(&json!({"answer": true}))
+                    .send()
+                    .await
+                    .unwrap();
+            } else if prompt.ends_with("decline]") {
+                http()
+                    .post(path("reject"))
+                    .json(&json!({"message": "not during the freeze"}))
+                    .send()
+                    .await
+                    .unwrap();
+            } else if prompt.ends_with("with digest]") {
+                let digest = q["action"]["digest"].clone();
+                http()
+                    .post(path("reply"))
+                    .json(&json!({"answer": "once", "digest": digest}))
+                    .send()
+                    .await
+                    .unwrap();
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_python_sdk_drives_both_transports() {
+    let Some(python) = python_with_mcp() else {
+        assert!(
+            std::env::var("ASKBRIDGE_REQUIRE_PYTHON_MCP").is_err(),
+            "scripts/test installed the Python MCP SDK, but target/mcp-venv cannot import it"
+        );
+        eprintln!("skipped: no Python MCP SDK in target/mcp-venv (scripts/test installs it)");
+        return;
+    };
+    let fake = crate::fakes::telegram::FakeTelegram::start();
+    let (bridge, _) = memory_bridge().await;
+    let telegram = askbridge_telegram::Telegram::connect(askbridge_telegram::TelegramOptions {
+        token: "1:fake".into(),
+        api_url: Some(fake.base.clone()),
+        webhook: None,
+    })
+    .await
+    .unwrap();
+    bridge.add_channel(telegram.channel());
+    let inbox: std::sync::Arc<dyn askbridge_core::Inbox> = std::sync::Arc::new(bridge.clone());
+    let shutdown = bridge.shutdown_signal();
+    let polling = inbox.clone();
+    tokio::spawn(async move { telegram.run(polling, shutdown).await });
+    let state = AppState::new(bridge.clone(), None).with_mcp_progress(Duration::from_millis(500));
+    let base = serve(app(state)).await;
+    let answering = tokio::spawn(person(base.clone(), fake.clone()));
+    for transport in ["stdio", "http"] {
+        let mut command = Command::new(&python);
+        command
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/agent.py"))
+            .arg(transport);
+        if transport == "stdio" {
+            command.arg(askbridge_binary());
+        }
+        let output = tokio::time::timeout(Duration::from_secs(60), command.arg(&base).output())
+            .await
+            .expect("the Python agent finished")
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{transport}: {stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        eprintln!("--- Python MCP client over {transport} ---\n{stdout}");
+        let steps: std::collections::HashMap<String, Value> = stdout
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .map(|v| (v["step"].as_str().unwrap().to_owned(), v))
+            .collect();
+        assert_eq!(steps["init"]["server"], "askbridge");
+        assert_eq!(
+            steps["tools"]["names"],
+            json!([
+                "ask_user",
+                "confirm",
+                "get_answer",
+                "list_pending",
+                "request_approval"
+            ])
+        );
+        assert_eq!(
+            steps["ask"]["text"],
+            "The person answered: luxon (by @alice via telegram)."
+        );
+        assert!(
+            steps["ask"]["progress"].as_u64().unwrap() >= 1,
+            "{transport}: no progress notification"
+        );
+        assert!(
+            steps["pending"]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("Pending: question ")
+        );
+        assert_eq!(
+            steps["get_answer"]["text"],
+            "The person answered: yes (by api via api)."
+        );
+        assert_eq!(
+            steps["declined"]["text"],
+            "The person declined to answer: not during the freeze."
+        );
+        assert_eq!(
+            steps["timeout"]["text"],
+            "Nobody answered in time; the default was used: M."
+        );
+        assert_eq!(
+            steps["approval"]["text"],
+            "Approved: api allowed it once (via api). You may run the action, with exactly the arguments you asked about."
+        );
+    }
+    answering.abort();
+}
