@@ -4,7 +4,7 @@
 //! - `scripts.rs` and `lua/*.lua`: the Lua scripts, one file each;
 //! - `retry.rs`: the one place that sends commands, retrying connection errors;
 //! - `codec.rs`: how questions and runs are spread over hash fields;
-//! - `questions.rs` (questions, deliveries, the outbox), `records.rs` (runs, rules, audit,
+//! - `questions.rs` (questions), `outbox.rs` (deliveries, the outbox), `records.rs` (runs, rules, audit,
 //!   dedupe), `events.rs` (the event stream every process reads): one file per group of roles.
 //!
 //! # Keys
@@ -38,6 +38,7 @@
 mod codec;
 mod events;
 mod keys;
+mod outbox;
 mod questions;
 mod records;
 mod retry;

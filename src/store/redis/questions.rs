@@ -1,14 +1,14 @@
-//! Questions, where they were shown, and the outbox, in Redis. An ask is one script, a claim one
-//! script, finishing a resolution's effects one script.
+//! Questions in Redis: an ask is one script, a claim one script. Where they were shown and the
+//! outbox are in `outbox.rs`.
 
 use super::RedisStore;
 use super::codec::{as_asked, assemble, assemble_run, pairs};
 use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, question_bucket, run_bucket};
-use super::scripts::{CLAIM, FINISH, INSERT, LEASE, MARK_EFFECT, RECORD_SHOWN};
+use super::scripts::{CLAIM, INSERT};
 use crate::store::{
-    ClaimOptions, Claimed, Counts, Deliveries, Error, EventKind, FINAL, Inserted, ListFilter,
-    Outbox, Questions, Result, Shown, Work,
+    ClaimOptions, Claimed, Counts, Error, EventKind, FINAL, Inserted, ListFilter, Questions,
+    Result, Shown, Work,
 };
 use askbridge_core::question::MAX_TIMEOUT;
 use askbridge_core::{
@@ -106,13 +106,7 @@ pub(super) fn kind_name(kind: Kind) -> &'static str {
     }
 }
 
-fn parse_ids(ids: &[String], index: &str) -> Result<Vec<QuestionId>> {
-    ids.iter()
-        .map(|id| QuestionId::parse(id).map_err(|e| Error::corrupt(index, e)))
-        .collect()
-}
-
-fn work_of(shown: Vec<String>, done: Vec<String>) -> Work {
+pub(super) fn work_of(shown: Vec<String>, done: Vec<String>) -> Work {
     Work {
         shown: pairs(shown)
             .into_iter()
@@ -357,132 +351,5 @@ impl Questions for RedisStore {
             counts.answer_ms.extend(times);
         }
         Ok(counts)
-    }
-}
-
-#[async_trait]
-impl Deliveries for RedisStore {
-    async fn record_shown(&self, id: &QuestionId, shown: &Shown) -> Result<()> {
-        let mut invocation = RECORD_SHOWN.prepare_invoke();
-        invocation
-            .key(self.keys.shown(id.as_str()))
-            .key(self.keys.question(id.as_str()))
-            .arg(shown.target.as_str())
-            .arg(&shown.reference);
-        self.invoke::<i64>("record_shown", &invocation)
-            .await
-            .map(drop)
-    }
-
-    async fn shown(&self, id: &QuestionId) -> Result<Vec<Shown>> {
-        Ok(self.work(id).await?.shown)
-    }
-}
-
-#[async_trait]
-impl Outbox for RedisStore {
-    async fn mark_effect(&self, id: &QuestionId, effect: &str) -> Result<bool> {
-        let mut invocation = MARK_EFFECT.prepare_invoke();
-        invocation
-            .key(self.keys.effects(id.as_str()))
-            .key(self.keys.question(id.as_str()))
-            .arg(effect);
-        let added: i64 = self.invoke("mark effect", &invocation).await?;
-        Ok(added == 1)
-    }
-
-    async fn work(&self, id: &QuestionId) -> Result<Work> {
-        let mut pipe = redis::pipe();
-        pipe.cmd("HGETALL")
-            .arg(self.keys.shown(id.as_str()))
-            .cmd("SMEMBERS")
-            .arg(self.keys.effects(id.as_str()));
-        let (shown, done): (Vec<String>, Vec<String>) = self.query_pipe("work", &pipe).await?;
-        Ok(work_of(shown, done))
-    }
-
-    async fn lease_due(
-        &self,
-        now: Millis,
-        lease: Duration,
-        limit: usize,
-    ) -> Result<Vec<QuestionId>> {
-        let mut due = Vec::new();
-        for bucket in 0..BUCKETS {
-            let mut invocation = LEASE.prepare_invoke();
-            invocation
-                .key(self.keys.open(bucket))
-                .arg(now.0)
-                .arg(now.after(lease).0)
-                .arg(limit);
-            let ids: Vec<String> = self.invoke("lease", &invocation).await?;
-            due.extend(parse_ids(&ids, "the open index")?);
-        }
-        Ok(due)
-    }
-
-    async fn next_due(&self) -> Result<Option<Millis>> {
-        let mut pipe = redis::pipe();
-        for bucket in 0..BUCKETS {
-            pipe.cmd("ZRANGE")
-                .arg(self.keys.open(bucket))
-                .arg(0)
-                .arg(0)
-                .arg("WITHSCORES");
-        }
-        let firsts: Vec<Vec<(String, f64)>> = self.query_pipe("next due", &pipe).await?;
-        Ok(firsts
-            .into_iter()
-            .flatten()
-            .map(|(_, score)| Millis(score as u64))
-            .min())
-    }
-
-    async fn open_ids(&self) -> Result<Vec<QuestionId>> {
-        let mut pipe = redis::pipe();
-        for bucket in 0..BUCKETS {
-            pipe.cmd("ZRANGE")
-                .arg(self.keys.open(bucket))
-                .arg(0)
-                .arg(-1);
-        }
-        let ids: Vec<Vec<String>> = self.query_pipe("open ids", &pipe).await?;
-        parse_ids(&ids.concat(), "the open index")
-    }
-
-    async fn reschedule(&self, id: &QuestionId, at: Millis) -> Result<()> {
-        let mut command = redis::cmd("ZADD");
-        command
-            .arg(self.keys.open(question_bucket(id.as_str())))
-            .arg(at.0)
-            .arg(id.as_str());
-        self.query::<i64>("reschedule", &command).await.map(drop)
-    }
-
-    async fn finish(
-        &self,
-        id: &QuestionId,
-        question: Option<&Question>,
-        done: &[String],
-        retry_at: Option<Millis>,
-    ) -> Result<()> {
-        let id = id.as_str();
-        let bucket = question_bucket(id);
-        let mut invocation = FINISH.prepare_invoke();
-        invocation
-            .key(self.keys.effects(id))
-            .key(self.keys.question(id))
-            .key(self.keys.open(bucket))
-            .key(self.keys.pending(bucket));
-        for target in question.map(|q| q.targets.as_slice()).unwrap_or_default() {
-            invocation.key(self.keys.target(bucket, target.as_str()));
-        }
-        invocation
-            .arg(id)
-            .arg(retry_at.map(|at| at.0.to_string()).unwrap_or_default());
-        for effect in done {
-            invocation.arg(effect);
-        }
-        self.invoke::<i64>("finish", &invocation).await.map(drop)
     }
 }

@@ -1,14 +1,18 @@
 //! The in-memory store: a mutex around maps. Fast and simple, and gone when the process exits, so
 //! it serves tests and `--ephemeral` runs only; start-up says so.
+//!
+//! This file holds questions, deliveries and the outbox; `records.rs` runs, rules, the audit
+//! trail, dedupe, events and administration.
+
+mod records;
 
 use super::{
-    Admin, AuditLog, ClaimOptions, Claimed, Counts, Dedupe, Deliveries, EVENT_BUFFER, Event,
-    Events, FINAL, Inserted, ListFilter, Outbox, Parked, Questions, Result, Rules, Runs, Saved,
-    Shown, StoreOptions, Work,
+    ClaimOptions, Claimed, Counts, Deliveries, EVENT_BUFFER, Event, FINAL, Inserted, ListFilter,
+    Outbox, Questions, Result, Shown, StoreOptions, Work,
 };
 use askbridge_core::Status;
-use askbridge_core::audit::{AuditEntry, AuditFilter};
-use askbridge_core::run::{Acquire, Run, RunState};
+use askbridge_core::audit::AuditEntry;
+use askbridge_core::run::{Acquire, Run};
 use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Rule, RuleId, RunId};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -25,7 +29,7 @@ pub struct MemoryStore {
 }
 
 #[derive(Debug, Default)]
-struct State {
+pub(super) struct State {
     questions: HashMap<QuestionId, Question>,
     shown: HashMap<QuestionId, Vec<Shown>>,
     effects: HashMap<QuestionId, BTreeSet<String>>,
@@ -283,205 +287,5 @@ impl Outbox for MemoryStore {
             None => state.remove_due(id),
         }
         Ok(())
-    }
-}
-
-#[async_trait]
-impl Dedupe for MemoryStore {
-    async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<bool> {
-        let now = Millis::now();
-        let mut state = self.state();
-        match state.seen.get(key) {
-            Some(until) if *until > now => Ok(false),
-            _ => {
-                state.seen.insert(key.to_owned(), now.after(ttl));
-                Ok(true)
-            }
-        }
-    }
-}
-
-#[async_trait]
-impl Runs for MemoryStore {
-    async fn insert_run(&self, run: &Run) -> Result<Inserted> {
-        let mut state = self.state();
-        if state.runs.contains_key(&run.id) {
-            return Ok(Inserted::Taken);
-        }
-        state.runs.insert(run.id.clone(), run.clone());
-        Ok(Inserted::Created)
-    }
-
-    async fn get_run(&self, id: &RunId) -> Result<Option<Run>> {
-        Ok(self.state().runs.get(id).cloned())
-    }
-
-    async fn acquire_run(
-        &self,
-        id: &RunId,
-        why: Acquire<'_>,
-        owner: &str,
-        now: Millis,
-        lease_until: Millis,
-    ) -> Result<Option<Run>> {
-        let mut state = self.state();
-        let Some(run) = state.runs.get_mut(id) else {
-            return Ok(None);
-        };
-        Ok(run
-            .acquire(why, owner, now, lease_until)
-            .then(|| run.clone()))
-    }
-
-    async fn save_run(&self, run: &Run, owner: &str) -> Result<Saved> {
-        let saved = {
-            let mut state = self.state();
-            match state.runs.get_mut(&run.id) {
-                Some(stored) if stored.owner.as_deref() == Some(owner) => *stored = run.clone(),
-                _ => return Ok(Saved::Lost),
-            }
-            let resolved =
-                |id: &QuestionId| state.questions.get(id).is_some_and(|q| !q.is_pending());
-            match &run.waiting_on {
-                Some(id) if run.state == RunState::Waiting && resolved(id) => {
-                    Saved::WaitsOnResolved
-                }
-                _ => Saved::Written,
-            }
-        };
-        if let Some(event) = Event::of_run(run) {
-            let _ = self.events.send(event);
-        }
-        Ok(saved)
-    }
-
-    async fn park_run(&self, run: &Run, owner: &str, question: &Question) -> Result<Parked> {
-        {
-            let mut state = self.state();
-            let held = state
-                .runs
-                .get(&run.id)
-                .is_some_and(|stored| stored.owner.as_deref() == Some(owner));
-            if !held {
-                return Ok(Parked::Saved(Saved::Lost));
-            }
-            if state.questions.contains_key(&question.id) {
-                return Ok(Parked::QuestionTaken);
-            }
-            state
-                .questions
-                .insert(question.id.clone(), question.clone());
-            state.set_due(&question.id, question.expires_at);
-        }
-        // Announced before the run's event, as a script would: the question exists first.
-        self.announce(question);
-        Ok(Parked::Saved(self.save_run(run, owner).await?))
-    }
-
-    async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<RunId>> {
-        let state = self.state();
-        Ok(state
-            .runs
-            .values()
-            .filter(|run| run.needs_executor() && run.lease_until.is_none_or(|until| until <= now))
-            .take(limit)
-            .map(|run| run.id.clone())
-            .collect())
-    }
-
-    async fn abandon_run(&self, id: &RunId, why: &str) -> Result<()> {
-        // Records in memory always read; for completeness, end the run as failed.
-        if let Some(run) = self.state().runs.get_mut(id) {
-            run.state = askbridge_core::run::RunState::Failed;
-            run.result = Some(why.to_owned());
-            run.reported = true;
-        }
-        Ok(())
-    }
-}
-
-#[async_trait]
-impl Rules for MemoryStore {
-    async fn put_rule(&self, rule: &Rule) -> Result<()> {
-        self.state().rules.insert(rule.id.clone(), rule.clone());
-        Ok(())
-    }
-
-    async fn rules(&self) -> Result<Vec<Rule>> {
-        Ok(self.state().rules.values().cloned().collect())
-    }
-
-    async fn delete_rule(&self, id: &RuleId) -> Result<Option<Rule>> {
-        Ok(self.state().rules.remove(id))
-    }
-}
-
-#[async_trait]
-impl AuditLog for MemoryStore {
-    async fn append_audit(&self, entry: &AuditEntry) -> Result<()> {
-        self.state().audit.push(entry.clone());
-        Ok(())
-    }
-
-    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
-        let state = self.state();
-        let mut found: Vec<AuditEntry> = state
-            .audit
-            .iter()
-            .filter(|e| filter.accepts(e))
-            .cloned()
-            .collect();
-        found.sort_by_key(|e| e.at);
-        found.truncate(filter.effective_limit());
-        Ok(found)
-    }
-}
-
-impl Events for MemoryStore {
-    fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.events.subscribe()
-    }
-}
-
-#[async_trait]
-impl Admin for MemoryStore {
-    fn describe(&self) -> String {
-        "memory (not durable: pending questions are lost when askbridge stops)".into()
-    }
-
-    fn is_durable(&self) -> bool {
-        false
-    }
-
-    async fn ping(&self) -> Result<()> {
-        Ok(())
-    }
-
-    async fn purge(&self, now: Millis) -> Result<usize> {
-        let mut state = self.state();
-        let retention = self.options.retention;
-        let old: Vec<QuestionId> = state
-            .questions
-            .values()
-            .filter(|q| {
-                !state.due_at.contains_key(&q.id)
-                    && q.resolution
-                        .as_ref()
-                        .is_some_and(|r| r.at.after(retention) <= now)
-            })
-            .map(|q| q.id.clone())
-            .collect();
-        for id in &old {
-            state.questions.remove(id);
-            state.shown.remove(id);
-            state.effects.remove(id);
-        }
-        state.seen.retain(|_, until| *until > now);
-        let audit_retention = self.options.audit_retention;
-        state.audit.retain(|e| e.at.after(audit_retention) > now);
-        state.runs.retain(|_, run| {
-            !(run.state.is_final() && run.reported && run.updated_at.after(retention) <= now)
-        });
-        Ok(old.len())
     }
 }
