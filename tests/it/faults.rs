@@ -223,3 +223,80 @@ async fn redis_killed_flushed_and_askbridge_killed_under_load_loses_nothing() {
     audit_ledger(&a.base, &ledger).await;
     drop(b);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn during_a_redis_outage_health_answers_within_a_second_and_requests_fail_as_json() {
+    let mut fixture = crate::support::redis_store().await;
+    let (bridge, _) = crate::support::bridge_over(fixture.store.clone()).await;
+    let base = crate::support::serve(askbridge::http::app(askbridge::http::AppState::new(
+        bridge, None,
+    )))
+    .await;
+    let asked = http()
+        .post(format!("{base}/api/questions"))
+        .json(&json!({"session_id": "outage", "prompt": "Still there?", "targets": ["chat:1"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(asked.status(), 201);
+    let id = asked.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The target index expires with its questions (it had no TTL once).
+    let client = redis::Client::open(fixture.server.url()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*target:chat:1")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(&keys[0])
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    assert!(ttl > 0, "the target set has no expiry ({ttl})");
+
+    fixture.server.kill();
+    let began = Instant::now();
+    let health = http().get(format!("{base}/healthz")).send().await.unwrap();
+    let took = began.elapsed();
+    assert_eq!(health.status(), 503);
+    assert!(
+        took < Duration::from_millis(1500),
+        "/healthz took {took:?} to say 503"
+    );
+    let began = Instant::now();
+    let refused = http()
+        .post(format!("{base}/api/questions"))
+        .json(&json!({"session_id": "outage", "prompt": "Anyone?"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 503);
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        began.elapsed()
+    );
+    let body: Value = refused.json().await.unwrap();
+    assert!(body["error"].is_string(), "{body}");
+    // Back: what was acknowledged is there.
+    fixture.server.restart();
+    let question =
+        crate::support::eventually_some(Duration::from_secs(15), "the store back", || {
+            let (base, id) = (base.clone(), id.clone());
+            async move {
+                let response = http()
+                    .get(format!("{base}/api/questions/{id}"))
+                    .send()
+                    .await
+                    .ok()?;
+                (response.status() == 200).then_some(response.json::<Value>().await.ok()?)
+            }
+        })
+        .await;
+    assert_eq!(question["status"], "pending");
+}

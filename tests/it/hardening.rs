@@ -483,3 +483,23 @@ async fn serve_outlives_a_telegram_outage_at_start() {
         .unwrap();
     assert_eq!(health.status(), 200);
 }
+
+#[tokio::test]
+async fn the_audit_trail_takes_the_spans_the_cli_documents() {
+    let (bridge, _) = memory_bridge().await;
+    let base = serve(app(AppState::new(bridge, None))).await;
+    for since in ["2h", "90s", "7d", "2026-01-01T00:00:00Z", "1700000000000"] {
+        let response = http()
+            .get(format!("{base}/api/audit?since={since}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "since={since}");
+    }
+    let response = http()
+        .get(format!("{base}/api/audit?since=lately"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 422);
+}
