@@ -218,12 +218,21 @@ pub async fn replay_ms(base: &str, expect: usize) -> f64 {
 pub struct Monitor {
     counted: Arc<AtomicUsize>,
     names: Arc<std::sync::Mutex<Vec<String>>>,
+    /// Closed on drop, which ends MONITOR (it slows Redis down while it runs).
+    stream: TcpStream,
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
 }
 
 impl Monitor {
     pub fn start(port: u16) -> Self {
         let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream.write_all(b"MONITOR\r\n").unwrap();
+        let kept = stream.try_clone().unwrap();
         let counted = Arc::new(AtomicUsize::new(0));
         let names = Arc::new(std::sync::Mutex::new(Vec::new()));
         let (c, n) = (counted.clone(), names.clone());
@@ -242,11 +251,23 @@ impl Monitor {
                 if command == "XREAD" {
                     continue;
                 }
+                // Which script: EVALSHA's first argument, shortened.
+                let command = match command.as_str() {
+                    "EVALSHA" => {
+                        let sha = line.split("\" \"").nth(1).unwrap_or_default();
+                        format!("EVALSHA:{}", &sha[..sha.len().min(6)])
+                    }
+                    _ => command,
+                };
                 c.fetch_add(1, Ordering::Relaxed);
                 n.lock().unwrap().push(command);
             }
         });
-        Monitor { counted, names }
+        Monitor {
+            counted,
+            names,
+            stream: kept,
+        }
     }
 
     /// Commands counted so far.

@@ -17,6 +17,10 @@ const EXPIRY_GRACE: Duration = Duration::from_secs(2);
 /// How many times creation retries with a new id after a collision.
 const ID_ATTEMPTS: usize = 3;
 
+/// How long a run's waiter trusts that news of a just-answered question is coming before it
+/// reads the store.
+const NEWS_PATIENCE: Duration = Duration::from_secs(2);
+
 impl Bridge {
     /// Checks targets against the channels: each must be served by one.
     fn check_targets(&self, targets: &[Target]) -> Result<(), Error> {
@@ -293,9 +297,22 @@ impl Bridge {
             // What this process last heard of the run spares a read when it says enough: the
             // run parked or ended, or it is executing here and will send news when it parks.
             let recent = self.recent().run(&run_id).filter(|_| trust_recent);
+            let mut patience = deadline - now;
             match recent {
                 Some(known) if settled(&known.run) => return Ok(known),
                 Some(known) if known.run.state == RunState::Running && now < deadline => {}
+                // Still on the question the client knows: it was just answered (the client
+                // answers, then asks what comes next), and the resume's news is on its way —
+                // from this process, or from another through the store's events. Wait for it
+                // without a read, but not long before reading after all.
+                Some(known)
+                    if known.run.state == RunState::Waiting
+                        && after.is_some()
+                        && known.run.waiting_on.as_ref() == after
+                        && now < deadline =>
+                {
+                    patience = patience.min(NEWS_PATIENCE);
+                }
                 _ => {
                     let run = self.get_run(id).await?;
                     if settled(&run) || now >= deadline {
@@ -308,7 +325,7 @@ impl Bridge {
             }
             // After the first wait, read the store: the news may have been of another kind.
             trust_recent = false;
-            match tokio::time::timeout(deadline - now, news).await {
+            match tokio::time::timeout(patience, news).await {
                 Ok(Ok(news)) if settled(&news.run) => return Ok(news),
                 // Other news (still on the same question), or out of time: read again.
                 _ => {}

@@ -12,7 +12,8 @@ use super::waiters::{Pumped, next_event};
 use super::{Bridge, SETTLE_GRACE};
 use crate::Error;
 use crate::store::{Event, EventKind};
-use askbridge_core::{Claim, Millis, Question};
+use askbridge_core::run::RunState;
+use askbridge_core::{Claim, Millis, Question, RunId};
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -66,6 +67,9 @@ impl Schedule {
         next.map(|at| at.since(now))
     }
 }
+
+/// How long a take-up prompted by another process's event waits for this process's own news.
+const TAKE_UP_DELAY: Duration = Duration::from_millis(100);
 
 impl Bridge {
     /// Expires a pending question whose deadline passed, and settles it.
@@ -226,22 +230,51 @@ impl Bridge {
                 }
                 self.waiters().wake(question);
             }
-            Event::Run { run, .. } => self.run_news(run, None),
+            Event::Run { run, .. } => {
+                // Our own park's news came with its question; the event does not carry it. Keep
+                // it rather than make the next waiter read it back.
+                let question = self.recent().run(&run.id).and_then(|known| {
+                    known
+                        .question
+                        .filter(|q| run.waiting_on.as_ref() == Some(&q.id))
+                });
+                self.run_news(run, question.as_ref())
+            }
         }
     }
 
     /// A question of a run was resolved, maybe by a process that runs no flows: a process that
     /// does tries to take the run up at once (one of them gets it; for the rest it is a no-op).
     fn take_up_run(&self, question: &Question) {
-        let Some(runner) = self.runner().filter(|_| question.run_id.is_some()) else {
+        let Some(runner) = self.runner() else {
+            return;
+        };
+        let Some(run_id) = question.run_id.clone() else {
             return;
         };
         let (bridge, question) = (self.clone(), question.clone());
         tokio::spawn(async move {
+            // The event can overtake the claim's own reply: if this process won the claim, it
+            // has the run already. A moment's wait lets its news land, and spares the store a
+            // take-up that can only fail.
+            tokio::time::sleep(TAKE_UP_DELAY).await;
+            if bridge.run_moved_on(&run_id, &question) {
+                return;
+            }
             if let Err(error) = runner.resume(&bridge, &question).await {
                 tracing::warn!(question_id = %question.id, %error, "cannot take up the run yet");
             }
         });
+    }
+
+    /// What this process heard says the run is past `question`: executing here, ended, or with
+    /// the answer in its journal.
+    fn run_moved_on(&self, run_id: &RunId, question: &Question) -> bool {
+        self.recent().run(run_id).is_some_and(|known| {
+            let ours = known.run.state == RunState::Running
+                && known.run.owner.as_deref() == Some(self.owner_id());
+            ours || known.run.state.is_final() || known.run.knows(&question.id)
+        })
     }
 
     async fn recheck_waiters(&self) {

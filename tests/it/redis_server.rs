@@ -38,15 +38,24 @@ pub struct RedisServer {
     pub port: u16,
     dir: tempfile::TempDir,
     child: Option<Child>,
+    /// Settings that replace the defaults below (`--appendfsync everysec`, say).
+    extra: Vec<String>,
 }
 
 impl RedisServer {
+    /// AOF with an fsync per write: nothing acknowledged is lost when it is killed.
     pub fn start() -> Self {
+        RedisServer::start_with(&[])
+    }
+
+    /// [`RedisServer::start`] with `extra` settings after the defaults (later ones win).
+    pub fn start_with(extra: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mut server = RedisServer {
             port: free_port(),
             dir,
             child: None,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
         };
         server.launch();
         server
@@ -75,6 +84,7 @@ impl RedisServer {
             ])
             .arg("--dir")
             .arg(self.dir.path())
+            .args(&self.extra)
             .stdout(log)
             .stderr(Stdio::null())
             .spawn()
