@@ -4,7 +4,8 @@
 
 use crate::fakes::telegram::FakeTelegram;
 use crate::support::{
-    Process, askbridge_binary, eventually, eventually_some, http, memory_bridge, serve,
+    Process, askbridge_binary, eventually, eventually_some, http, memory_bridge,
+    pending_in_session, serve,
 };
 use askbridge::BridgeOptions;
 use askbridge::bridge::Bridge;
@@ -46,26 +47,6 @@ async fn finish(child: Child) -> (i32, String, String) {
     )
 }
 
-/// The pending question of `session`, once the command has asked it.
-async fn asked(base: &str, session: &str) -> Value {
-    let (base, session) = (base.to_owned(), session.to_owned());
-    eventually_some(WITHIN, "the question asked", move || {
-        let (base, session) = (base.clone(), session.clone());
-        async move {
-            let list: Value = http()
-                .get(format!("{base}/api/questions?session_id={session}"))
-                .send()
-                .await
-                .ok()?
-                .json()
-                .await
-                .ok()?;
-            list["questions"].as_array()?.first().cloned()
-        }
-    })
-    .await
-}
-
 async fn post(base: &str, path: &str, body: Value) -> u16 {
     http()
         .post(format!("{base}{path}"))
@@ -96,7 +77,7 @@ async fn ask_prints_the_answer_and_exits_0() {
             "c1",
         ],
     );
-    let q = asked(&base, "c1").await;
+    let q = pending_in_session(&base, "c1").await;
     assert_eq!(q["options"], json!(["dayjs", "luxon"]));
     let id = q["id"].as_str().unwrap();
     assert_eq!(
@@ -124,7 +105,10 @@ async fn ask_prints_the_answer_and_exits_0() {
             "--json",
         ],
     );
-    let id = asked(&base, "c2").await["id"].as_str().unwrap().to_owned();
+    let id = pending_in_session(&base, "c2").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     post(
         &base,
         &format!("/api/questions/{id}/reply"),
@@ -144,7 +128,7 @@ async fn confirm_exits_0_for_yes_and_1_for_no() {
     for (answer, expected) in [(true, 0), (false, 1)] {
         let session = format!("yn-{answer}");
         let child = cli(&base, &["confirm", "Deploy?", "--session", &session]);
-        let id = asked(&base, &session).await["id"]
+        let id = pending_in_session(&base, &session).await["id"]
             .as_str()
             .unwrap()
             .to_owned();
@@ -163,7 +147,10 @@ async fn confirm_exits_0_for_yes_and_1_for_no() {
 async fn a_decline_exits_3_with_the_message_on_stderr() {
     let base = server().await;
     let child = cli(&base, &["ask", "Ship it?", "--session", "d"]);
-    let id = asked(&base, "d").await["id"].as_str().unwrap().to_owned();
+    let id = pending_in_session(&base, "d").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     post(
         &base,
         &format!("/api/questions/{id}/reject"),
@@ -207,7 +194,10 @@ async fn an_unreachable_server_exits_2_naming_the_url() {
 async fn ctrl_c_cancels_the_question_and_exits_130() {
     let base = server().await;
     let child = cli(&base, &["ask", "Wait for me?", "--session", "int"]);
-    let id = asked(&base, "int").await["id"].as_str().unwrap().to_owned();
+    let id = pending_in_session(&base, "int").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let pid = child.id().unwrap();
     std::process::Command::new("kill")
         .args(["-INT", &pid.to_string()])
@@ -250,7 +240,7 @@ async fn approve_exits_0_when_allowed_and_3_when_rejected() {
             "ap1",
         ],
     );
-    let q = asked(&base, "ap1").await;
+    let q = pending_in_session(&base, "ap1").await;
     assert_eq!(q["action"]["tool"], "terraform");
     let id = q["id"].as_str().unwrap();
     post(
@@ -262,7 +252,10 @@ async fn approve_exits_0_when_allowed_and_3_when_rejected() {
     let (code, stdout, stderr) = finish(child).await;
     assert_eq!((code, stdout.as_str()), (0, "once\n"), "{stderr}");
     let child = cli(&base, &["approve", "--tool", "rm", "--session", "ap2"]);
-    let id = asked(&base, "ap2").await["id"].as_str().unwrap().to_owned();
+    let id = pending_in_session(&base, "ap2").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     post(
         &base,
         &format!("/api/questions/{id}/reject"),
@@ -303,7 +296,7 @@ async fn exec_cancels_what_its_killed_command_left_pending() {
         &base,
         &["exec", "--session", "job", "--", "sh", "-c", &script],
     );
-    let first = asked(&base, "job").await;
+    let first = pending_in_session(&base, "job").await;
     let first_id = first["id"].as_str().unwrap().to_owned();
     post(
         &base,
@@ -314,7 +307,7 @@ async fn exec_cancels_what_its_killed_command_left_pending() {
     let second = eventually_some(WITHIN, "the second question", || {
         let base = base.clone();
         async move {
-            let q = asked(&base, "job").await;
+            let q = pending_in_session(&base, "job").await;
             (q["prompt"] == "Second?").then_some(q)
         }
     })

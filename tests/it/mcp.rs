@@ -1,7 +1,9 @@
 //! The MCP server as an agent client drives it: `askbridge mcp` over stdio (JSON-RPC lines), and
 //! `/mcp` over streamable HTTP. (The official Python SDK drives both in `scripts/mcp-check`.)
 
-use crate::support::{askbridge_binary, eventually_some, http, memory_bridge, serve};
+use crate::support::{
+    askbridge_binary, eventually_some, http, memory_bridge, pending_in_session, serve,
+};
 use askbridge::http::{AppState, app};
 use askbridge_core::Secret;
 use serde_json::{Value, json};
@@ -98,25 +100,6 @@ fn text(result: &Value) -> String {
         .to_owned()
 }
 
-async fn pending_in(base: &str, session: &str) -> Value {
-    let (base, session) = (base.to_owned(), session.to_owned());
-    eventually_some(WITHIN, "the question asked", move || {
-        let (base, session) = (base.clone(), session.clone());
-        async move {
-            let list: Value = http()
-                .get(format!("{base}/api/questions?session_id={session}"))
-                .send()
-                .await
-                .ok()?
-                .json()
-                .await
-                .ok()?;
-            list["questions"].as_array()?.first().cloned()
-        }
-    })
-    .await
-}
-
 async fn reply(base: &str, id: &str, body: Value) {
     let status = http()
         .post(format!(
@@ -163,7 +146,7 @@ async fn an_agent_asks_waits_with_progress_and_gets_the_answer() {
             "name": "ask_user", "arguments": {"prompt": "Which date library?", "options": ["dayjs", "luxon"]},
             "_meta": {"progressToken": "wait-1"}}}))
         .await;
-    let q = pending_in(&base, "agent-1").await;
+    let q = pending_in_session(&base, "agent-1").await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     reply(&base, q["id"].as_str().unwrap(), json!({"answer": "luxon"})).await;
     let result = client.response(3).await["result"].clone();
@@ -212,7 +195,7 @@ async fn an_agent_asks_waits_with_progress_and_gets_the_answer() {
             "name": "ask_user", "arguments": {"prompt": "Rename the table?"}}}),
         )
         .await;
-    let q = pending_in(&base, "agent-1").await;
+    let q = pending_in_session(&base, "agent-1").await;
     reply(
         &base,
         q["id"].as_str().unwrap(),
@@ -253,7 +236,7 @@ async fn an_agent_asks_waits_with_progress_and_gets_the_answer() {
             "name": "request_approval",
             "arguments": {"tool": "shell", "args": {"command": "rm -rf build"}, "answerers": ["api"]}}}))
         .await;
-    let q = pending_in(&base, "agent-1").await;
+    let q = pending_in_session(&base, "agent-1").await;
     assert_eq!(q["action"]["args"]["command"], "rm -rf build");
     reply(
         &base,

@@ -318,3 +318,23 @@ pub fn message(sender: &str, chat: &str, text: &str) -> askbridge_core::Inbound 
         delivery_id: None,
     }
 }
+
+/// The first pending question of `session` on the API at `base`, once there is one.
+pub async fn pending_in_session(base: &str, session: &str) -> serde_json::Value {
+    let (base, session) = (base.to_owned(), session.to_owned());
+    eventually_some(Duration::from_secs(15), "the question asked", move || {
+        let (base, session) = (base.clone(), session.clone());
+        async move {
+            let list: serde_json::Value = http()
+                .get(format!("{base}/api/questions?session_id={session}"))
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            list["questions"].as_array()?.first().cloned()
+        }
+    })
+    .await
+}

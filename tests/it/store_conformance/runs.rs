@@ -214,17 +214,22 @@ conformance!(
     parking_stores_the_new_question_with_the_run,
 );
 
-async fn a_parking_run_learns_its_question_was_answered_meanwhile(f: Fixture) {
-    let mut r = run();
-    f.store.insert_run(&r).await.unwrap();
-    let question = askbridge_core::NewQuestion::ask("Go?")
+/// The question a run asks first.
+fn first_question(r: &Run) -> askbridge_core::Question {
+    askbridge_core::NewQuestion::ask("Go?")
         .session(r.session_id())
         .into_question(
             r.question_id(0),
             Millis::now(),
             askbridge_core::question::DEFAULT_TIMEOUT,
         )
-        .unwrap();
+        .unwrap()
+}
+
+async fn a_parking_run_learns_its_question_was_answered_meanwhile(f: Fixture) {
+    let mut r = run();
+    f.store.insert_run(&r).await.unwrap();
+    let question = first_question(&r);
     f.store.insert(&question).await.unwrap();
     r.state = RunState::Waiting;
     r.waiting_on = Some(question.id.clone());
@@ -250,14 +255,7 @@ async fn a_parking_run_learns_its_question_was_answered_meanwhile(f: Fixture) {
 async fn parking_stores_the_new_question_with_the_run(f: Fixture) {
     let mut r = run();
     f.store.insert_run(&r).await.unwrap();
-    let question = askbridge_core::NewQuestion::ask("Go?")
-        .session(r.session_id())
-        .into_question(
-            r.question_id(0),
-            Millis::now(),
-            askbridge_core::question::DEFAULT_TIMEOUT,
-        )
-        .unwrap();
+    let question = first_question(&r);
     r.state = RunState::Waiting;
     r.waiting_on = Some(question.id.clone());
     // A stranger to the run writes nothing: neither the run nor the question.
