@@ -21,8 +21,13 @@
 //!   sweeper, what chat messages do, and the [`bridge::Runner`] seam flows plug into.
 //! - [`flows`]: follow-up runs: functions started from a chat that wait for people without
 //!   holding a task; they register with the bridge as its runner.
-//! - [`http`]: the HTTP API, event stream and ops page (axum); [`signing`]: signatures on what
-//!   askbridge POSTs to other endpoints.
+//! - [`egress`]: where callback URLs may point (public addresses unless allowed), checked when
+//!   a question is created and again when the callback connects.
+//! - [`mcp`]: the MCP server's tools (rmcp), over a backend that is this process's bridge or a
+//!   running askbridge's HTTP API.
+//! - [`http`]: the HTTP API, event stream, `/mcp` and the ops page (axum), behind guards for Host,
+//!   Origin and content type; [`server`]: the accept loop with its timeouts, connection cap and
+//!   bounded shutdown; [`signing`]: signatures on what askbridge POSTs to other endpoints.
 //! - [`console`]: the terminal as a plain-text surface; [`demo`]: the examples `askbridge demo`
 //!   runs.
 //! - [`config`]: settings from the environment, read once; [`runtime`]: wiring them into a running
