@@ -236,7 +236,7 @@ impl Bridge {
         self.cancel_session_because(session_id, actor, None).await
     }
 
-    /// [`Bridge::cancel_session`], with the reason every surface shows ("Cancelled: <reason>").
+    /// [`Bridge::cancel_session`], with the reason every surface shows (`Cancelled: <reason>`).
     pub async fn cancel_session_because(
         &self,
         session_id: &str,

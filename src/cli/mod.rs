@@ -171,7 +171,7 @@ pub(crate) struct ApproveArgs {
     /// Its arguments as JSON; the approval is bound to their digest.
     #[arg(long, default_value = "{}")]
     pub(crate) args: String,
-    /// The question (default: "Allow <tool>?").
+    /// The question (default: `Allow <tool>?`).
     #[arg(long)]
     pub(crate) prompt: Option<String>,
     #[command(flatten)]

@@ -3,7 +3,7 @@
 //! [`app`] builds the whole router from an [`AppState`], so tests drive it with `oneshot` and the
 //! binary serves it. Every error leaves through [`ApiError`], one JSON shape for all:
 //! `{"error": "...", "field"?: "...", "question"?: {...}}` — the framework's own refusals too
-//! (405, 413, a bad query), which [`error::json_errors`] rewrites. [`guard`] stands in front of
+//! (405, 413, a bad query), which `error::json_errors` rewrites. `guard.rs` stands in front of
 //! everything but the chat webhooks.
 //!
 //! | route | does |

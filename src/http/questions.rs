@@ -173,7 +173,7 @@ struct CancelBody {
     reason: Option<String>,
 }
 
-/// A cancel's optional `{"reason": "..."}`, shown on every surface ("Cancelled: <reason>").
+/// A cancel's optional `{"reason": "..."}`, shown on every surface (`Cancelled: <reason>`).
 fn cancel_reason(body: &[u8]) -> Result<Option<String>, ApiError> {
     let body: CancelBody = optional_json(body)?;
     Ok(askbridge_core::answer::decline_message(

@@ -132,7 +132,7 @@ pub struct ApprovalParams {
     /// Its arguments; the approval holds for exactly these.
     #[serde(default)]
     pub args: Value,
-    /// The question (default: "Allow <tool>?").
+    /// The question (default: `Allow <tool>?`).
     pub prompt: Option<String>,
     #[serde(flatten)]
     pub audience: Audience,

@@ -16,7 +16,7 @@
 //! Every question is entered in an index of *open* questions, scored by when something is next due
 //! for it: its deadline while it is pending, "now" once it is resolved and its effects (events,
 //! withdrawing buttons, resuming a run) are still to do. The background sweeper leases due entries,
-//! does what they need, and only then calls [`Outbox::settle`], which removes them. So a process
+//! does what they need, and only then calls [`Outbox::finish`], which removes them. So a process
 //! that dies between winning a claim and finishing its effects leaves the entry behind, and the
 //! next sweep (any process's) finishes the job: nothing resolved is forgotten, and nothing pending
 //! is lost.
