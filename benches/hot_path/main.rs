@@ -254,9 +254,9 @@ async fn memory(o: &Options) {
     load::fill(&base, o.pending, o.concurrency, "memory").await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let after = load::used_memory(&redis.url()).await;
+    let per_question = (after - before) / o.pending as u64;
     println!(
-        "Redis per pending question {:>6} B   (goal <= 1,024 B; {} questions, indexes and the trimmed event streams included)",
-        (after - before) / o.pending as u64,
+        "Redis per pending question {per_question:>6} B   (goal <= 1,024 B; {} questions, indexes and the trimmed event streams included)",
         o.pending
     );
     let client = load::client();
@@ -274,9 +274,10 @@ async fn memory(o: &Options) {
     load::start_runs(&base, runs, o.concurrency).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let after = load::used_memory(&redis.url()).await;
+    let per_run = (after - before) / runs as u64;
     println!(
-        "Redis per waiting run      {:>6} B   (goal <= 1,024 B; the run and the question it waits on, {runs} runs)",
-        (after - before) / runs as u64
+        "Redis per waiting run      {per_run:>6} B   with the question it waits on; the run's own {} B (goal <= 1,024 B; {runs} runs)",
+        per_run.saturating_sub(per_question)
     );
 }
 
