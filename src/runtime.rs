@@ -18,9 +18,14 @@ pub async fn open_store(
     options: StoreOptions,
 ) -> Result<Arc<dyn Store>, Error> {
     Ok(match choice {
-        StoreChoice::Redis { url, prefix } => Arc::new(
+        StoreChoice::Redis {
+            url,
+            prefix,
+            cluster,
+        } => Arc::new(
             RedisStore::connect(RedisOptions {
                 url: url.expose().to_owned(),
+                cluster: *cluster,
                 prefix: prefix.clone(),
                 store: options,
             })

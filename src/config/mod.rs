@@ -23,10 +23,12 @@ pub use vars::*;
 pub enum StoreChoice {
     /// Redis at this URL (a secret: it may carry a password).
     Redis {
-        /// The URL.
+        /// The URL (for a cluster, seed URLs separated by commas).
         url: Secret,
         /// Key prefix.
         prefix: String,
+        /// A Redis Cluster (several seeds, or [`REDIS_CLUSTER`]).
+        cluster: bool,
     },
     /// The embedded store in this directory.
     Embedded {
@@ -140,19 +142,24 @@ impl Config {
         };
         let store = match get(REDIS_URL) {
             Some(url) => {
-                if !(url.starts_with("redis://")
-                    || url.starts_with("rediss://")
-                    || url.starts_with("unix://"))
-                {
+                let seeds: Vec<&str> = url.split(',').map(str::trim).collect();
+                let well_formed = |u: &&str| {
+                    u.starts_with("redis://")
+                        || u.starts_with("rediss://")
+                        || u.starts_with("unix://")
+                };
+                if !seeds.iter().all(well_formed) {
                     return Err(ConfigError {
                         variable: REDIS_URL,
-                        reason: "must start with redis://, rediss:// or unix://".into(),
+                        reason: "must start with redis://, rediss:// or unix:// (for a cluster, seed URLs separated by commas)".into(),
                     });
                 }
+                let cluster = seeds.len() > 1 || flag(&get, REDIS_CLUSTER, false)?;
                 StoreChoice::Redis {
                     url: Secret::new(url),
                     prefix: get(REDIS_PREFIX)
                         .unwrap_or_else(|| crate::store::redis::DEFAULT_PREFIX.into()),
+                    cluster,
                 }
             }
             None => StoreChoice::Embedded {

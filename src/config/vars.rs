@@ -6,6 +6,9 @@ pub const HTTP_ADDR: &str = "ASKBRIDGE_HTTP_ADDR";
 pub const API_TOKEN: &str = "ASKBRIDGE_API_TOKEN";
 /// Redis URL; when set, Redis is the store.
 pub const REDIS_URL: &str = "REDIS_URL";
+/// `true` when `REDIS_URL` is one seed node of a Redis Cluster (several comma-separated URLs
+/// mean a cluster anyway).
+pub const REDIS_CLUSTER: &str = "ASKBRIDGE_REDIS_CLUSTER";
 /// Prefix of askbridge's Redis keys. Default `askbridge`.
 pub const REDIS_PREFIX: &str = "ASKBRIDGE_REDIS_PREFIX";
 /// Directory of the embedded store (used when `REDIS_URL` is unset).
@@ -60,13 +63,17 @@ pub const MAX_CONNECTIONS: &str = "ASKBRIDGE_MAX_CONNECTIONS";
 pub const MCP_PROGRESS: &str = "ASKBRIDGE_MCP_PROGRESS_S";
 
 /// Every variable, for `--help`.
-pub const ALL: [(&str, &str); 28] = [
+pub const ALL: [(&str, &str); 29] = [
     (HTTP_ADDR, "HTTP API address (default 127.0.0.1:8080)"),
     (
         API_TOKEN,
         "bearer token required by /api routes (default: none)",
     ),
     (REDIS_URL, "Redis URL; when set, Redis is the store"),
+    (
+        REDIS_CLUSTER,
+        "true when REDIS_URL is one seed of a Redis Cluster",
+    ),
     (REDIS_PREFIX, "prefix of Redis keys (default askbridge)"),
     (
         DATA_DIR,

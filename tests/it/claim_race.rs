@@ -14,6 +14,7 @@ use std::sync::Arc;
 async fn process(server: &RedisServer) -> (Bridge, String) {
     let store = RedisStore::connect(RedisOptions {
         url: server.url(),
+        cluster: false,
         prefix: "askbridge".into(),
         store: StoreOptions::default(),
     })

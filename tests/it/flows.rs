@@ -452,6 +452,7 @@ async fn two_processes_on_one_redis_resume_a_run_once() {
     let connect = || async {
         let store = RedisStore::connect(RedisOptions {
             url: server.url(),
+            cluster: false,
             prefix: "askbridge".into(),
             store: StoreOptions::default(),
         })
@@ -928,6 +929,7 @@ async fn a_client_follows_a_run_question_by_question_with_run_wait() {
     askbridge::demo::register_example_flows(&driver).unwrap();
     let other_store = RedisStore::connect(RedisOptions {
         url: fixture.server.url(),
+        cluster: false,
         prefix: "askbridge".into(),
         store: StoreOptions::default(),
     })

@@ -6,6 +6,7 @@
 
 mod cdp;
 mod fakes;
+mod redis_cluster;
 mod redis_server;
 mod support;
 

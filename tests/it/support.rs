@@ -28,6 +28,7 @@ pub async fn redis_store_with(options: StoreOptions) -> RedisFixture {
     let server = RedisServer::start();
     let store = RedisStore::connect(RedisOptions {
         url: server.url(),
+        cluster: false,
         prefix: "askbridge".into(),
         store: options,
     })

@@ -2,13 +2,16 @@
 //! park or end), and every process reads all of them into its own broadcast channel, so a waiter
 //! in one process hears of an answer given in another.
 //!
-//! On one node all buckets are read with one blocking XREAD. (On a cluster, streams of different
-//! slots cannot share a command; that is the scale-out work's to solve.)
+//! On one node all buckets are read with one blocking XREAD. On a cluster, streams of different
+//! slots cannot share a command, and a blocking read holds up its connection: each bucket has a
+//! reader and a connection of its own (sixteen blocking reads in all, each on the node that owns
+//! its bucket).
 
+use super::EventSource;
 use super::RedisStore;
 use super::keys::BUCKETS;
 use crate::store::{Error, Event, Result};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionLike, ConnectionManagerConfig};
 use redis::streams::{StreamRangeReply, StreamReadOptions, StreamReadReply};
 use std::sync::Weak;
 use std::time::Duration;
@@ -25,17 +28,9 @@ impl RedisStore {
     /// it.
     pub(super) async fn start_event_reader(
         &self,
-        client: &redis::Client,
+        source: EventSource,
         alive: Weak<()>,
     ) -> Result<()> {
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(5)))
-            .set_response_timeout(Some(EVENTS_BLOCK + Duration::from_secs(5)))
-            .set_max_delay(Duration::from_millis(500));
-        let reader = client
-            .get_connection_manager_with_config(config)
-            .await
-            .map_err(|e| Error::unavailable("connecting the event reader", e))?;
         let keys: Vec<String> = (0..BUCKETS).map(|b| self.keys.events(b)).collect();
         let mut pipe = redis::pipe();
         for key in &keys {
@@ -47,7 +42,7 @@ impl RedisStore {
                 .arg(1);
         }
         let ends: Vec<StreamRangeReply> = self.query_pipe("xrevrange", &pipe).await?;
-        let starts = ends
+        let starts: Vec<String> = ends
             .iter()
             .map(|end| {
                 end.ids
@@ -55,20 +50,40 @@ impl RedisStore {
                     .map_or_else(|| "0-0".to_owned(), |entry| entry.id.clone())
             })
             .collect();
-        tokio::spawn(read_events(
-            reader,
-            keys,
-            starts,
-            self.events.clone(),
-            alive,
-        ));
+        let unreachable = |e| Error::unavailable("connecting the event reader", e);
+        match source {
+            EventSource::Single(client) => {
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(Duration::from_secs(5)))
+                    .set_response_timeout(Some(EVENTS_BLOCK + Duration::from_secs(5)))
+                    .set_max_delay(Duration::from_millis(500));
+                let reader = client
+                    .get_connection_manager_with_config(config)
+                    .await
+                    .map_err(unreachable)?;
+                tokio::spawn(read_events(
+                    reader,
+                    keys,
+                    starts,
+                    self.events.clone(),
+                    alive,
+                ));
+            }
+            EventSource::Cluster(client) => {
+                for (key, start) in keys.into_iter().zip(starts) {
+                    let reader = client.get_async_connection().await.map_err(unreachable)?;
+                    let (events, alive) = (self.events.clone(), alive.clone());
+                    tokio::spawn(read_events(reader, vec![key], vec![start], events, alive));
+                }
+            }
+        }
         Ok(())
     }
 }
 
 /// Copies the shared event streams into this process's broadcast channel until the store is gone.
-async fn read_events(
-    mut connection: ConnectionManager,
+async fn read_events<C: ConnectionLike + Send + Sync>(
+    mut connection: C,
     keys: Vec<String>,
     mut last_ids: Vec<String>,
     events: broadcast::Sender<Event>,

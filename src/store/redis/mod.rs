@@ -36,6 +36,7 @@
 //! own earlier attempt already applied; that is recognised and reported as success.
 
 mod codec;
+mod connection;
 mod events;
 mod keys;
 mod outbox;
@@ -47,8 +48,9 @@ mod scripts;
 use super::{Admin, EVENT_BUFFER, Error, Event, Events, FINAL, Result, StoreOptions};
 use askbridge_core::Millis;
 use async_trait::async_trait;
+use connection::Connection;
 use keys::{BUCKETS, Keys};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManagerConfig;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast;
@@ -64,8 +66,11 @@ pub fn question_key(prefix: &str, id: &askbridge_core::QuestionId) -> String {
 /// Connection settings.
 #[derive(Clone, Debug)]
 pub struct RedisOptions {
-    /// `redis://[user:password@]host:port/db`.
+    /// `redis://[user:password@]host:port/db`; for a Redis Cluster, several seed nodes separated
+    /// by commas (`redis://10.0.0.1:6379,redis://10.0.0.2:6379`), or one with `cluster` set.
     pub url: String,
+    /// Speak the cluster protocol even with one seed URL.
+    pub cluster: bool,
     /// Prefix of every key; lets several deployments (or tests) share one Redis.
     pub prefix: String,
     /// Shared store settings.
@@ -75,7 +80,7 @@ pub struct RedisOptions {
 /// See the module documentation.
 #[derive(Clone)]
 pub struct RedisStore {
-    connection: ConnectionManager,
+    connection: Connection,
     keys: Keys,
     described: String,
     events: broadcast::Sender<Event>,
@@ -105,19 +110,47 @@ pub fn redact_url(url: &str) -> String {
 impl RedisStore {
     /// Connects, checks the server answers, and starts the event reader.
     pub async fn connect(options: RedisOptions) -> Result<Self> {
-        let described = format!("redis ({})", redact_url(&options.url));
+        let seeds: Vec<&str> = options
+            .url
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .collect();
+        let cluster = options.cluster || seeds.len() > 1;
+        let shown: Vec<String> = seeds.iter().map(|u| redact_url(u)).collect();
+        let described = if cluster {
+            format!("redis cluster ({})", shown.join(", "))
+        } else {
+            format!("redis ({})", shown.join(", "))
+        };
         let unreachable = |e| Error::unavailable(format!("cannot connect to {described}"), e);
-        let client = redis::Client::open(options.url.as_str()).map_err(unreachable)?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(5)))
-            .set_response_timeout(Some(Duration::from_secs(5)))
-            .set_number_of_retries(3)
-            .set_max_delay(Duration::from_millis(500));
-        let connection = client
-            .get_connection_manager_with_config(config)
-            .await
-            .map_err(unreachable)?;
         let alive = Arc::new(());
+        let (connection, reader) = if cluster {
+            let client = redis::cluster::ClusterClient::builder(seeds.iter().copied())
+                .connection_timeout(Duration::from_secs(5))
+                .response_timeout(Duration::from_secs(5))
+                .retries(3)
+                .build()
+                .map_err(unreachable)?;
+            let connection = client.get_async_connection().await.map_err(unreachable)?;
+            (
+                Connection::Cluster(connection),
+                EventSource::Cluster(Box::new(client)),
+            )
+        } else {
+            let client = redis::Client::open(seeds.first().copied().unwrap_or_default())
+                .map_err(unreachable)?;
+            let config = ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(Duration::from_secs(5)))
+                .set_response_timeout(Some(Duration::from_secs(5)))
+                .set_number_of_retries(3)
+                .set_max_delay(Duration::from_millis(500));
+            let connection = client
+                .get_connection_manager_with_config(config)
+                .await
+                .map_err(unreachable)?;
+            (Connection::Single(connection), EventSource::Single(client))
+        };
         let store = RedisStore {
             connection,
             keys: Keys::new(&options.prefix),
@@ -128,14 +161,42 @@ impl RedisStore {
         };
         store.ping().await?;
         store
-            .start_event_reader(&client, Arc::downgrade(&alive))
+            .start_event_reader(reader, Arc::downgrade(&alive))
             .await?;
         Ok(store)
     }
 
-    fn connection(&self) -> ConnectionManager {
+    fn connection(&self) -> Connection {
         self.connection.clone()
     }
+
+    /// On a cluster, waits (at most [`REPLICA_WAIT`]) until the write just made to `key`'s slot
+    /// reached a replica; logs when none confirmed it in time. Nothing on one node.
+    pub(super) async fn replicated(&self, key: &str) {
+        if !self.connection.is_cluster() {
+            return;
+        }
+        match self.connection().wait_for_replica(key, REPLICA_WAIT).await {
+            Ok(0) => tracing::warn!(
+                key,
+                "no replica confirmed the write within {} ms; a failover now could lose it",
+                REPLICA_WAIT.as_millis()
+            ),
+            Ok(_) => {}
+            Err(error) => tracing::warn!(key, %error, "cannot wait for a replica"),
+        }
+    }
+}
+
+/// How long a claim or an ask waits for a replica on a cluster.
+const REPLICA_WAIT: Duration = Duration::from_millis(500);
+
+/// What the event reader connects with.
+pub(super) enum EventSource {
+    /// One node.
+    Single(redis::Client),
+    /// A cluster.
+    Cluster(Box<redis::cluster::ClusterClient>),
 }
 
 impl Events for RedisStore {

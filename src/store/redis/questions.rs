@@ -162,6 +162,8 @@ impl Questions for RedisStore {
         let json = self.push_insert(question, &mut invocation);
         let created: i64 = self.invoke("insert", &invocation).await?;
         if created == 1 {
+            self.replicated(&self.keys.question(question.id.as_str()))
+                .await;
             return Ok(Inserted::Created);
         }
         // Our own earlier attempt may have landed before a connection error hid its reply.
@@ -270,6 +272,10 @@ impl Questions for RedisStore {
                 Error::corrupt(format!("question {id}"), format!("claim reply: {e}"))
             })?;
         let (status, stored) = (status.unwrap_or_default(), stored.unwrap_or_default());
+        if outcome != "already_resolved" {
+            // An acknowledged claim must survive a failover (a cluster only).
+            self.replicated(&self.keys.question(id)).await;
+        }
         let outcome = match outcome.as_str() {
             "won" => ClaimOutcome::Won,
             "expired" => ClaimOutcome::Expired,

@@ -157,6 +157,11 @@ impl Runs for RedisStore {
         self.push_save(run, owner, &mut invocation);
         self.push_insert(question, &mut invocation);
         let code: i64 = self.invoke("park run", &invocation).await?;
+        if code == 1 || code == 2 {
+            // The question is asked with this write (a cluster only).
+            self.replicated(&self.keys.question(question.id.as_str()))
+                .await;
+        }
         Ok(match code {
             -1 => Parked::QuestionTaken,
             code => Parked::Saved(saved_of(code)),

@@ -73,7 +73,10 @@ impl RedisStore {
     ) -> Result<T> {
         retrying(what, || {
             let mut connection = self.connection();
-            async move { pipe.query_async(&mut connection).await }
+            async move {
+                let reply = connection.pipeline(pipe).await?;
+                T::from_redis_value(reply).map_err(Into::into)
+            }
         })
         .await
     }

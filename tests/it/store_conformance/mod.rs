@@ -28,6 +28,9 @@ macro_rules! conformance {
         mod redis_store {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $test() { super::$test(crate::store_conformance::redis(crate::store_conformance::options(stringify!($test))).await).await })*
         }
+        mod redis_cluster_store {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $test() { super::$test(crate::store_conformance::cluster(crate::store_conformance::options(stringify!($test)), concat!(module_path!(), "::", stringify!($test))).await).await })*
+        }
     };
 }
 
@@ -69,6 +72,28 @@ pub(crate) async fn embedded(options: StoreOptions) -> Fixture {
     Fixture {
         store: Arc::new(store),
         _keep: Box::new(dir),
+    }
+}
+
+/// A store on the shared Redis Cluster, under a key prefix of its own.
+pub(crate) async fn cluster(options: StoreOptions, test: &str) -> Fixture {
+    let cluster = crate::redis_cluster::shared();
+    let prefix: String = test
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let store =
+        askbridge::store::redis::RedisStore::connect(askbridge::store::redis::RedisOptions {
+            url: cluster.urls.join(","),
+            cluster: true,
+            prefix,
+            store: options,
+        })
+        .await
+        .unwrap();
+    Fixture {
+        store: Arc::new(store),
+        _keep: Box::new(()),
     }
 }
 

@@ -1,0 +1,93 @@
+//! A real Redis Cluster for the tests: three masters and three replicas on loopback ports in a
+//! temp dir, created with `redis-cli --cluster create`, shared by every test of the binary (each
+//! test uses a key prefix of its own). Its processes end with the test binary: each runs under a
+//! shell that kills it when its stdin — held open by this process — closes.
+
+use crate::redis_server::free_port;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The cluster.
+pub struct RedisCluster {
+    /// `redis://127.0.0.1:<port>` of every node.
+    pub urls: Vec<String>,
+    _dir: tempfile::TempDir,
+    _nodes: Mutex<Vec<(Child, ChildStdin)>>,
+}
+
+static CLUSTER: OnceLock<RedisCluster> = OnceLock::new();
+
+/// The shared cluster, started on first use.
+pub fn shared() -> &'static RedisCluster {
+    CLUSTER.get_or_init(start)
+}
+
+fn command(port: u16, line: &str) -> String {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let _ = stream.write_all(format!("{line}\r\n").as_bytes());
+    let mut buffer = [0u8; 4096];
+    let read = stream.read(&mut buffer).unwrap_or(0);
+    String::from_utf8_lossy(&buffer[..read]).into_owned()
+}
+
+fn start() -> RedisCluster {
+    let dir = tempfile::tempdir().unwrap();
+    let ports: Vec<u16> = (0..6).map(|_| free_port()).collect();
+    let mut nodes = Vec::new();
+    for port in &ports {
+        let script = format!(
+            "redis-server --port {port} --bind 127.0.0.1 --protected-mode no --cluster-enabled yes \
+             --cluster-config-file nodes-{port}.conf --cluster-node-timeout 2000 --appendonly no \
+             --save '' --dir {dir} >/dev/null 2>&1 & pid=$!; cat >/dev/null; kill $pid",
+            dir = dir.path().display()
+        );
+        let mut child = Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("start redis-server");
+        let stdin = child.stdin.take().unwrap();
+        nodes.push((child, stdin));
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for port in &ports {
+        while !command(*port, "PING").starts_with("+PONG") {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server {port} did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let addresses: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let created = Command::new("redis-cli")
+        .arg("--cluster")
+        .arg("create")
+        .args(&addresses)
+        .args(["--cluster-replicas", "1", "--cluster-yes"])
+        .stdout(Stdio::null())
+        .status()
+        .expect("redis-cli --cluster create");
+    assert!(created.success(), "redis-cli --cluster create failed");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for port in &ports {
+        while !command(*port, "CLUSTER INFO").contains("cluster_state:ok") {
+            assert!(Instant::now() < deadline, "the cluster did not become ok");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    RedisCluster {
+        urls: ports
+            .iter()
+            .map(|p| format!("redis://127.0.0.1:{p}"))
+            .collect(),
+        _dir: dir,
+        _nodes: Mutex::new(nodes),
+    }
+}
