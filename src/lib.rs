@@ -30,6 +30,8 @@
 //!   bounded shutdown; [`signing`]: signatures on what askbridge POSTs to other endpoints.
 //! - [`console`]: the terminal as a plain-text surface; [`demo`]: the examples `askbridge demo`
 //!   runs.
+//! - [`leader`]: leader leases, so that of several replicas one holds a chat platform's long poll
+//!   or gateway.
 //! - [`config`]: settings from the environment, read once; [`runtime`]: wiring them into a running
 //!   server; [`metrics`]: Prometheus counters.
 //!
@@ -48,6 +50,7 @@ pub mod egress;
 mod error;
 pub mod flows;
 pub mod http;
+pub mod leader;
 pub mod mcp;
 pub mod metrics;
 pub mod runtime;

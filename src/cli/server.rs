@@ -9,7 +9,7 @@ use askbridge::console::Console;
 use askbridge::flows::http::HttpFlow;
 use askbridge::http::{AppState, HostPolicy, app};
 use askbridge::store::StoreOptions;
-use askbridge::{BridgeOptions, runtime};
+use askbridge::{BridgeOptions, leader, runtime};
 use askbridge_core::{Inbox, Target};
 use askbridge_discord::{Discord, DiscordOptions};
 use askbridge_telegram::{Telegram, TelegramOptions, WebhookOptions};
@@ -137,12 +137,20 @@ async fn start_chat_adapters(
             .with_context(|| format!("cannot start Discord ({})", config::DISCORD_BOT_TOKEN))?;
         bridge.add_channel(discord.channel());
         state = state.with_routes(discord.routes(Arc::clone(&inbox)));
-        let (inbox, shutdown) = (Arc::clone(&inbox), bridge.shutdown_signal());
-        tasks.push(tokio::spawn(async move {
-            if let Err(error) = discord.run(inbox, shutdown).await {
-                tracing::error!(%error, "Discord is off until askbridge restarts");
-            }
-        }));
+        // Every replica sends; one holds the gateway.
+        let (inbox, holder) = (Arc::clone(&inbox), bridge.clone());
+        tasks.push(tokio::spawn(leader::while_leader(
+            holder,
+            leader::DISCORD_GATEWAY,
+            move |stop| {
+                let (discord, inbox) = (discord.clone(), Arc::clone(&inbox));
+                async move {
+                    if let Err(error) = discord.run(inbox, stop).await {
+                        tracing::error!(%error, "Discord is off until askbridge restarts");
+                    }
+                }
+            },
+        )));
     }
     Ok(state)
 }
@@ -174,9 +182,17 @@ async fn run_telegram_when_reachable(
         }
     };
     bridge.add_channel(telegram.channel());
-    if let Err(error) = telegram.run(inbox, shutdown).await {
-        tracing::error!(%error, "Telegram stopped");
-    }
+    // Every replica sends; one holds the long poll (Telegram answers a second poller 409).
+    let poller = bridge.clone();
+    leader::while_leader(poller, leader::TELEGRAM_POLL, |stop| {
+        let (telegram, inbox) = (telegram.clone(), Arc::clone(&inbox));
+        async move {
+            if let Err(error) = telegram.run(inbox, stop).await {
+                tracing::error!(%error, "Telegram polling stopped");
+            }
+        }
+    })
+    .await;
 }
 
 fn store_variable(choice: &StoreChoice) -> &'static str {

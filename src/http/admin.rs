@@ -165,7 +165,12 @@ pub(super) async fn healthz(State(state): State<AppState>) -> Response {
     let pinged = tokio::time::timeout(Duration::from_millis(900), store.ping()).await;
     let error = match pinged {
         Ok(Ok(())) => {
-            return Json(json!({ "status": "ok", "store": store.describe() })).into_response();
+            let leases = state
+                .bridge
+                .extension(crate::leader::LeaseBook::default)
+                .held();
+            return Json(json!({ "status": "ok", "store": store.describe(), "leases": leases }))
+                .into_response();
         }
         Ok(Err(error)) => error.to_string(),
         Err(_) => "the store did not answer within 0.9 s".to_owned(),

@@ -25,18 +25,21 @@ mod error;
 pub mod roles;
 
 pub mod embedded;
+mod local_leases;
 pub mod memory;
 pub mod redis;
 
 pub use error::{Error, ErrorKind, Result};
-pub use roles::{Admin, AuditLog, Dedupe, Deliveries, Events, Outbox, Questions, Rules, Runs};
+pub use roles::{
+    Admin, AuditLog, Dedupe, Deliveries, Events, Leases, Outbox, Questions, Rules, Runs,
+};
 
 /// Every role trait, for code that calls a concrete store's methods (`use
 /// askbridge::store::prelude::*`); an `Arc<dyn Store>` needs no import.
 pub mod prelude {
     pub use super::roles::{
-        Admin as _, AuditLog as _, Dedupe as _, Deliveries as _, Events as _, Outbox as _,
-        Questions as _, Rules as _, Runs as _,
+        Admin as _, AuditLog as _, Dedupe as _, Deliveries as _, Events as _, Leases as _,
+        Outbox as _, Questions as _, Rules as _, Runs as _,
     };
 }
 
@@ -46,7 +49,17 @@ pub use types::*;
 
 /// A store: every role. Object-safe; the bridge holds an `Arc<dyn Store>`.
 pub trait Store:
-    Questions + Deliveries + Outbox + Dedupe + Runs + Rules + AuditLog + Events + Admin + 'static
+    Questions
+    + Deliveries
+    + Outbox
+    + Dedupe
+    + Leases
+    + Runs
+    + Rules
+    + AuditLog
+    + Events
+    + Admin
+    + 'static
 {
 }
 
@@ -55,6 +68,7 @@ impl<T> Store for T where
         + Deliveries
         + Outbox
         + Dedupe
+        + Leases
         + Runs
         + Rules
         + AuditLog

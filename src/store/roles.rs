@@ -111,6 +111,19 @@ pub trait Dedupe: Send + Sync {
     async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<bool>;
 }
 
+/// Leader leases: which process holds what only one may hold at a time (a chat platform's long
+/// poll, its gateway). A lease lapses unless its holder extends it, so a dead holder's is taken
+/// over.
+#[async_trait]
+pub trait Leases: Send + Sync {
+    /// Takes lease `name` for `owner` for `ttl`, or extends it when `owner` holds it already.
+    /// False when another holds it.
+    async fn hold_lease(&self, name: &str, owner: &str, ttl: Duration) -> Result<bool>;
+
+    /// Gives lease `name` up, if `owner` holds it.
+    async fn release_lease(&self, name: &str, owner: &str) -> Result<()>;
+}
+
 /// Follow-up runs and the leases of the processes executing them.
 #[async_trait]
 pub trait Runs: Send + Sync {

@@ -11,7 +11,8 @@ use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::{
     Admin, AuditLog, ClaimOptions, Claimed, Counts, Dedupe, Deliveries, Event, Events, Inserted,
-    ListFilter, Outbox, Parked, Questions, Result, Rules, Runs, Saved, Shown, StoreOptions, Work,
+    Leases, ListFilter, Outbox, Parked, Questions, Result, Rules, Runs, Saved, Shown, StoreOptions,
+    Work,
 };
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Origin, Run, RunState};
@@ -153,6 +154,16 @@ impl Runs for CountingStore {
     }
     async fn abandon_run(&self, id: &RunId, why: &str) -> Result<()> {
         self.inner.abandon_run(id, why).await
+    }
+}
+
+#[async_trait]
+impl Leases for CountingStore {
+    async fn hold_lease(&self, name: &str, owner: &str, ttl: Duration) -> Result<bool> {
+        self.inner.hold_lease(name, owner, ttl).await
+    }
+    async fn release_lease(&self, name: &str, owner: &str) -> Result<()> {
+        self.inner.release_lease(name, owner).await
     }
 }
 

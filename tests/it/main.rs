@@ -8,6 +8,7 @@ mod cdp;
 mod fakes;
 mod redis_cluster;
 mod redis_server;
+mod replicas;
 mod support;
 
 mod approvals;

@@ -21,13 +21,15 @@ mod questions;
 mod records;
 mod tables;
 
-use super::{Admin, EVENT_BUFFER, Error, Event, Events, Result, StoreOptions};
+use super::local_leases::LocalLeases;
+use super::{Admin, EVENT_BUFFER, Error, Event, Events, Leases, Result, StoreOptions};
 use askbridge_core::Millis;
 use askbridge_core::run::Run;
 use async_trait::async_trait;
 use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, WriteTransaction};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 use tables::{
     AUDIT, BY_SESSION, DUE_AT, EFFECTS, QUESTIONS, RUNS, SEEN, SHOWN, decode, decode_run,
 };
@@ -51,6 +53,8 @@ pub struct EmbeddedStore {
     path: PathBuf,
     events: broadcast::Sender<Event>,
     options: StoreOptions,
+    /// One process uses the file at a time, so its leases are that process's.
+    leases: Arc<LocalLeases>,
 }
 
 /// The writer thread: batches waiting writes into one transaction each. Ends when the last clone
@@ -123,6 +127,7 @@ impl EmbeddedStore {
             path,
             events: broadcast::channel(EVENT_BUFFER).0,
             options,
+            leases: Arc::default(),
         })
     }
 
@@ -169,6 +174,18 @@ impl EmbeddedStore {
 
     fn announce(&self, question: &askbridge_core::Question) {
         let _ = self.events.send(Event::of(question));
+    }
+}
+
+#[async_trait]
+impl Leases for EmbeddedStore {
+    async fn hold_lease(&self, name: &str, owner: &str, ttl: Duration) -> Result<bool> {
+        Ok(self.leases.hold(name, owner, ttl))
+    }
+
+    async fn release_lease(&self, name: &str, owner: &str) -> Result<()> {
+        self.leases.release(name, owner);
+        Ok(())
     }
 }
 

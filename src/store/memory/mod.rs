@@ -6,6 +6,8 @@
 
 mod records;
 
+use super::local_leases::LocalLeases;
+
 use super::{
     ClaimOptions, Claimed, Counts, Deliveries, EVENT_BUFFER, Event, FINAL, Inserted, ListFilter,
     Outbox, Questions, Result, Shown, StoreOptions, Work,
@@ -26,6 +28,7 @@ pub struct MemoryStore {
     state: Mutex<State>,
     events: broadcast::Sender<Event>,
     options: StoreOptions,
+    leases: LocalLeases,
 }
 
 #[derive(Debug, Default)]
@@ -76,6 +79,7 @@ impl MemoryStore {
             state: Mutex::new(State::default()),
             events: broadcast::channel(EVENT_BUFFER).0,
             options,
+            leases: LocalLeases::default(),
         }
     }
 

@@ -2,7 +2,7 @@
 
 use super::MemoryStore;
 use crate::store::{
-    Admin, AuditLog, Dedupe, Event, Events, Inserted, Parked, Result, Rules, Runs, Saved,
+    Admin, AuditLog, Dedupe, Event, Events, Inserted, Leases, Parked, Result, Rules, Runs, Saved,
 };
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run, RunState};
@@ -10,6 +10,18 @@ use askbridge_core::{Millis, Question, QuestionId, Rule, RuleId, RunId};
 use async_trait::async_trait;
 use std::time::Duration;
 use tokio::sync::broadcast;
+
+#[async_trait]
+impl Leases for MemoryStore {
+    async fn hold_lease(&self, name: &str, owner: &str, ttl: Duration) -> Result<bool> {
+        Ok(self.leases.hold(name, owner, ttl))
+    }
+
+    async fn release_lease(&self, name: &str, owner: &str) -> Result<()> {
+        self.leases.release(name, owner);
+        Ok(())
+    }
+}
 
 #[async_trait]
 impl Dedupe for MemoryStore {

@@ -20,6 +20,7 @@
 //! | `P:{bNN}:runs` | sorted set | runs needing an executor, by lease end |
 //! | `P:{bNN}:rules` | hash | rule id → rule JSON |
 //! | `P:seen:<key>` | string | delivery ids already handled (with a TTL) |
+//! | `P:lease:<name>` | string | who holds a leader lease (`telegram-poll`, `discord-gateway`), with a TTL |
 //!
 //! A question's bucket is given by the first character of its id (ids are uniformly random there);
 //! a run's by the second character of its id (`r…`), and a run's questions take that character as
@@ -128,6 +129,9 @@ impl Keys {
     }
     pub(super) fn seen(&self, key: &str) -> String {
         format!("{}:seen:{key}", self.prefix)
+    }
+    pub(super) fn lease(&self, name: &str) -> String {
+        format!("{}:lease:{name}", self.prefix)
     }
 }
 

@@ -4,9 +4,9 @@ use super::RedisStore;
 use super::codec::{RunFields, assemble_run, kept_apart_members, pairs};
 use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, question_bucket, rule_bucket, run_bucket};
-use super::scripts::{ACQUIRE_RUN, INSERT_RUN, PARK, SAVE_RUN};
+use super::scripts::{ACQUIRE_RUN, HOLD_LEASE, INSERT_RUN, PARK, RELEASE_LEASE, SAVE_RUN};
 use crate::store::{
-    AuditLog, Dedupe, Error, Event, Inserted, Parked, Questions, Result, Rules, Runs, Saved,
+    AuditLog, Dedupe, Error, Event, Inserted, Leases, Parked, Questions, Result, Rules, Runs, Saved,
 };
 use askbridge_core::Question;
 use askbridge_core::audit::{AuditEntry, AuditFilter};
@@ -364,5 +364,25 @@ impl Dedupe for RedisStore {
             .arg(ttl.as_millis() as u64);
         let set: Option<String> = self.query("set nx", &command).await?;
         Ok(set.is_some())
+    }
+}
+
+#[async_trait]
+impl Leases for RedisStore {
+    async fn hold_lease(&self, name: &str, owner: &str, ttl: Duration) -> Result<bool> {
+        let mut invocation = HOLD_LEASE.prepare_invoke();
+        invocation
+            .key(self.keys.lease(name))
+            .arg(owner)
+            .arg(ttl.as_millis() as u64);
+        let held: i64 = self.invoke("hold lease", &invocation).await?;
+        Ok(held == 1)
+    }
+
+    async fn release_lease(&self, name: &str, owner: &str) -> Result<()> {
+        let mut invocation = RELEASE_LEASE.prepare_invoke();
+        invocation.key(self.keys.lease(name)).arg(owner);
+        let _: i64 = self.invoke("release lease", &invocation).await?;
+        Ok(())
     }
 }

@@ -27,4 +27,6 @@ scripts! {
     ACQUIRE_RUN => [] "acquire_run.lua",
     SAVE_RUN => ["save_run.lua"] "save_run.lua",
     PARK => ["insert_question.lua", "save_run.lua"] "park.lua",
+    HOLD_LEASE => [] "hold_lease.lua",
+    RELEASE_LEASE => [] "release_lease.lua",
 }

@@ -75,4 +75,33 @@ async fn the_audit_trail_keeps_order_and_filters(f: Fixture) {
 conformance!(
     rules_are_stored_listed_and_deleted,
     the_audit_trail_keeps_order_and_filters,
+    leases_are_exclusive_renewable_and_lapse,
 );
+
+async fn leases_are_exclusive_renewable_and_lapse(f: Fixture) {
+    let ttl = std::time::Duration::from_millis(300);
+    assert!(f.store.hold_lease("poll", "p1", ttl).await.unwrap());
+    assert!(
+        !f.store.hold_lease("poll", "p2", ttl).await.unwrap(),
+        "held by p1"
+    );
+    assert!(
+        f.store.hold_lease("poll", "p1", ttl).await.unwrap(),
+        "p1 extends it"
+    );
+    assert!(
+        f.store.hold_lease("other", "p2", ttl).await.unwrap(),
+        "leases are by name"
+    );
+    // Released by a stranger: nothing happens; by its holder: free.
+    f.store.release_lease("poll", "p2").await.unwrap();
+    assert!(!f.store.hold_lease("poll", "p2", ttl).await.unwrap());
+    f.store.release_lease("poll", "p1").await.unwrap();
+    assert!(f.store.hold_lease("poll", "p2", ttl).await.unwrap());
+    // A holder that stops extending loses it.
+    tokio::time::sleep(ttl + std::time::Duration::from_millis(200)).await;
+    assert!(
+        f.store.hold_lease("poll", "p1", ttl).await.unwrap(),
+        "p2's lease lapsed"
+    );
+}
