@@ -16,6 +16,7 @@ mod architecture;
 mod bridge;
 mod claim_race;
 mod cli;
+mod cluster;
 mod command_budget;
 mod console;
 mod demo;

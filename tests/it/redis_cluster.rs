@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 pub struct RedisCluster {
     /// `redis://127.0.0.1:<port>` of every node.
     pub urls: Vec<String>,
+    /// Every node's port.
+    pub ports: Vec<u16>,
     _dir: tempfile::TempDir,
     _nodes: Mutex<Vec<(Child, ChildStdin)>>,
 }
@@ -23,6 +25,40 @@ static CLUSTER: OnceLock<RedisCluster> = OnceLock::new();
 /// The shared cluster, started on first use.
 pub fn shared() -> &'static RedisCluster {
     CLUSTER.get_or_init(start)
+}
+
+/// A cluster of one test's own (for faults the others must not see); gone when dropped.
+pub fn private() -> RedisCluster {
+    start()
+}
+
+impl RedisCluster {
+    /// The ports of the masters now.
+    pub fn masters(&self) -> Vec<u16> {
+        // Asked of any node still up.
+        let nodes = self
+            .ports
+            .iter()
+            .map(|port| command(*port, "CLUSTER NODES"))
+            .find(|reply| reply.contains("master"))
+            .unwrap_or_default();
+        nodes
+            .lines()
+            .filter(|line| line.contains("master") && !line.contains("fail"))
+            .filter_map(|line| line.split_whitespace().nth(1))
+            .filter_map(|address| address.split(['@', ':']).nth(1)?.parse().ok())
+            .collect()
+    }
+
+    /// Stops one node at once, without saving (a crash, as far as the cluster can tell).
+    pub fn crash(&self, port: u16) {
+        command(port, "SHUTDOWN NOSAVE");
+    }
+
+    /// Whether the cluster says it is ok, asked at `port`.
+    pub fn ok_at(&self, port: u16) -> bool {
+        command(port, "CLUSTER INFO").contains("cluster_state:ok")
+    }
 }
 
 fn command(port: u16, line: &str) -> String {
@@ -44,6 +80,7 @@ fn start() -> RedisCluster {
         let script = format!(
             "redis-server --port {port} --bind 127.0.0.1 --protected-mode no --cluster-enabled yes \
              --cluster-config-file nodes-{port}.conf --cluster-node-timeout 2000 --appendonly no \
+             --repl-diskless-sync-delay 0 \
              --save '' --dir {dir} >/dev/null 2>&1 & pid=$!; cat >/dev/null; kill $pid",
             dir = dir.path().display()
         );
@@ -82,7 +119,19 @@ fn start() -> RedisCluster {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+    // Each master's replica in sync, or WAIT 1 would time out on every write.
+    for port in &ports {
+        loop {
+            let info = command(*port, "INFO replication");
+            if !info.contains("role:master") || info.contains("state=online") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the replicas did not sync");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
     RedisCluster {
+        ports: ports.clone(),
         urls: ports
             .iter()
             .map(|p| format!("redis://127.0.0.1:{p}"))

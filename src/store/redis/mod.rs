@@ -87,6 +87,8 @@ pub struct RedisStore {
     options: StoreOptions,
     /// The event reader stops when the last clone of the store is dropped.
     _alive: Arc<()>,
+    /// Cluster slots whose writes skip the replica wait until then (see `replicated`).
+    unreplicated: Arc<std::sync::Mutex<std::collections::HashMap<u16, Millis>>>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -158,6 +160,7 @@ impl RedisStore {
             events: broadcast::channel(EVENT_BUFFER).0,
             options: options.store,
             _alive: Arc::clone(&alive),
+            unreplicated: Arc::default(),
         };
         store.ping().await?;
         store
@@ -171,17 +174,38 @@ impl RedisStore {
     }
 
     /// On a cluster, waits (at most [`REPLICA_WAIT`]) until the write just made to `key`'s slot
-    /// reached a replica; logs when none confirmed it in time. Nothing on one node.
+    /// reached a replica. When none confirms in time (its master has no replica left after a
+    /// failover), it says so once and does not wait on that slot again for
+    /// [`UNREPLICATED_PAUSE`]: every write there would pay the full wait for nothing. Nothing
+    /// on one node.
     pub(super) async fn replicated(&self, key: &str) {
         if !self.connection.is_cluster() {
             return;
         }
+        let slot = keys::slot(key);
+        let now = Millis::now();
+        if self
+            .unreplicated
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&slot)
+            .is_some_and(|until| *until > now)
+        {
+            return;
+        }
         match self.connection().wait_for_replica(key, REPLICA_WAIT).await {
-            Ok(0) => tracing::warn!(
-                key,
-                "no replica confirmed the write within {} ms; a failover now could lose it",
-                REPLICA_WAIT.as_millis()
-            ),
+            Ok(0) => {
+                tracing::warn!(
+                    key,
+                    "no replica confirmed the write within {} ms: a failover now could lose it; not waiting on this slot for {} s",
+                    REPLICA_WAIT.as_millis(),
+                    UNREPLICATED_PAUSE.as_secs()
+                );
+                self.unreplicated
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(slot, now.after(UNREPLICATED_PAUSE));
+            }
             Ok(_) => {}
             Err(error) => tracing::warn!(key, %error, "cannot wait for a replica"),
         }
@@ -190,6 +214,8 @@ impl RedisStore {
 
 /// How long a claim or an ask waits for a replica on a cluster.
 const REPLICA_WAIT: Duration = Duration::from_millis(500);
+/// How long writes to a slot whose replica did not answer skip the wait.
+const UNREPLICATED_PAUSE: Duration = Duration::from_secs(10);
 
 /// What the event reader connects with.
 pub(super) enum EventSource {

@@ -34,6 +34,7 @@ type ClaimReply = (
     Vec<String>,
     Vec<String>,
     i64,
+    String,
 );
 
 impl RedisStore {
@@ -223,6 +224,8 @@ impl Questions for RedisStore {
             .at
             .0
             .saturating_sub(self.options.audit_retention.as_millis() as u64);
+        // Tells this attempt's retries (after a lost reply) from other claims.
+        let token = QuestionId::random().to_string();
         let mut invocation = CLAIM.prepare_invoke();
         invocation
             .key(self.keys.question(id))
@@ -262,12 +265,13 @@ impl Questions for RedisStore {
             .arg(run.map_or("", |r| r.as_str()))
             .arg(ANSWERS_KEPT)
             .arg(if options.finish_when_idle { "1" } else { "0" })
-            .arg(if snapshot.run_id.is_some() { "1" } else { "0" });
+            .arg(if snapshot.run_id.is_some() { "1" } else { "0" })
+            .arg(&token);
         let reply: Vec<redis::Value> = self.invoke("claim", &invocation).await?;
         if reply.len() == 1 {
             return Ok(None);
         }
-        let (outcome, status, stored, shown, done, run, finished): ClaimReply =
+        let (outcome, status, stored, shown, done, run, finished, winner): ClaimReply =
             redis::FromRedisValue::from_redis_value(redis::Value::Array(reply)).map_err(|e| {
                 Error::corrupt(format!("question {id}"), format!("claim reply: {e}"))
             })?;
@@ -279,9 +283,11 @@ impl Questions for RedisStore {
         let outcome = match outcome.as_str() {
             "won" => ClaimOutcome::Won,
             "expired" => ClaimOutcome::Expired,
-            // A retry that finds its own earlier attempt's resolution won all along.
-            _ if stored == resolution_json => ClaimOutcome::Won,
-            _ if stored == expiry_json => ClaimOutcome::Expired,
+            // A retry (same token) that finds its own earlier attempt won all along. Another
+            // claim with the very same resolution (the same answer by the same caller in the
+            // same millisecond) did not win: it is told so.
+            _ if winner == token && stored == resolution_json => ClaimOutcome::Won,
+            _ if winner == token && stored == expiry_json => ClaimOutcome::Expired,
             _ => ClaimOutcome::AlreadyResolved,
         };
         Ok(Some(Claimed {

@@ -13,18 +13,18 @@
 --       17 owner, 18 lease until ms, 19 run id, 20 answer times kept, 21 '1' when the
 --       resolution has no effect of its own (no callback, no rule): finish it here if it was
 --       shown nowhere and any run waiting on it is handed over, 22 '1' when the question has a
---       run.
+--       run, 23 this attempt's token (a retry after a lost reply sends the same one).
 -- The event is the stored question with its new status and resolution; the audit record keeps
 -- the parts an `AuditEntry` is rebuilt from.
 -- Returns {outcome, status, resolution JSON, shown (target, reference, ...), effects done,
 -- the run's fields and data when taken (field, value, ..., 'data', JSON), 1 when finished here
--- else 0}, or {'missing'}.
-local fields = redis.call('HMGET', KEYS[1], 'status', 'exp', 'res', 'q')
+-- else 0, the token of the attempt that won}, or {'missing'}.
+local fields = redis.call('HMGET', KEYS[1], 'status', 'exp', 'res', 'q', 'ct')
 local status, exp = fields[1], fields[2]
 if not status then return {'missing'} end
 if status ~= 'pending' then
     return {'already_resolved', status, fields[3], redis.call('HGETALL', KEYS[2]),
-        redis.call('SMEMBERS', KEYS[3]), {}, 0}
+        redis.call('SMEMBERS', KEYS[3]), {}, 0, fields[5] or ''}
 end
 local outcome, new_status, res, kind, done = 'won', ARGV[2], ARGV[3], ARGV[9], KEYS[6]
 if ARGV[5] ~= '1' and tonumber(ARGV[1]) >= tonumber(exp) then
@@ -32,7 +32,7 @@ if ARGV[5] ~= '1' and tonumber(ARGV[1]) >= tonumber(exp) then
 end
 local event = '{"kind":"' .. kind .. '","question":' .. string.sub(fields[4], 1, -2) ..
     ',"status":"' .. new_status .. '","resolution":' .. res .. '}}' 
-redis.call('HSET', KEYS[1], 'status', new_status, 'res', res)
+redis.call('HSET', KEYS[1], 'status', new_status, 'res', res, 'ct', ARGV[23])
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[6]) end
 redis.call('ZADD', KEYS[4], ARGV[7], ARGV[8])
 redis.call('ZREM', KEYS[5], ARGV[8])
@@ -63,4 +63,4 @@ if ARGV[21] == '1' and #shown == 0 and (ARGV[22] ~= '1' or #run > 0) then
     for i = 14, #KEYS do redis.call('SREM', KEYS[i], ARGV[8]) end
     finished = 1
 end
-return {outcome, new_status, res, shown, redis.call('SMEMBERS', KEYS[3]), run, finished}
+return {outcome, new_status, res, shown, redis.call('SMEMBERS', KEYS[3]), run, finished, ARGV[23]}
