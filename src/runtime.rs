@@ -22,10 +22,12 @@ pub async fn open_store(
             url,
             prefix,
             cluster,
+            replica_wait,
         } => Arc::new(
             RedisStore::connect(RedisOptions {
                 url: url.expose().to_owned(),
                 cluster: *cluster,
+                replica_wait: *replica_wait,
                 prefix: prefix.clone(),
                 store: options,
             })

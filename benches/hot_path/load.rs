@@ -50,12 +50,18 @@ pub async fn reply(client: &reqwest::Client, base: &str, id: &str, answer: Value
 
 /// `total` ask+answer cycles by `concurrency` clients: cycles/s and each cycle's latency.
 pub async fn cycles(base: &str, total: usize, concurrency: usize) -> (f64, Vec<Duration>) {
+    cycles_on(&[base.to_owned()], total, concurrency).await
+}
+
+/// [`cycles`] spread over several askbridge replicas: client `n` talks to `bases[n % len]`.
+pub async fn cycles_on(bases: &[String], total: usize, concurrency: usize) -> (f64, Vec<Duration>) {
     let client = client();
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let mut workers = Vec::new();
-    for _ in 0..concurrency {
-        let (client, base, next) = (client.clone(), base.to_owned(), next.clone());
+    for n in 0..concurrency {
+        let base = bases[n % bases.len()].clone();
+        let (client, next) = (client.clone(), next.clone());
         workers.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             while next.fetch_add(1, Ordering::Relaxed) < total {

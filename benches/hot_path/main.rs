@@ -15,6 +15,8 @@
 //!    a page of `/api/questions` and the SSE replay with that many pending;
 //! 6. the embedded store's cycles/s, beside the disk's fsyncs/s;
 //! 7. the release binary's size;
+//! 9. (`--only cluster`) cycles on a Redis Cluster beside one node, with 1 and 3 askbridge
+//!    replicas, with and without the replica wait;
 //! 8. the process under stress on each store (`--only process`): RSS after list and stats with
 //!    `--pending` questions, threads with 1,000 waiters, idle connections closed.
 //!
@@ -29,6 +31,9 @@ mod anchors;
 mod load;
 mod process;
 
+#[path = "../../tests/it/redis_cluster.rs"]
+#[allow(dead_code)]
+mod redis_cluster;
 #[path = "../../tests/it/redis_server.rs"]
 mod redis_server;
 #[path = "../../tests/it/support.rs"]
@@ -181,6 +186,45 @@ async fn cycles(o: &Options) {
     );
 }
 
+/// Ask+answer cycles on a Redis Cluster (3 masters, 3 replicas) beside one node, in one run: with
+/// one askbridge and with three, with and without the replica wait. On two cores this shows the
+/// cluster's overhead, not scaling.
+async fn cluster(o: &Options) {
+    let total = o.cycles / 2;
+    let single = redis_server::RedisServer::start();
+    let server = serve(&single);
+    load::cycles(&server.base, 300, o.concurrency).await;
+    let (one_node, _) = load::cycles(&server.base, total, o.concurrency).await;
+    drop(server);
+    println!("cycles/s, one Redis node    {one_node:>8.0}   (the anchor of the lines below)");
+    let cluster = redis_cluster::private();
+    for (label, replicas, wait) in [
+        ("cluster, 1 askbridge, WAIT 1", 1, "500"),
+        ("cluster, 1 askbridge, no WAIT", 1, "0"),
+        ("cluster, 3 askbridge, WAIT 1", 3, "500"),
+    ] {
+        let prefix = format!("bench{replicas}{wait}");
+        let env = [
+            ("REDIS_URL", cluster.urls.join(",")),
+            ("ASKBRIDGE_REDIS_PREFIX", prefix),
+            ("ASKBRIDGE_REDIS_REPLICA_WAIT_MS", wait.to_owned()),
+            ("ASKBRIDGE_LOG", "warn".to_owned()),
+        ];
+        let processes: Vec<support::Process> = (0..replicas)
+            .map(|_| support::Process::spawn(&["serve"], &env))
+            .collect();
+        let bases: Vec<String> = processes.iter().map(|p| p.base.clone()).collect();
+        load::cycles_on(&bases, 300, o.concurrency).await;
+        let (rate, mut latencies) = load::cycles_on(&bases, total, o.concurrency).await;
+        println!(
+            "{label:<29} {rate:>8.0}   ratio {:.2} to one node   cycle p50 {:.2} ms p99 {:.2} ms",
+            rate / one_node,
+            percentile(&mut latencies, 0.5),
+            percentile(&mut latencies, 0.99),
+        );
+    }
+}
+
 async fn waiters(o: &Options) {
     let redis = redis_server::RedisServer::start();
     let server = serve(&redis);
@@ -324,6 +368,9 @@ async fn main() {
     }
     if o.wants("embedded") {
         embedded(&o).await;
+    }
+    if o.only.iter().any(|s| s == "cluster") {
+        cluster(&o).await;
     }
     if o.wants("process") {
         let dir = tempfile::tempdir().unwrap();

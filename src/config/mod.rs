@@ -29,6 +29,8 @@ pub enum StoreChoice {
         prefix: String,
         /// A Redis Cluster (several seeds, or [`REDIS_CLUSTER`]).
         cluster: bool,
+        /// See [`REDIS_REPLICA_WAIT`].
+        replica_wait: Duration,
     },
     /// The embedded store in this directory.
     Embedded {
@@ -160,6 +162,13 @@ impl Config {
                     prefix: get(REDIS_PREFIX)
                         .unwrap_or_else(|| crate::store::redis::DEFAULT_PREFIX.into()),
                     cluster,
+                    replica_wait: match get(REDIS_REPLICA_WAIT) {
+                        None => crate::store::redis::DEFAULT_REPLICA_WAIT,
+                        Some(text) => Duration::from_millis(text.parse().map_err(|_| ConfigError {
+                            variable: REDIS_REPLICA_WAIT,
+                            reason: format!("`{text}` is not a number of milliseconds (0 turns the wait off)"),
+                        })?),
+                    },
                 }
             }
             None => StoreChoice::Embedded {

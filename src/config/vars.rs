@@ -9,6 +9,9 @@ pub const REDIS_URL: &str = "REDIS_URL";
 /// `true` when `REDIS_URL` is one seed node of a Redis Cluster (several comma-separated URLs
 /// mean a cluster anyway).
 pub const REDIS_CLUSTER: &str = "ASKBRIDGE_REDIS_CLUSTER";
+/// On a Redis Cluster, milliseconds a claim or an ask waits for a replica to have it (`WAIT 1`),
+/// so that a failover cannot lose it. Default 500; 0 turns the wait off.
+pub const REDIS_REPLICA_WAIT: &str = "ASKBRIDGE_REDIS_REPLICA_WAIT_MS";
 /// Prefix of askbridge's Redis keys. Default `askbridge`.
 pub const REDIS_PREFIX: &str = "ASKBRIDGE_REDIS_PREFIX";
 /// Directory of the embedded store (used when `REDIS_URL` is unset).
@@ -63,7 +66,7 @@ pub const MAX_CONNECTIONS: &str = "ASKBRIDGE_MAX_CONNECTIONS";
 pub const MCP_PROGRESS: &str = "ASKBRIDGE_MCP_PROGRESS_S";
 
 /// Every variable, for `--help`.
-pub const ALL: [(&str, &str); 29] = [
+pub const ALL: [(&str, &str); 30] = [
     (HTTP_ADDR, "HTTP API address (default 127.0.0.1:8080)"),
     (
         API_TOKEN,
@@ -73,6 +76,10 @@ pub const ALL: [(&str, &str); 29] = [
     (
         REDIS_CLUSTER,
         "true when REDIS_URL is one seed of a Redis Cluster",
+    ),
+    (
+        REDIS_REPLICA_WAIT,
+        "cluster: ms a claim waits for a replica (default 500, 0 off)",
     ),
     (REDIS_PREFIX, "prefix of Redis keys (default askbridge)"),
     (

@@ -15,6 +15,7 @@ async fn process(server: &RedisServer) -> (Bridge, String) {
     let store = RedisStore::connect(RedisOptions {
         url: server.url(),
         cluster: false,
+        replica_wait: askbridge::store::redis::DEFAULT_REPLICA_WAIT,
         prefix: "askbridge".into(),
         store: StoreOptions::default(),
     })

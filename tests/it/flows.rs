@@ -453,6 +453,7 @@ async fn two_processes_on_one_redis_resume_a_run_once() {
         let store = RedisStore::connect(RedisOptions {
             url: server.url(),
             cluster: false,
+            replica_wait: askbridge::store::redis::DEFAULT_REPLICA_WAIT,
             prefix: "askbridge".into(),
             store: StoreOptions::default(),
         })
@@ -930,6 +931,7 @@ async fn a_client_follows_a_run_question_by_question_with_run_wait() {
     let other_store = RedisStore::connect(RedisOptions {
         url: fixture.server.url(),
         cluster: false,
+        replica_wait: askbridge::store::redis::DEFAULT_REPLICA_WAIT,
         prefix: "askbridge".into(),
         store: StoreOptions::default(),
     })

@@ -29,6 +29,7 @@ pub async fn redis_store_with(options: StoreOptions) -> RedisFixture {
     let store = RedisStore::connect(RedisOptions {
         url: server.url(),
         cluster: false,
+        replica_wait: askbridge::store::redis::DEFAULT_REPLICA_WAIT,
         prefix: "askbridge".into(),
         store: options,
     })

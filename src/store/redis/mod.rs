@@ -71,6 +71,9 @@ pub struct RedisOptions {
     pub url: String,
     /// Speak the cluster protocol even with one seed URL.
     pub cluster: bool,
+    /// On a cluster, how long a claim or an ask waits for a replica to have it (`WAIT 1`);
+    /// zero turns the wait off. [`DEFAULT_REPLICA_WAIT`] unless configured.
+    pub replica_wait: Duration,
     /// Prefix of every key; lets several deployments (or tests) share one Redis.
     pub prefix: String,
     /// Shared store settings.
@@ -87,6 +90,8 @@ pub struct RedisStore {
     options: StoreOptions,
     /// The event reader stops when the last clone of the store is dropped.
     _alive: Arc<()>,
+    /// See [`RedisOptions::replica_wait`].
+    replica_wait: Duration,
     /// Cluster slots whose writes skip the replica wait until then (see `replicated`).
     unreplicated: Arc<std::sync::Mutex<std::collections::HashMap<u16, Millis>>>,
 }
@@ -161,6 +166,7 @@ impl RedisStore {
             options: options.store,
             _alive: Arc::clone(&alive),
             unreplicated: Arc::default(),
+            replica_wait: options.replica_wait,
         };
         store.ping().await?;
         store
@@ -173,13 +179,13 @@ impl RedisStore {
         self.connection.clone()
     }
 
-    /// On a cluster, waits (at most [`REPLICA_WAIT`]) until the write just made to `key`'s slot
+    /// On a cluster, waits (at most [`RedisOptions::replica_wait`]) until the write just made to `key`'s slot
     /// reached a replica. When none confirms in time (its master has no replica left after a
     /// failover), it says so once and does not wait on that slot again for
     /// [`UNREPLICATED_PAUSE`]: every write there would pay the full wait for nothing. Nothing
     /// on one node.
     pub(super) async fn replicated(&self, key: &str) {
-        if !self.connection.is_cluster() {
+        if !self.connection.is_cluster() || self.replica_wait.is_zero() {
             return;
         }
         let slot = keys::slot(key);
@@ -193,12 +199,16 @@ impl RedisStore {
         {
             return;
         }
-        match self.connection().wait_for_replica(key, REPLICA_WAIT).await {
+        match self
+            .connection()
+            .wait_for_replica(key, self.replica_wait)
+            .await
+        {
             Ok(0) => {
                 tracing::warn!(
                     key,
                     "no replica confirmed the write within {} ms: a failover now could lose it; not waiting on this slot for {} s",
-                    REPLICA_WAIT.as_millis(),
+                    self.replica_wait.as_millis(),
                     UNREPLICATED_PAUSE.as_secs()
                 );
                 self.unreplicated
@@ -212,8 +222,8 @@ impl RedisStore {
     }
 }
 
-/// How long a claim or an ask waits for a replica on a cluster.
-const REPLICA_WAIT: Duration = Duration::from_millis(500);
+/// How long a claim or an ask waits for a replica on a cluster, by default.
+pub const DEFAULT_REPLICA_WAIT: Duration = Duration::from_millis(500);
 /// How long writes to a slot whose replica did not answer skip the wait.
 const UNREPLICATED_PAUSE: Duration = Duration::from_secs(10);
 

@@ -86,6 +86,7 @@ pub(crate) async fn cluster(options: StoreOptions, test: &str) -> Fixture {
         askbridge::store::redis::RedisStore::connect(askbridge::store::redis::RedisOptions {
             url: cluster.urls.join(","),
             cluster: true,
+            replica_wait: askbridge::store::redis::DEFAULT_REPLICA_WAIT,
             prefix,
             store: options,
         })
