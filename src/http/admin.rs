@@ -189,7 +189,20 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Result<Response, A
         .counts(askbridge_core::Millis::now())
         .await?
         .pending;
-    let body = state.bridge.metrics().render(pending);
+    let mut body = state.bridge.metrics().render(pending);
+    // Which replica holds which chat connection (see `leader`): 1 here, 0 elsewhere.
+    let held = state
+        .bridge
+        .extension(crate::leader::LeaseBook::default)
+        .held();
+    body.push_str("# HELP askbridge_lease_held Leader leases this process holds, by name.\n");
+    body.push_str("# TYPE askbridge_lease_held gauge\n");
+    for lease in [crate::leader::TELEGRAM_POLL, crate::leader::DISCORD_GATEWAY] {
+        let here = u8::from(held.iter().any(|h| h == lease));
+        body.push_str(&format!(
+            "askbridge_lease_held{{lease=\"{lease}\"}} {here}\n"
+        ));
+    }
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response())
 }
 
