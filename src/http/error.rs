@@ -106,28 +106,15 @@ static FIELD_IN_ERROR: LazyLock<Regex> = LazyLock::new(|| {
         .expect("the field regex is valid")
 });
 
-/// Turns axum's JSON rejection into our shape, in our words, naming the field serde complained
-/// about.
+/// Turns axum's JSON rejection into our shape, in our words ([`in_our_words`]), naming the field
+/// serde complained about.
 fn json_rejection(rejection: JsonRejection) -> ApiError {
-    let status = rejection.status();
     let detail = rejection.body_text();
-    // axum prefixes serde's message with its own sentence; the serde part is what helps.
-    let serde_part = detail
-        .split_once(": ")
-        .map_or(detail.as_str(), |(_, rest)| rest);
-    let message = match &rejection {
-        JsonRejection::MissingJsonContentType(_) => {
-            "this route takes `Content-Type: application/json`".to_owned()
-        }
-        JsonRejection::JsonDataError(_) => format!("the JSON body does not fit: {serde_part}"),
-        JsonRejection::JsonSyntaxError(_) => format!("the body is not valid JSON: {serde_part}"),
-        _ => format!("the body cannot be read: {serde_part}"),
-    };
     let field = FIELD_IN_ERROR
         .captures(&detail)
         .and_then(|c| c.get(1).or_else(|| c.get(2)))
         .map(|m| m.as_str().to_owned());
-    let error = ApiError::new(status, message);
+    let error = ApiError::new(rejection.status(), in_our_words(&detail));
     match field {
         Some(field) => error.with("field", json!(field)),
         None => error,
@@ -202,7 +189,11 @@ pub(super) async fn json_errors(
 
 /// The framework's sentences, reworded: what the caller sent and what is wrong with it.
 fn in_our_words(text: &str) -> String {
-    const REWORDED: [(&str, &str); 4] = [
+    const REWORDED: [(&str, &str); 5] = [
+        (
+            "Expected request with `Content-Type: application/json`",
+            "this route takes `Content-Type: application/json`",
+        ),
         (
             "Failed to deserialize query string: ",
             "the query does not read: ",
