@@ -23,8 +23,9 @@
 //!   holding a task; they register with the bridge as its runner.
 //! - [`egress`]: where callback URLs may point (public addresses unless allowed), checked when
 //!   a question is created and again when the callback connects.
-//! - [`mcp`]: the MCP server's tools (rmcp), over a backend that is this process's bridge or a
-//!   running askbridge's HTTP API.
+//! - [`client`]: a client of a running askbridge's HTTP API (the shell commands and the stdio
+//!   MCP server use it); [`mcp`]: the MCP server's tools (rmcp), over a backend that is this
+//!   process's bridge or a running askbridge's HTTP API.
 //! - [`http`]: the HTTP API, event stream, `/mcp` and the ops page (axum), behind guards for Host,
 //!   Origin and content type; [`server`]: the accept loop with its timeouts, connection cap and
 //!   bounded shutdown; [`signing`]: signatures on what askbridge POSTs to other endpoints.
@@ -43,6 +44,7 @@
 pub use askbridge_core as core;
 
 pub mod bridge;
+pub mod client;
 pub mod config;
 pub mod console;
 pub mod demo;

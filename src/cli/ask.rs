@@ -6,8 +6,9 @@
 //! the question is in the store. Ctrl-C (or SIGTERM) cancels the question — every surface
 //! withdraws its buttons — and exits 130.
 
-use super::client::{Api, ApiError};
+use super::client::api;
 use super::{ApproveArgs, AskArgs, Common, ConfirmArgs, ExitCode};
+use askbridge::client::{ApiClient, ApiError};
 use askbridge_core::{Answer, Question, Status};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -82,7 +83,7 @@ enum Kind {
 /// Asks, then waits for the resolution (or Ctrl-C). `Err` holds the exit code of a failure,
 /// already explained on stderr.
 async fn run(mut body: Value, common: &Common) -> Result<Question, u8> {
-    let api = Api::new(&common.remote).map_err(|error| {
+    let api = api(&common.remote).map_err(|error| {
         eprintln!("askbridge: {error:#}");
         ExitCode::ERROR
     })?;
@@ -115,7 +116,7 @@ async fn run(mut body: Value, common: &Common) -> Result<Question, u8> {
 }
 
 /// Long-polls until the question leaves pending.
-async fn wait(api: &Api, id: &str, mut current: Value) -> Result<Question, u8> {
+async fn wait(api: &ApiClient, id: &str, mut current: Value) -> Result<Question, u8> {
     let mut unreachable_since: Option<Instant> = None;
     loop {
         if current["status"] != "pending" {

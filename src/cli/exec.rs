@@ -6,13 +6,14 @@
 //! surface withdraws their buttons — so nobody answers a question whose asker is gone. `exec`
 //! exits with the child's status (128 + the signal when a signal ended it).
 
-use super::client::Api;
+use super::client::api;
 use super::{ExecArgs, ExitCode};
+use askbridge::client::ApiClient;
 use serde_json::json;
 
 /// `askbridge exec`.
 pub(crate) async fn exec(args: ExecArgs) -> u8 {
-    let api = match Api::new(&args.remote) {
+    let api = match api(&args.remote) {
         Ok(api) => api,
         Err(error) => {
             eprintln!("askbridge: {error:#}");
@@ -67,7 +68,7 @@ pub(crate) async fn exec(args: ExecArgs) -> u8 {
 }
 
 /// Cancels the session's pending questions.
-async fn cancel_leftovers(api: &Api, session: &str) {
+async fn cancel_leftovers(api: &ApiClient, session: &str) {
     let path = format!("/api/sessions/{session}/cancel");
     let reason = json!({"reason": "the command that asked it ended"});
     match api.post(&path, &reason).await {

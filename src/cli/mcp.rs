@@ -3,7 +3,7 @@
 //! stderr.
 
 use super::McpArgs;
-use super::client::Api;
+use super::client::api;
 use askbridge::mcp::{AskServer, HttpBackend, McpOptions};
 use rmcp::ServiceExt;
 use std::sync::Arc;
@@ -11,8 +11,8 @@ use std::time::Duration;
 
 /// Serves until the client closes stdin.
 pub(crate) async fn mcp(args: McpArgs) -> anyhow::Result<()> {
-    let api = Api::new(&args.remote)?;
-    let backend = HttpBackend::new(api.base(), api.token().map(str::to_owned));
+    let api = api(&args.remote)?;
+    let backend = HttpBackend::new(api);
     // Serve anyway: the client then lists the tools, and each call says what is wrong.
     if let Err(why) = backend.reachable().await {
         eprintln!("askbridge mcp: {why}");

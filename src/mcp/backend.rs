@@ -3,6 +3,7 @@
 //! connection), or this process's bridge (`/mcp` on `askbridge serve`).
 
 use crate::bridge::Bridge;
+use crate::client::{ApiClient, ApiError};
 use askbridge_core::{NewQuestion, Question, QuestionId};
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -50,93 +51,58 @@ impl Backend for BridgeBackend {
 
 /// A running askbridge's HTTP API.
 #[derive(Clone, Debug)]
-pub struct HttpBackend {
-    base: String,
-    token: Option<String>,
-    http: reqwest::Client,
-}
+pub struct HttpBackend(ApiClient);
 
 impl HttpBackend {
-    /// The API at `base` (`http://127.0.0.1:8080`), with `token` when it needs one.
-    pub fn new(base: &str, token: Option<String>) -> Self {
-        HttpBackend {
-            base: base.trim_end_matches('/').to_owned(),
-            token,
-            http: reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(5))
-                .build()
-                .expect("the HTTP client builds"),
-        }
-    }
-
-    /// The base URL.
-    pub fn base(&self) -> &str {
-        &self.base
+    /// Asks through `api`.
+    pub fn new(api: ApiClient) -> Self {
+        HttpBackend(api)
     }
 
     /// Whether a running askbridge answers there.
     pub async fn reachable(&self) -> Result<(), String> {
-        self.call(self.http.get(format!("{}/healthz", self.base)))
-            .await
-            .map(drop)
+        self.0.get("/healthz", &[]).await.map(drop).map_err(said)
     }
+}
 
-    async fn call(&self, request: reqwest::RequestBuilder) -> Result<Value, String> {
-        let request = match &self.token {
-            Some(token) => request.bearer_auth(token),
-            None => request,
-        };
-        let response = request.send().await.map_err(|error| {
-            format!(
-                "cannot reach askbridge at {} (is `askbridge serve` running? ASKBRIDGE_URL names it): {}",
-                self.base,
-                error.without_url()
-            )
-        })?;
-        let status = response.status();
-        let body: Value = response
-            .json()
-            .await
-            .map_err(|e| format!("askbridge answered something that is not JSON: {e}"))?;
-        if status.is_success() {
-            Ok(body)
-        } else {
-            Err(body["error"]
-                .as_str()
-                .map_or_else(|| format!("askbridge answered {status}"), str::to_owned))
-        }
+/// An API failure in words: the server's own when it refused, else what went wrong.
+fn said(error: ApiError) -> String {
+    match error {
+        ApiError::Refused { message, .. } => message,
+        other => other.to_string(),
     }
+}
 
-    fn question(body: Value) -> Result<Question, String> {
-        serde_json::from_value(body).map_err(|e| format!("unexpected answer shape: {e}"))
-    }
+fn question(body: Value) -> Result<Question, String> {
+    serde_json::from_value(body).map_err(|e| format!("unexpected answer shape: {e}"))
 }
 
 #[async_trait]
 impl Backend for HttpBackend {
     async fn ask(&self, request: NewQuestion) -> Result<Question, String> {
-        let body = json!(request);
-        let url = format!("{}/api/questions", self.base);
-        Self::question(self.call(self.http.post(url).json(&body)).await?)
+        question(
+            self.0
+                .post("/api/questions", &json!(request))
+                .await
+                .map_err(said)?,
+        )
     }
 
     async fn wait(&self, id: &str, timeout: Duration) -> Result<Question, String> {
-        let url = format!("{}/api/questions/{id}/wait", self.base);
-        let request = self
-            .http
-            .get(url)
-            .query(&[("timeout_s", timeout.as_secs_f64().min(600.0))])
-            .timeout(timeout + Duration::from_secs(30));
-        Self::question(self.call(request).await?)
+        let seconds = timeout.as_secs_f64().min(600.0);
+        let query = [("timeout_s", seconds.to_string())];
+        let path = format!("/api/questions/{id}/wait");
+        let body = self
+            .0
+            .get_within(&path, &query, timeout + Duration::from_secs(30))
+            .await
+            .map_err(said)?;
+        question(body)
     }
 
     async fn pending(&self, session: Option<&str>) -> Result<Vec<Question>, String> {
-        let url = format!("{}/api/questions", self.base);
-        let request = self
-            .http
-            .get(url)
-            .query(&[("session_id", session.unwrap_or_default())]);
-        let body = self.call(request).await?;
+        let query = [("session_id", session.unwrap_or_default().to_owned())];
+        let body = self.0.get("/api/questions", &query).await.map_err(said)?;
         serde_json::from_value(body["questions"].clone())
             .map_err(|e| format!("unexpected answer shape: {e}"))
     }
