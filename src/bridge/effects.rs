@@ -10,6 +10,7 @@
 use super::runner::Resume;
 use super::{Bridge, Runner, SETTLE_GRACE};
 use crate::Error;
+use crate::metrics::DeliveryAction;
 use crate::signing;
 use crate::store::{Claimed, Shown, Work};
 use askbridge_core::{Millis, Question, QuestionId, Target};
@@ -54,6 +55,8 @@ impl Bridge {
                     return;
                 }
                 Err(error) if error.is_retryable() => {
+                    self.metrics()
+                        .delivery_failed(target.surface(), DeliveryAction::Show);
                     tracing::warn!(question_id = %question.id, %target, %error, retry_in = ?backoff, "cannot show question; will retry");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(MAX_SHOW_BACKOFF);
@@ -66,6 +69,8 @@ impl Bridge {
                     }
                 }
                 Err(error) => {
+                    self.metrics()
+                        .delivery_failed(target.surface(), DeliveryAction::Show);
                     tracing::error!(question_id = %question.id, %target, %error, "cannot show question; giving up on this target");
                     return;
                 }
@@ -283,13 +288,16 @@ impl Bridge {
             .await
         {
             Ok(()) => true,
-            Err(error) if error.is_retryable() => {
-                tracing::warn!(question_id = %question.id, target = %shown.target, %error, "cannot withdraw yet; will retry");
-                false
-            }
             Err(error) => {
-                tracing::warn!(question_id = %question.id, target = %shown.target, %error, "cannot withdraw; giving up");
-                true
+                self.metrics()
+                    .delivery_failed(shown.target.surface(), DeliveryAction::Withdraw);
+                if error.is_retryable() {
+                    tracing::warn!(question_id = %question.id, target = %shown.target, %error, "cannot withdraw yet; will retry");
+                    false
+                } else {
+                    tracing::warn!(question_id = %question.id, target = %shown.target, %error, "cannot withdraw; giving up");
+                    true
+                }
             }
         }
     }

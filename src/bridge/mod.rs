@@ -149,6 +149,7 @@ fn write<T: ?Sized>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
 impl Bridge {
     /// A bridge over `store`. Call [`Bridge::start`] to run its background tasks.
     pub fn new(store: Arc<dyn Store>, options: BridgeOptions) -> Self {
+        let metrics = Metrics::new(store.round_trips());
         Bridge {
             inner: Arc::new(Inner {
                 store,
@@ -167,7 +168,7 @@ impl Bridge {
                 callbacks: options.callback_egress.client(Duration::from_secs(15)),
                 waiters: Waiters::default(),
                 options,
-                metrics: Metrics::default(),
+                metrics,
                 shutdown: watch::channel(false).0,
             }),
         }

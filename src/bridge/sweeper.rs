@@ -89,6 +89,7 @@ impl Bridge {
             match store.get(id).await? {
                 None => store.finish(id, None, &[], None).await?,
                 Some(question) if question.is_pending() && now >= question.expires_at => {
+                    self.metrics().outbox_lag(now.since(question.expires_at));
                     self.expire(&question).await?;
                 }
                 // Leased while not yet due (its deadline moved); put it back.
@@ -96,7 +97,14 @@ impl Bridge {
                     store.reschedule(id, question.expires_at).await?;
                     self.schedule().offer(question.expires_at);
                 }
-                Some(question) => self.spawn_settle(question),
+                Some(question) => {
+                    // Effects left undone: due a grace after the resolution (see `SETTLE_GRACE`).
+                    if let Some(resolution) = &question.resolution {
+                        let due = resolution.at.after(SETTLE_GRACE);
+                        self.metrics().outbox_lag(now.since(due));
+                    }
+                    self.spawn_settle(question)
+                }
             }
         }
         if due.len() == SWEEP_BATCH {

@@ -47,10 +47,22 @@ async fn open_bridge(config: &Config, default_targets: Vec<Target>) -> anyhow::R
     )
     .await
     .with_context(|| format!("cannot open the store ({})", store_variable(&config.store)))?;
+    // Its shape, so that a log says at once whether a cluster is whole: nodes, masters, failing.
+    let shape = match store.topology().await {
+        Ok(t) => format!(
+            "{}: {} node(s), {} serving, {} failing{}",
+            t.kind,
+            t.nodes,
+            t.masters,
+            t.failing,
+            if t.ok { "" } else { ", cluster_state:fail" }
+        ),
+        Err(error) => format!("unknown ({error})"),
+    };
     if store.is_durable() {
-        tracing::info!(store = %store.describe(), "store opened");
+        tracing::info!(store = %store.describe(), %shape, "store opened");
     } else {
-        tracing::warn!(store = %store.describe(), "store opened");
+        tracing::warn!(store = %store.describe(), %shape, "store opened");
     }
     let options = BridgeOptions {
         default_timeout: config.default_timeout,

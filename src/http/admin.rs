@@ -2,6 +2,7 @@
 
 use super::{ApiError, AppState, JsonBody};
 use crate::bridge::RunNews;
+use crate::metrics::Scrape;
 use askbridge_core::audit::AuditFilter;
 use askbridge_core::run::{Origin, Run, RunState};
 use askbridge_core::{Actor, Identity, Millis, QuestionId, RuleId, Target, identity};
@@ -169,8 +170,19 @@ pub(super) async fn healthz(State(state): State<AppState>) -> Response {
                 .bridge
                 .extension(crate::leader::LeaseBook::default)
                 .held();
-            return Json(json!({ "status": "ok", "store": store.describe(), "leases": leases }))
-                .into_response();
+            // The cluster's shape, when it can be read in what is left of the probe's time.
+            let topology = tokio::time::timeout(Duration::from_millis(500), store.topology())
+                .await
+                .ok()
+                .and_then(Result::ok);
+            let degraded = topology.as_ref().is_some_and(|t| !t.ok);
+            return Json(json!({
+                "status": if degraded { "degraded" } else { "ok" },
+                "store": store.describe(),
+                "topology": topology,
+                "leases": leases,
+            }))
+            .into_response();
         }
         Ok(Err(error)) => error.to_string(),
         Err(_) => "the store did not answer within 0.9 s".to_owned(),
@@ -183,27 +195,22 @@ pub(super) async fn healthz(State(state): State<AppState>) -> Response {
 }
 
 pub(super) async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let pending = state
-        .bridge
-        .store()
-        .counts(askbridge_core::Millis::now())
-        .await?
-        .pending;
-    let mut body = state.bridge.metrics().render(pending);
+    let store = state.bridge.store();
+    let pending = store.counts(askbridge_core::Millis::now()).await?.pending;
+    let topology = store.topology().await.ok();
     // Which replica holds which chat connection (see `leader`): 1 here, 0 elsewhere.
     let held = state
         .bridge
         .extension(crate::leader::LeaseBook::default)
         .held();
-    body.push_str("# HELP askbridge_lease_held Leader leases this process holds, by name.\n");
-    body.push_str("# TYPE askbridge_lease_held gauge\n");
-    for lease in [crate::leader::TELEGRAM_POLL, crate::leader::DISCORD_GATEWAY] {
-        let here = u8::from(held.iter().any(|h| h == lease));
-        body.push_str(&format!(
-            "askbridge_lease_held{{lease=\"{lease}\"}} {here}\n"
-        ));
-    }
-    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response())
+    let leases = [crate::leader::TELEGRAM_POLL, crate::leader::DISCORD_GATEWAY]
+        .map(|lease| (lease, held.iter().any(|h| h == lease)));
+    let body = state.bridge.metrics().render(&Scrape {
+        pending,
+        topology: topology.as_ref(),
+        leases: &leases,
+    });
+    Ok(([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], body).into_response())
 }
 
 pub(super) async fn not_found() -> ApiError {

@@ -22,6 +22,7 @@
 //! is lost.
 
 mod error;
+mod health;
 pub mod roles;
 
 pub mod embedded;
@@ -30,6 +31,7 @@ pub mod memory;
 pub mod redis;
 
 pub use error::{Error, ErrorKind, Result};
+pub use health::{RoundTrips, Topology};
 pub use roles::{
     Admin, AuditLog, Dedupe, Deliveries, Events, Leases, Outbox, Questions, Rules, Runs,
 };

@@ -207,4 +207,12 @@ pub trait Admin: Send + Sync {
 
     /// Deletes resolved questions older than the retention and other expired bookkeeping.
     async fn purge(&self, now: Millis) -> Result<usize>;
+
+    /// The store's shape now: one node, or a cluster and how whole it is.
+    async fn topology(&self) -> Result<super::Topology>;
+
+    /// Round-trip times by operation, for a store across a network.
+    fn round_trips(&self) -> Option<super::RoundTrips> {
+        None
+    }
 }

@@ -210,6 +210,9 @@ impl Admin for CountingStore {
     async fn purge(&self, now: Millis) -> Result<usize> {
         self.inner.purge(now).await
     }
+    async fn topology(&self) -> Result<askbridge::store::Topology> {
+        self.inner.topology().await
+    }
 }
 
 /// A Telegram tap reads its question once (for the toast and the claim alike), then claims.

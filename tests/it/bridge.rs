@@ -444,6 +444,25 @@ async fn a_channel_outage_delays_showing_and_withdrawing_but_loses_nothing() {
         async move { bridge.store().open_ids().await.unwrap().is_empty() }
     })
     .await;
+    // Each failed attempt was counted, by surface and step.
+    let text = bridge.metrics().render(&askbridge::metrics::Scrape {
+        pending: 0,
+        topology: None,
+        leases: &[],
+    });
+    for series in [
+        "askbridge_delivery_failures_total{surface=\"chat\",action=\"show\"}",
+        "askbridge_delivery_failures_total{surface=\"chat\",action=\"withdraw\"}",
+    ] {
+        let count: f64 = text
+            .lines()
+            .find_map(|line| line.strip_prefix(series))
+            .unwrap_or_else(|| panic!("{series} missing from\n{text}"))
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(count >= 1.0, "{series} {count}");
+    }
 }
 
 #[tokio::test]

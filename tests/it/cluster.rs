@@ -40,6 +40,10 @@ async fn a_claim_race_across_three_replicas_has_one_winner() {
             .starts_with("redis cluster"),
         "{health}"
     );
+    assert_eq!(
+        health["topology"],
+        json!({"kind": "redis-cluster", "nodes": 6, "masters": 3, "failing": 0, "ok": true})
+    );
     let q: Value = http()
         .post(format!("{}/api/questions", bases[0]))
         .json(&json!({"session_id": "race", "prompt": "Which?", "options": ["a", "b", "c"]}))
@@ -87,6 +91,25 @@ async fn a_claim_race_across_three_replicas_has_one_winner() {
             .await
             .unwrap();
         assert_eq!(seen["resolution"]["value"], winners[0]);
+    }
+    // Each replica's metrics: the cluster's shape, and its own store round trips by operation.
+    for base in &bases {
+        let text = http()
+            .get(format!("{base}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        for line in [
+            "askbridge_store_nodes 6",
+            "askbridge_store_masters 3",
+            "askbridge_store_ok 1",
+            "askbridge_store_request_seconds_count{op=\"claim\"}",
+        ] {
+            assert!(text.contains(line), "{line} missing from\n{text}");
+        }
     }
 }
 
@@ -180,6 +203,18 @@ async fn a_master_crash_under_load_loses_nothing_acknowledged() {
         .find(|p| *p != masters[0])
         .unwrap();
     assert!(cluster.ok_at(survivor), "the cluster did not fail over");
+    // /healthz tells: the crashed master is flagged failing, its replica serves its slots.
+    let health: Value = http()
+        .get(format!("{}/healthz", bases[0]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["topology"]["failing"], 1, "{health}");
+    assert_eq!(health["topology"]["masters"], 3, "{health}");
+    assert_eq!(health["topology"]["ok"], true, "{health}");
     let ledger = ledger.lock().unwrap().clone();
     let after: Vec<_> = ledger
         .iter()
@@ -222,4 +257,127 @@ async fn a_master_crash_under_load_loses_nothing_acknowledged() {
             );
         }
     }
+}
+
+/// The flow for the test below: asks "Ship it?" and replies with the answer. The first resume
+/// hangs (its replica is killed while it waits); later ones complete.
+#[derive(Default)]
+struct Flow {
+    resumes: std::sync::atomic::AtomicUsize,
+    resume_arrived: tokio::sync::Notify,
+}
+
+async fn serve_flow(flow: Arc<Flow>) -> String {
+    use std::sync::atomic::Ordering;
+    let route = axum::routing::post(move |body: axum::body::Bytes| {
+        let flow = flow.clone();
+        async move {
+            let request: Value = serde_json::from_slice(&body).unwrap();
+            let journal = request["journal"].as_array().cloned().unwrap_or_default();
+            if journal.is_empty() {
+                return axum::Json(json!({"ask": {"kind": "confirm", "prompt": "Ship it?"}}));
+            }
+            if flow.resumes.fetch_add(1, Ordering::SeqCst) == 0 {
+                flow.resume_arrived.notify_one();
+                tokio::time::sleep(Duration::from_secs(60)).await;
+            }
+            axum::Json(json!({"reply": format!("shipped ({})", journal[0]["value"])}))
+        }
+    });
+    let base = crate::support::serve(axum::Router::new().route("/ship", route)).await;
+    format!("{base}/ship")
+}
+
+/// A run started on one replica and answered on another: the answering replica wins the claim
+/// and resumes the run; it is SIGKILLed while the flow handles the resume; a surviving replica
+/// takes the run up after its lease and finishes it once, with the answer given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_run_answered_on_another_replica_survives_that_replica_being_killed() {
+    use std::sync::atomic::Ordering;
+    let cluster = redis_cluster::shared();
+    let flow = Arc::new(Flow::default());
+    let flow_url = serve_flow(flow.clone()).await;
+    let env = [
+        ("REDIS_URL", cluster.urls.join(",")),
+        ("ASKBRIDGE_REDIS_PREFIX", "killed-run".to_owned()),
+        ("ASKBRIDGE_FLOWS", format!("ship={flow_url}")),
+        ("ASKBRIDGE_FLOW_SECRET", "killed-run-secret".to_owned()),
+        ("ASKBRIDGE_RUN_LEASE_S", "1".to_owned()),
+    ];
+    let mut processes: Vec<Process> = (0..3).map(|_| Process::spawn(&["serve"], &env)).collect();
+    let bases: Vec<String> = processes.iter().map(|p| p.base.clone()).collect();
+    let run: Value = http()
+        .post(format!("{}/api/runs", bases[0]))
+        .json(&json!({"flow": "ship", "input": "2.0"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    // The run's question, learned on replica 1 without polling.
+    let waiting: Value = http()
+        .get(format!("{}/api/runs/{run_id}/wait?timeout_s=10", bases[1]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(waiting["state"], "waiting", "{waiting}");
+    let question = waiting["question"]["id"].as_str().unwrap().to_owned();
+    let reply = http()
+        .post(format!("{}/api/questions/{question}/reply", bases[1]))
+        .json(&json!({"answer": "yes"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 200);
+    tokio::time::timeout(Duration::from_secs(10), flow.resume_arrived.notified())
+        .await
+        .expect("the resume reached the flow");
+    // Replica 1 won the claim, so it resumed the run: kill it there.
+    processes[1].kill();
+    let killed = Instant::now();
+    let finished = crate::support::eventually_some(
+        Duration::from_secs(30),
+        "the run finished on a surviving replica",
+        || {
+            let (base, run_id) = (bases[2].clone(), run_id.clone());
+            async move {
+                let run: Value = http()
+                    .get(format!("{base}/api/runs/{run_id}"))
+                    .send()
+                    .await
+                    .ok()?
+                    .json()
+                    .await
+                    .ok()?;
+                (run["state"] == "done").then_some(run)
+            }
+        },
+    )
+    .await;
+    eprintln!(
+        "killed run: finished on a survivor {:.1} s after the kill",
+        killed.elapsed().as_secs_f64()
+    );
+    assert_eq!(finished["result"], "shipped (true)", "{finished}");
+    // Give a duplicate resume every chance to happen.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        flow.resumes.load(Ordering::SeqCst),
+        2,
+        "the interrupted resume and the one that finished, no more"
+    );
+    let seen: Value = http()
+        .get(format!("{}/api/runs/{run_id}", bases[0]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(seen["state"], "done");
 }

@@ -361,6 +361,7 @@ async fn healthz_and_metrics() {
     let (status, body) = call(&router, "GET", "/healthz", None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["status"], "ok");
+    assert_eq!(body["topology"]["kind"], "memory", "{body}");
     let (_, q) = call(&router, "POST", "/api/questions", Some(ask_body())).await;
     call(&router, "POST", "/api/questions", Some(ask_body())).await;
     call(
@@ -383,6 +384,9 @@ async fn healthz_and_metrics() {
     assert!(text.contains("askbridge_pending_questions 1"), "{text}");
     assert!(text.contains("askbridge_questions_asked_total 2"), "{text}");
     assert!(text.contains("askbridge_resolve_seconds_count 1"), "{text}");
+    assert!(text.contains("askbridge_store_ok 1"), "{text}");
+    assert!(text.contains("askbridge_store_nodes 1"), "{text}");
+    assert!(text.ends_with("# EOF\n"), "{text}");
 }
 
 #[tokio::test]

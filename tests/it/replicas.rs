@@ -1,5 +1,5 @@
-//! Several askbridge replicas on one store: exactly one holds Telegram's long poll, another
-//! takes it over when it dies, and no update is handled twice.
+//! Several askbridge replicas on one store — one Redis, or a Redis Cluster — exactly one holds
+//! Telegram's long poll, another takes it over when it dies, and no update is handled twice.
 
 use crate::fakes::telegram::FakeTelegram;
 use crate::support::{Process, RedisServer, eventually_some, http};
@@ -25,16 +25,32 @@ async fn leases(base: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_replica_polls_telegram_and_another_takes_over_when_it_dies() {
     let redis = RedisServer::start();
+    takeover(vec![("REDIS_URL", redis.url())], 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_cluster_one_of_three_replicas_polls_telegram_and_another_takes_over() {
+    let cluster = crate::redis_cluster::shared();
+    takeover(
+        vec![
+            ("REDIS_URL", cluster.urls.join(",")),
+            ("ASKBRIDGE_REDIS_PREFIX", "takeover".to_owned()),
+        ],
+        3,
+    )
+    .await;
+}
+
+/// `count` replicas with the store settings `store`: one holds the poll, survives a few renewals
+/// alone, dies; one other takes it over and handles an update once.
+async fn takeover(store: Vec<(&'static str, String)>, count: usize) {
     let fake = FakeTelegram::start();
-    let env = [
-        ("REDIS_URL", redis.url()),
-        ("TELEGRAM_BOT_TOKEN", "1:fake".to_owned()),
-        ("TELEGRAM_API_URL", fake.base.clone()),
-    ];
-    let mut replicas = [
-        Process::spawn(&["serve"], &env),
-        Process::spawn(&["serve"], &env),
-    ];
+    let mut env = store;
+    env.push(("TELEGRAM_BOT_TOKEN", "1:fake".to_owned()));
+    env.push(("TELEGRAM_API_URL", fake.base.clone()));
+    let mut replicas: Vec<Process> = (0..count)
+        .map(|_| Process::spawn(&["serve"], &env))
+        .collect();
     let bases: Vec<String> = replicas.iter().map(|r| r.base.clone()).collect();
     let holder = eventually_some(
         Duration::from_secs(15),
@@ -53,35 +69,46 @@ async fn one_replica_polls_telegram_and_another_takes_over_when_it_dies() {
         },
     )
     .await;
-    // Both replicas stay up; still one holder a few renewals later.
+    // All replicas stay up; still one holder a few renewals later.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let other = 1 - holder;
+    let others: Vec<String> = (0..count)
+        .filter(|n| *n != holder)
+        .map(|n| bases[n].clone())
+        .collect();
     assert!(
         leases(&bases[holder])
             .await
             .contains(&"telegram-poll".to_owned())
     );
-    assert!(leases(&bases[other]).await.is_empty());
+    for other in &others {
+        assert!(leases(other).await.is_empty());
+    }
 
     replicas[holder].kill();
     let killed = Instant::now();
-    let base = bases[other].clone();
     eventually_some(
         Duration::from_secs(20),
-        "the other replica taking the poll over",
+        "exactly one other replica taking the poll over",
         || {
-            let base = base.clone();
+            let others = others.clone();
             async move {
-                leases(&base)
-                    .await
-                    .contains(&"telegram-poll".to_owned())
-                    .then_some(())
+                let mut holding = 0;
+                for base in &others {
+                    if leases(base).await.contains(&"telegram-poll".to_owned()) {
+                        holding += 1;
+                    }
+                }
+                assert!(holding <= 1, "{holding} replicas hold the poll");
+                (holding == 1).then_some(())
             }
         },
     )
     .await;
     let takeover = killed.elapsed();
-    eprintln!("takeover after {:.1} s", takeover.as_secs_f64());
+    eprintln!(
+        "takeover among {count} replicas after {:.1} s",
+        takeover.as_secs_f64()
+    );
     assert!(takeover < Duration::from_secs(12), "took {takeover:?}");
 
     // An update now is handled once, by the new holder.

@@ -213,6 +213,10 @@ impl Admin for EmbeddedStore {
         .await
     }
 
+    async fn topology(&self) -> Result<crate::store::Topology> {
+        Ok(crate::store::Topology::single("embedded"))
+    }
+
     async fn purge(&self, now: Millis) -> Result<usize> {
         let retention = self.options.retention;
         let audit_cutoff = now

@@ -194,6 +194,10 @@ impl Admin for MemoryStore {
         Ok(())
     }
 
+    async fn topology(&self) -> Result<crate::store::Topology> {
+        Ok(crate::store::Topology::single("memory"))
+    }
+
     async fn purge(&self, now: Millis) -> Result<usize> {
         let mut state = self.state();
         let retention = self.options.retention;

@@ -94,6 +94,8 @@ pub struct RedisStore {
     replica_wait: Duration,
     /// Cluster slots whose writes skip the replica wait until then (see `replicated`).
     unreplicated: Arc<std::sync::Mutex<std::collections::HashMap<u16, Millis>>>,
+    /// How long each operation's round trips take (see `retry.rs`).
+    round_trips: super::RoundTrips,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -167,6 +169,7 @@ impl RedisStore {
             _alive: Arc::clone(&alive),
             unreplicated: Arc::default(),
             replica_wait: options.replica_wait,
+            round_trips: super::RoundTrips::default(),
         };
         store.ping().await?;
         store
@@ -222,6 +225,30 @@ impl RedisStore {
     }
 }
 
+/// The cluster's shape from `CLUSTER INFO` (its state) and `CLUSTER NODES` (one line per node:
+/// id, address, flags, ...; a master serving slots lists them after the eighth field).
+fn cluster_topology(info: &str, nodes: &str) -> super::Topology {
+    let ok = info.lines().any(|line| line.trim() == "cluster_state:ok");
+    let mut topology = super::Topology {
+        kind: "redis-cluster",
+        nodes: 0,
+        masters: 0,
+        failing: 0,
+        ok,
+    };
+    for line in nodes.lines().filter(|l| !l.trim().is_empty()) {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let flags = fields.get(2).copied().unwrap_or_default();
+        topology.nodes += 1;
+        if flags.split(',').any(|f| f == "fail" || f == "fail?") {
+            topology.failing += 1;
+        } else if flags.split(',').any(|f| f == "master") && fields.len() > 8 {
+            topology.masters += 1;
+        }
+    }
+    topology
+}
+
 /// How long a claim or an ask waits for a replica on a cluster, by default.
 pub const DEFAULT_REPLICA_WAIT: Duration = Duration::from_millis(500);
 /// How long writes to a slot whose replica did not answer skip the wait.
@@ -255,6 +282,23 @@ impl Admin for RedisStore {
         self.query::<String>("ping", &redis::cmd("PING"))
             .await
             .map(drop)
+    }
+
+    async fn topology(&self) -> Result<super::Topology> {
+        if !self.connection.is_cluster() {
+            return Ok(super::Topology::single("redis"));
+        }
+        let info: String = self
+            .query("cluster info", redis::cmd("CLUSTER").arg("INFO"))
+            .await?;
+        let nodes: String = self
+            .query("cluster nodes", redis::cmd("CLUSTER").arg("NODES"))
+            .await?;
+        Ok(cluster_topology(&info, &nodes))
+    }
+
+    fn round_trips(&self) -> Option<super::RoundTrips> {
+        Some(self.round_trips.clone())
     }
 
     async fn purge(&self, now: Millis) -> Result<usize> {

@@ -63,8 +63,9 @@ impl Outbox for RedisStore {
         lease: Duration,
         limit: usize,
     ) -> Result<Vec<QuestionId>> {
-        let mut due = Vec::new();
-        for bucket in 0..BUCKETS {
+        // One script per bucket, each in its bucket's slot, sent together: on one node they
+        // share the connection's pipeline, on a cluster they run on their masters at once.
+        let leases = (0..BUCKETS).map(|bucket| async move {
             let mut invocation = LEASE.prepare_invoke();
             invocation
                 .key(self.keys.open(bucket))
@@ -72,9 +73,10 @@ impl Outbox for RedisStore {
                 .arg(now.after(lease).0)
                 .arg(limit);
             let ids: Vec<String> = self.invoke("lease", &invocation).await?;
-            due.extend(parse_ids(&ids, "the open index")?);
-        }
-        Ok(due)
+            parse_ids(&ids, "the open index")
+        });
+        let due = futures_util::future::try_join_all(leases).await?;
+        Ok(due.into_iter().flatten().collect())
     }
 
     async fn next_due(&self) -> Result<Option<Millis>> {

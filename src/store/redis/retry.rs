@@ -30,7 +30,7 @@ fn is_not_ready(error: &RedisError) -> bool {
 }
 
 /// Runs `operation` again on connection errors, backing off from 50 ms to 1 s.
-async fn retrying<T, F, Fut>(what: &str, mut operation: F) -> Result<T>
+async fn retrying<T, F, Fut>(what: &'static str, mut operation: F) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = redis::RedisResult<T>>,
@@ -57,41 +57,54 @@ where
 
 impl RedisStore {
     /// Sends one command.
-    pub(super) async fn query<T: FromRedisValue>(&self, what: &str, command: &Cmd) -> Result<T> {
-        retrying(what, || {
+    pub(super) async fn query<T: FromRedisValue>(
+        &self,
+        what: &'static str,
+        command: &Cmd,
+    ) -> Result<T> {
+        let started = Instant::now();
+        let reply = retrying(what, || {
             let mut connection = self.connection();
             async move { command.query_async(&mut connection).await }
         })
-        .await
+        .await;
+        self.round_trips.observe(what, started.elapsed());
+        reply
     }
 
     /// Sends a pipeline (one round trip).
     pub(super) async fn query_pipe<T: FromRedisValue>(
         &self,
-        what: &str,
+        what: &'static str,
         pipe: &Pipeline,
     ) -> Result<T> {
-        retrying(what, || {
+        let started = Instant::now();
+        let reply = retrying(what, || {
             let mut connection = self.connection();
             async move {
                 let reply = connection.pipeline(pipe).await?;
                 T::from_redis_value(reply).map_err(Into::into)
             }
         })
-        .await
+        .await;
+        self.round_trips.observe(what, started.elapsed());
+        reply
     }
 
     /// Runs a script (by SHA, loading it on NOSCRIPT).
     pub(super) async fn invoke<T: FromRedisValue>(
         &self,
-        what: &str,
+        what: &'static str,
         invocation: &ScriptInvocation<'_>,
     ) -> Result<T> {
-        retrying(what, || {
+        let started = Instant::now();
+        let reply = retrying(what, || {
             let mut connection = self.connection();
             async move { invocation.invoke_async(&mut connection).await }
         })
-        .await
+        .await;
+        self.round_trips.observe(what, started.elapsed());
+        reply
     }
 }
 
