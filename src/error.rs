@@ -32,6 +32,17 @@ pub enum Error {
     #[error("There is no run {0}.")]
     UnknownRun(String),
 
+    /// A run's answer named a question the run does not wait on (or the run waits on none).
+    #[error("{}", run_not_waiting_line(.run, .state, .waiting_on.as_ref()))]
+    RunNotWaiting {
+        /// The run.
+        run: String,
+        /// Its state (`running`, `waiting`, `done`, `failed`).
+        state: &'static str,
+        /// The question it waits on, if any.
+        waiting_on: Option<QuestionId>,
+    },
+
     /// No "always allow" rule has this id.
     #[error("There is no rule {0}.")]
     UnknownRule(String),
@@ -63,6 +74,15 @@ pub enum Error {
     /// The store failed; its kind says whether trying again later may work.
     #[error(transparent)]
     Store(#[from] store::Error),
+}
+
+fn run_not_waiting_line(run: &str, state: &str, waiting_on: Option<&QuestionId>) -> String {
+    match waiting_on {
+        Some(question) => {
+            format!("Run {run} does not wait on that question; it waits on {question}.")
+        }
+        None => format!("Run {run} waits on no question; it is {state}."),
+    }
 }
 
 impl Error {

@@ -114,13 +114,24 @@ pub async fn waiter_release(base: &str, count: usize) -> Vec<Duration> {
     times
 }
 
-/// Runs of the example `release` flow by `concurrency` clients, each following its run with
-/// `GET /api/runs/{id}/wait` and answering its three questions: resumes/s, and how many requests
-/// a client made per answer to learn the next question.
+/// How a client follows a run in [`runs`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Follow {
+    /// `POST /api/runs` with `wait_s`, then `POST /api/runs/{id}/answer` per step: one request
+    /// per step, as LangGraph's `invoke(Command(resume=...))` returns the next interrupt.
+    Answer,
+    /// `GET /api/runs/{id}/wait` for the next question, then `POST /api/questions/{id}/reply`.
+    WaitThenReply,
+}
+
+/// Runs of the example `release` flow by `concurrency` clients, each answering its three
+/// questions as `follow` says: resumes/s, how many requests a client made per answer to learn
+/// the next question, and the time of each step's requests.
 pub async fn runs(
     base: &str,
     total: usize,
     concurrency: usize,
+    follow: Follow,
 ) -> (f64, f64, Vec<Duration>, Vec<Duration>) {
     let client = client();
     let next = Arc::new(AtomicUsize::new(0));
@@ -137,18 +148,38 @@ pub async fn runs(
         workers.push(tokio::spawn(async move {
             let (mut waits, mut replies) = (Vec::new(), Vec::new());
             while next.fetch_add(1, Ordering::Relaxed) < total {
-                let run: Value = client
+                let start = match follow {
+                    Follow::Answer => json!({"flow": "release", "input": "2.0", "wait_s": 60}),
+                    Follow::WaitThenReply => json!({"flow": "release", "input": "2.0"}),
+                };
+                let mut step: Value = client
                     .post(format!("{base}/api/runs"))
-                    .json(&json!({"flow": "release", "input": "2.0"}))
+                    .json(&start)
                     .send()
                     .await
                     .unwrap()
                     .json()
                     .await
                     .unwrap();
-                let run_id = run["id"].as_str().unwrap().to_owned();
+                let run_id = step["id"].as_str().unwrap().to_owned();
                 let mut after = String::new();
                 for answer in [json!("beta"), json!("Faster."), json!(true)] {
+                    if follow == Follow::Answer {
+                        let question = step["question"]["id"].clone();
+                        assert!(question.is_string(), "no next question: {step}");
+                        let t = Instant::now();
+                        step = client
+                            .post(format!("{base}/api/runs/{run_id}/answer"))
+                            .json(&json!({"answer": answer, "question_id": question, "timeout_s": 60}))
+                            .send()
+                            .await
+                            .unwrap()
+                            .json()
+                            .await
+                            .unwrap();
+                        replies.push(t.elapsed());
+                        continue;
+                    }
                     learning.fetch_add(1, Ordering::Relaxed);
                     let t = Instant::now();
                     let waited: Value = client
@@ -166,6 +197,9 @@ pub async fn runs(
                     let t = Instant::now();
                     reply(&client, &base, &after, answer).await;
                     replies.push(t.elapsed());
+                }
+                if follow == Follow::Answer {
+                    assert_eq!(step["state"], "done", "{step}");
                 }
             }
             (waits, replies)

@@ -240,15 +240,16 @@ async fn waiters(o: &Options) {
 }
 
 async fn runs(o: &Options) {
+    use load::Follow;
     let redis = redis_server::RedisServer::start();
     let server = serve(&redis);
-    load::runs(&server.base, 50, o.concurrency).await;
+    load::runs(&server.base, 50, o.concurrency, Follow::Answer).await;
     // What a resume costs in Redis commands (a run of three asks: start + three answers).
     let monitor = load::Monitor::start(redis.port);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let before = monitor.count();
     monitor.take_names();
-    load::runs(&server.base, 100, 1).await;
+    load::runs(&server.base, 100, 1, Follow::Answer).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     println!(
         "commands per resume      {:>8.2}   (a run: its start and three answers, 100 runs)   {}",
@@ -256,10 +257,14 @@ async fn runs(o: &Options) {
         summary(&monitor.take_names())
     );
     drop(monitor);
-    let (rate, learning, mut waits, mut replies) =
-        load::runs(&server.base, o.runs, o.concurrency).await;
+    let (rate, _, _, mut steps) =
+        load::runs(&server.base, o.runs, o.concurrency, Follow::Answer).await;
+    // The same runs followed with two requests per step (wait for the next question, reply).
+    let (two_step, learning, mut waits, mut replies) =
+        load::runs(&server.base, o.runs, o.concurrency, Follow::WaitThenReply).await;
     println!(
-        "  per step: next question (wait) p50 {:.2} ms, reply p50 {:.2} ms",
+        "  per step: answer + next question p50 {:.2} ms; as two requests: wait p50 {:.2} ms, reply p50 {:.2} ms",
+        percentile(&mut steps, 0.5),
         percentile(&mut waits, 0.5),
         percentile(&mut replies, 0.5)
     );
@@ -269,13 +274,17 @@ async fn runs(o: &Options) {
     // askbridge and the client for the same cores.
     let everysec = redis_server::RedisServer::start_with(&["--appendfsync", "everysec"]);
     let server = serve(&everysec);
-    load::runs(&server.base, 50, o.concurrency).await;
-    let (relaxed, _, _, _) = load::runs(&server.base, o.runs, o.concurrency).await;
+    load::runs(&server.base, 50, o.concurrency, Follow::Answer).await;
+    let (relaxed, _, _, _) = load::runs(&server.base, o.runs, o.concurrency, Follow::Answer).await;
     match anchors::langgraph_resumes_per_s(300) {
         Ok(anchor) => {
             println!(
-                "run resumes/s            {rate:>8.0}   beside LangGraph {anchor:>6.0}/s   ratio {:.1}x (goal >= 11x, >= 5,000/s)   requests to learn the next question: {learning:.2} per answer",
+                "run resumes/s            {rate:>8.0}   beside LangGraph {anchor:>6.0}/s   ratio {:.1}x (goal >= 11x, >= 5,000/s)   one request per step (POST /api/runs/{{id}}/answer)",
                 rate / anchor
+            );
+            println!(
+                "  two requests per step  {two_step:>6.0}   ratio {:.1}x   (GET .../wait + POST .../reply; {learning:.2} requests to learn each next question)",
+                two_step / anchor
             );
             println!(
                 "  with appendfsync everysec {relaxed:>6.0}   ratio {:.1}x",
@@ -283,7 +292,7 @@ async fn runs(o: &Options) {
             );
         }
         Err(why) => println!(
-            "run resumes/s            {rate:>8.0}   (everysec {relaxed:.0})   (LangGraph anchor not measured: {why})"
+            "run resumes/s            {rate:>8.0}   (two requests per step {two_step:.0}, everysec {relaxed:.0})   (LangGraph anchor not measured: {why})"
         ),
     }
 }

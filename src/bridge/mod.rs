@@ -31,6 +31,7 @@ mod refusals;
 mod registry;
 mod resolve;
 mod runner;
+mod runs;
 mod session;
 mod sweeper;
 mod waiters;

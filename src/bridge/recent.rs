@@ -92,18 +92,34 @@ impl Recent {
             .get(id)
     }
 
-    /// Remembers the latest news of a run.
-    pub(super) fn run_news(&self, news: &RunNews) {
-        self.runs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .put(news.run.id.clone(), news.clone());
+    /// Remembers the latest news of a run, unless what is remembered is newer: news comes both
+    /// from this process and, later, from the store's events, so a run that parked here on its
+    /// third question may then hear from the stream that it parked on its second. False when
+    /// `news` is such stale news (nobody should act on it).
+    pub(super) fn run_news(&self, news: &RunNews) -> bool {
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        if runs
+            .get(&news.run.id)
+            .is_some_and(|known| progress(&known.run) > progress(&news.run))
+        {
+            return false;
+        }
+        runs.put(news.run.id.clone(), news.clone());
+        true
     }
 
     /// The latest news of a run, if remembered.
     pub(super) fn run(&self, id: &RunId) -> Option<RunNews> {
         self.runs.lock().unwrap_or_else(|p| p.into_inner()).get(id)
     }
+}
+
+/// How far a run has come: the answers in its journal, then whether it ended. It never goes
+/// back over a run's life. Within one step a run is parked, then taken up (the same journal):
+/// news of either may replace the other, which at worst makes a waiter read the store; what
+/// must never happen — a run seen parked on an earlier question after a later one — cannot.
+fn progress(run: &askbridge_core::run::Run) -> (usize, bool) {
+    (run.journal.len(), run.state.is_final())
 }
 
 #[cfg(test)]
@@ -120,5 +136,46 @@ mod tests {
         assert_eq!(bounded.get(&1), None);
         assert_eq!(bounded.get(&2), Some("b"));
         assert_eq!(bounded.get(&3), Some("c"));
+    }
+
+    #[test]
+    fn news_of_an_earlier_step_does_not_replace_a_later_one() {
+        use askbridge_core::run::{JournalEntry, Origin, Run, RunState};
+        use askbridge_core::{Identity, Millis};
+        let origin = Origin {
+            chat: None,
+            user: Identity::new("api"),
+            user_name: None,
+        };
+        let mut first = Run::new("f", "", origin, "p", Millis(1), Millis(2));
+        first.state = RunState::Waiting;
+        first.waiting_on = Some(first.question_id(0));
+        let mut second = first.clone();
+        second.journal.push(JournalEntry::Step {
+            name: "answer".into(),
+            value: serde_json::json!(1),
+        });
+        second.waiting_on = Some(first.question_id(1));
+        let news = |run: &Run| RunNews {
+            run: run.clone(),
+            question: None,
+        };
+        let recent = Recent::default();
+        assert!(recent.run_news(&news(&first)));
+        assert!(recent.run_news(&news(&second)));
+        // The stream's copy of the first park arrives late: ignored.
+        assert!(!recent.run_news(&news(&first)));
+        assert_eq!(
+            recent.run(&first.id).unwrap().run.waiting_on,
+            second.waiting_on
+        );
+        // Taken up within the same step: accepted; then ended: nothing earlier replaces it.
+        let mut taken = second.clone();
+        taken.state = RunState::Running;
+        assert!(recent.run_news(&news(&taken)));
+        let mut done = taken.clone();
+        done.state = RunState::Done;
+        assert!(recent.run_news(&news(&done)));
+        assert!(!recent.run_news(&news(&taken)));
     }
 }

@@ -1,11 +1,9 @@
-//! The other routes: rules, the audit trail, runs, health and metrics.
+//! The other routes: rules, the audit trail, health and metrics (runs are in `runs.rs`).
 
-use super::{ApiError, AppState, JsonBody};
-use crate::bridge::RunNews;
+use super::{ApiError, AppState};
 use crate::metrics::Scrape;
 use askbridge_core::audit::AuditFilter;
-use askbridge_core::run::{Origin, Run, RunState};
-use askbridge_core::{Actor, Identity, Millis, QuestionId, RuleId, Target, identity};
+use askbridge_core::{Actor, Millis, RuleId};
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
@@ -63,100 +61,6 @@ pub(super) async fn audit(
     Ok(Json(
         json!({ "entries": state.bridge.audit(&filter).await? }),
     ))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct StartRun {
-    flow: String,
-    #[serde(default)]
-    input: String,
-    /// The chat the run's questions and result go to; without one they are answered over HTTP.
-    #[serde(default)]
-    chat: Option<String>,
-    /// Who may answer (by default); `api` when absent.
-    #[serde(default)]
-    user: Option<String>,
-}
-
-pub(super) async fn start_run(
-    State(state): State<AppState>,
-    JsonBody(request): JsonBody<StartRun>,
-) -> Result<(StatusCode, Json<Run>), ApiError> {
-    // Like a question's answerers, set by whoever creates the run.
-    let user = request
-        .user
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| identity::API.to_owned());
-    if !identity::is_well_formed(&user) {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("`{user}` is not an identity like api or telegram:42"),
-        )
-        .with("field", json!("user")));
-    }
-    let origin = Origin {
-        chat: request.chat.filter(|c| !c.is_empty()).map(Target::new),
-        user: Identity::new(user),
-        user_name: None,
-    };
-    let run = state
-        .bridge
-        .start_run(&request.flow, &request.input, origin)
-        .await?;
-    Ok((StatusCode::CREATED, Json(run)))
-}
-
-pub(super) async fn get_run(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> Result<Json<Run>, ApiError> {
-    Ok(Json(state.bridge.get_run(&id).await?))
-}
-
-#[derive(Debug, Deserialize)]
-pub(super) struct RunWaitQuery {
-    timeout_s: Option<f64>,
-    /// The question the client already knows the run waits on: wait for the next one.
-    after: Option<String>,
-}
-
-/// `GET /api/runs/{id}/wait?after=<question id>&timeout_s=N`: the run as soon as it waits on a
-/// question other than `after` (with that question as `question`) or has ended; as it is after N
-/// s otherwise. A client answering a run's questions learns the next one without polling.
-pub(super) async fn wait_run(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    Query(query): Query<RunWaitQuery>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let timeout = super::questions::wait_timeout(query.timeout_s)?;
-    let after = match query.after.as_deref().filter(|a| !a.is_empty()) {
-        Some(text) => Some(QuestionId::parse(text).map_err(|_| {
-            ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                format!("`{text}` is not a question id"),
-            )
-            .with("field", json!("after"))
-        })?),
-        None => None,
-    };
-    let mut shutdown = state.bridge.shutdown_signal();
-    let news = tokio::select! {
-        news = state.bridge.wait_run(&id, after.as_ref(), timeout) => news?,
-        _ = shutdown.changed() => RunNews {
-            run: state.bridge.get_run(&id).await?,
-            question: None,
-        },
-    };
-    let mut body = serde_json::to_value(&news.run).expect("a run always serialises");
-    if let (RunState::Waiting, Some(waiting_on)) = (news.run.state, &news.run.waiting_on) {
-        let question = match news.question.filter(|q| q.id == *waiting_on) {
-            Some(question) => question,
-            None => state.bridge.get(waiting_on).await?,
-        };
-        body["question"] = super::view::json(&question);
-    }
-    Ok(Json(body))
 }
 
 pub(super) async fn healthz(State(state): State<AppState>) -> Response {

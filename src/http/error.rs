@@ -53,6 +53,11 @@ impl From<Error> for ApiError {
                 .with("resolution", json!(question.resolution))
                 .with("question", super::view::json(&question)),
             Error::Forbidden => ApiError::new(StatusCode::FORBIDDEN, message),
+            Error::RunNotWaiting {
+                state, waiting_on, ..
+            } => ApiError::new(StatusCode::CONFLICT, message)
+                .with("state", json!(state))
+                .with("waiting_on", json!(waiting_on)),
             Error::UnknownTarget { .. } => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
                 .with("field", json!("targets")),
             Error::NoSurface | Error::UnknownFlow(_) => {

@@ -18,6 +18,7 @@
 //! | `POST /api/sessions/{session_id}/cancel` | cancel a session's pending questions |
 //! | `POST /api/runs`, `GET /api/runs/{id}` | start a flow without blocking; read a run |
 //! | `GET /api/runs/{id}/wait?after=&timeout_s=` | long-poll until the run waits on a new question or ends |
+//! | `POST /api/runs/{id}/answer` | answer the question the run waits on; respond with its next step |
 //! | `GET /api/rules`, `DELETE /api/rules/{id}` | "always allow" rules |
 //! | `GET /api/audit?session_id=&since=` | the audit trail |
 //! | `GET /api/events?session_id=` | Server-Sent Events, pending questions replayed first |
@@ -33,6 +34,7 @@ mod events;
 mod guard;
 pub mod ops_page;
 mod questions;
+mod runs;
 pub mod stats;
 mod view;
 
@@ -131,9 +133,10 @@ pub fn app(state: AppState) -> Router {
         .route("/rules", get(admin::list_rules))
         .route("/rules/{id}", delete(admin::revoke_rule))
         .route("/audit", get(admin::audit))
-        .route("/runs", post(admin::start_run))
-        .route("/runs/{id}", get(admin::get_run))
-        .route("/runs/{id}/wait", get(admin::wait_run))
+        .route("/runs", post(runs::start_run))
+        .route("/runs/{id}", get(runs::get_run))
+        .route("/runs/{id}/wait", get(runs::wait_run))
+        .route("/runs/{id}/answer", post(runs::answer_run))
         .route("/events", get(events::stream))
         .route("/stats", get(stats::stats))
         .route("/openapi.json", get(openapi))

@@ -128,7 +128,7 @@ pub(super) async fn reply(
 }
 
 /// The one path every HTTP answer takes (see `bridge::resolve`), as the identity `api`.
-async fn attempt(
+pub(super) async fn attempt(
     state: &AppState,
     id: &str,
     said: Said,

@@ -116,7 +116,7 @@ async fn a_claim_race_across_three_replicas_has_one_winner() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_master_crash_under_load_loses_nothing_acknowledged() {
     let cluster = redis_cluster::private();
-    let processes = replicas(&cluster.urls, "failover", 2);
+    let processes = replicas(&cluster.urls, "failover", 3);
     let bases: Vec<String> = processes.iter().map(|p| p.base.clone()).collect();
     // (id, when its 201 came, the answer whose reply got 200)
     let ledger: Arc<Mutex<Vec<Entry>>> = Arc::default();

@@ -1,0 +1,186 @@
+//! The run routes: start a flow, read a run, learn its next step without polling, and answer
+//! it in the same round trip.
+
+use super::{ApiError, AppState, JsonBody};
+use crate::bridge::{ProgramReply, RunNews, Said};
+use askbridge_core::run::{Origin, Run, RunState};
+use askbridge_core::{Answer, Identity, QuestionId, Target, identity};
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::json;
+use std::time::Duration;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct StartRun {
+    flow: String,
+    #[serde(default)]
+    input: String,
+    /// The chat the run's questions and result go to; without one they are answered over HTTP.
+    #[serde(default)]
+    chat: Option<String>,
+    /// Who may answer (by default); `api` when absent.
+    #[serde(default)]
+    user: Option<String>,
+    /// Respond once the run waits on its first question (inline as `question`) or has ended,
+    /// waiting at most this long, instead of at once.
+    #[serde(default)]
+    wait_s: Option<f64>,
+}
+
+pub(super) async fn start_run(
+    State(state): State<AppState>,
+    JsonBody(request): JsonBody<StartRun>,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    let wait = request
+        .wait_s
+        .map(|s| {
+            super::questions::wait_timeout(Some(s)).map_err(|e| e.with("field", json!("wait_s")))
+        })
+        .transpose()?;
+    // Like a question's answerers, set by whoever creates the run.
+    let user = request
+        .user
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| identity::API.to_owned());
+    if !identity::is_well_formed(&user) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("`{user}` is not an identity like api or telegram:42"),
+        )
+        .with("field", json!("user")));
+    }
+    let origin = Origin {
+        chat: request.chat.filter(|c| !c.is_empty()).map(Target::new),
+        user: Identity::new(user),
+        user_name: None,
+    };
+    let run = state
+        .bridge
+        .start_run(&request.flow, &request.input, origin)
+        .await?;
+    let body = match wait {
+        // Like LangGraph's first `invoke`: the run as it is at its first question.
+        Some(timeout) => next_step(&state, run.id.as_str(), None, timeout).await?,
+        None => serde_json::to_value(&run).expect("a run always serialises"),
+    };
+    Ok((StatusCode::CREATED, Json(body)))
+}
+
+pub(super) async fn get_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Run>, ApiError> {
+    Ok(Json(state.bridge.get_run(&id).await?))
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct RunWaitQuery {
+    timeout_s: Option<f64>,
+    /// The question the client already knows the run waits on: wait for the next one.
+    after: Option<String>,
+}
+
+/// `GET /api/runs/{id}/wait?after=<question id>&timeout_s=N`: the run as soon as it waits on a
+/// question other than `after` (with that question as `question`) or has ended; as it is after N
+/// s otherwise. A client answering a run's questions learns the next one without polling.
+pub(super) async fn wait_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<RunWaitQuery>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let timeout = super::questions::wait_timeout(query.timeout_s)?;
+    let after = match query.after.as_deref().filter(|a| !a.is_empty()) {
+        Some(text) => Some(QuestionId::parse(text).map_err(|_| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("`{text}` is not a question id"),
+            )
+            .with("field", json!("after"))
+        })?),
+        None => None,
+    };
+    Ok(Json(next_step(&state, &id, after.as_ref(), timeout).await?))
+}
+
+/// The run once it waits on a question other than `after` (inline as `question`) or has ended,
+/// or as it is after `timeout` (or at shutdown).
+async fn next_step(
+    state: &AppState,
+    id: &str,
+    after: Option<&QuestionId>,
+    timeout: Duration,
+) -> Result<serde_json::Value, ApiError> {
+    let mut shutdown = state.bridge.shutdown_signal();
+    let news = tokio::select! {
+        news = state.bridge.wait_run(id, after, timeout) => news?,
+        _ = shutdown.changed() => RunNews {
+            run: state.bridge.get_run(id).await?,
+            question: None,
+        },
+    };
+    let mut body = serde_json::to_value(&news.run).expect("a run always serialises");
+    if let (RunState::Waiting, Some(waiting_on)) = (news.run.state, &news.run.waiting_on) {
+        let question = match news.question.filter(|q| q.id == *waiting_on) {
+            Some(question) => question,
+            None => state.bridge.get(waiting_on).await?,
+        };
+        body["question"] = super::view::json(&question);
+    }
+    Ok(body)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct AnswerRun {
+    answer: Answer,
+    /// The question answered; the one the run waits on when absent. When given and the run
+    /// waits on another, nothing is answered (409).
+    #[serde(default)]
+    question_id: Option<String>,
+    #[serde(default)]
+    by: Option<String>,
+    /// An approval rejection's feedback.
+    #[serde(default)]
+    message: Option<String>,
+    /// The approved action's digest as the replier saw it.
+    #[serde(default)]
+    digest: Option<String>,
+    /// How long to wait for the run's next step.
+    #[serde(default)]
+    timeout_s: Option<f64>,
+}
+
+/// `POST /api/runs/{id}/answer`: answers the question the run waits on and responds with the
+/// run at its next step — its next question inline, or its end — in one round trip, as
+/// LangGraph's `Command(resume=...)` returns the next interrupt. The answer takes the same path
+/// as `POST /api/questions/{id}/reply` (same checks, same refusals).
+pub(super) async fn answer_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<AnswerRun>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let timeout = super::questions::wait_timeout(body.timeout_s)?;
+    let expected = match body.question_id.as_deref().filter(|q| !q.is_empty()) {
+        Some(text) => Some(QuestionId::parse(text).map_err(|_| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("`{text}` is not a question id"),
+            )
+            .with("field", json!("question_id"))
+        })?),
+        None => None,
+    };
+    let question = state.bridge.run_question(&id, expected.as_ref()).await?;
+    let said = Said::Program(ProgramReply {
+        answer: body.answer,
+        message: body.message,
+        digest: body.digest,
+    });
+    super::questions::attempt(&state, question.as_str(), said, body.by).await?;
+    Ok(Json(
+        next_step(&state, &id, Some(&question), timeout).await?,
+    ))
+}
