@@ -128,8 +128,45 @@ pub struct AuditFilter {
     pub session_id: Option<String>,
     /// Only from this instant on.
     pub since: Option<Millis>,
-    /// At most this many, oldest first (0: 1000).
+    /// At most this many (0: 1000), oldest first unless `newest_first`.
     pub limit: usize,
+    /// Only this person's (an identity like `telegram:42`).
+    pub by: Option<String>,
+    /// Only of this outcome: a status (`answered`, `declined`, `expired`, `cancelled`), or
+    /// `refused` for refused attempts, or `rule` for rules created and revoked.
+    pub outcome: Option<String>,
+    /// Newest first (the ops page), paged by `before`.
+    pub newest_first: bool,
+    /// With `newest_first`: the page after this one (see [`AuditCursor`]).
+    pub before: Option<AuditCursor>,
+}
+
+/// Where a newest-first page of the audit trail ended: records older than `at`, after the
+/// first `skip` records at exactly `at` (records have no id of their own; within one instant
+/// their order is the store's, which does not change). Written `<ms>.<skip>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AuditCursor {
+    /// The time of the page's last record.
+    pub at: Millis,
+    /// How many records at that time the pages so far held.
+    pub skip: usize,
+}
+
+impl AuditCursor {
+    /// Reads `<ms>.<skip>`.
+    pub fn parse(text: &str) -> Option<Self> {
+        let (at, skip) = text.split_once('.')?;
+        Some(AuditCursor {
+            at: Millis(at.parse().ok()?),
+            skip: skip.parse().ok()?,
+        })
+    }
+}
+
+impl std::fmt::Display for AuditCursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.at.0, self.skip)
+    }
 }
 
 impl AuditFilter {
@@ -138,12 +175,70 @@ impl AuditFilter {
         if self.limit == 0 { 1000 } else { self.limit }
     }
 
-    /// Does `entry` pass?
+    /// Does `entry` pass (everything but the page)?
     pub fn accepts(&self, entry: &AuditEntry) -> bool {
         self.since.is_none_or(|since| entry.at >= since)
+            && self.before.is_none_or(|c| entry.at <= c.at)
             && self
                 .session_id
                 .as_ref()
                 .is_none_or(|s| entry.session_id.as_ref() == Some(s))
+            && self.by.as_ref().is_none_or(|b| entry.by.as_str() == b)
+            && self
+                .outcome
+                .as_deref()
+                .is_none_or(|o| outcome_of(entry) == o)
+    }
+
+    /// How many matching records a source must give, at most, for a page: the page and what
+    /// the cursor skips.
+    pub fn wanted(&self) -> usize {
+        self.effective_limit() + self.before.map_or(0, |c| c.skip)
+    }
+
+    /// The page from `entries` (all accepted, each source's in its own order). Sorting is
+    /// stable, so records of one instant keep the order their sources gave.
+    pub fn page(&self, mut entries: Vec<AuditEntry>) -> Vec<AuditEntry> {
+        if !self.newest_first {
+            entries.sort_by_key(|e| e.at);
+            entries.truncate(self.effective_limit());
+            return entries;
+        }
+        entries.sort_by(|a, b| b.at.cmp(&a.at));
+        if let Some(cursor) = self.before {
+            let mut skipped = 0;
+            entries.retain(|e| {
+                if e.at == cursor.at && skipped < cursor.skip {
+                    skipped += 1;
+                    return false;
+                }
+                true
+            });
+        }
+        entries.truncate(self.effective_limit());
+        entries
+    }
+
+    /// The cursor of the page after `page` (a newest-first page this filter read).
+    pub fn next_cursor(&self, page: &[AuditEntry]) -> Option<AuditCursor> {
+        let last = page.last()?;
+        let at_last = page.iter().filter(|e| e.at == last.at).count();
+        let carried = self
+            .before
+            .filter(|c| c.at == last.at)
+            .map_or(0, |c| c.skip);
+        Some(AuditCursor {
+            at: last.at,
+            skip: at_last + carried,
+        })
+    }
+}
+
+/// The outcome a record is filed under: its status, `refused`, or `rule`.
+pub fn outcome_of(entry: &AuditEntry) -> &'static str {
+    match entry.event {
+        AuditEvent::Refused => "refused",
+        AuditEvent::RuleCreated | AuditEvent::RuleRevoked => "rule",
+        AuditEvent::Resolved => entry.status.map_or("resolved", Status::as_str),
     }
 }

@@ -248,6 +248,8 @@ impl Bridge {
                 });
                 self.run_news(run, question.as_ref())
             }
+            // Rules are read from the store when an approval needs them; nothing to do here.
+            Event::Rule { .. } => {}
         }
     }
 

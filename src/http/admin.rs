@@ -2,7 +2,7 @@
 
 use super::{ApiError, AppState};
 use crate::metrics::Scrape;
-use askbridge_core::audit::AuditFilter;
+use askbridge_core::audit::{AuditCursor, AuditFilter};
 use askbridge_core::{Actor, Millis, RuleId};
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -34,7 +34,25 @@ pub(super) struct AuditQuery {
     session_id: Option<String>,
     since: Option<String>,
     limit: Option<usize>,
+    /// Only this person's records.
+    by: Option<String>,
+    /// Only this outcome: a status, `refused` or `rule`.
+    outcome: Option<String>,
+    /// `newest` for newest first, paged with `before`.
+    order: Option<String>,
+    /// The `next` of the previous newest-first page.
+    before: Option<String>,
 }
+
+/// The outcomes `GET /api/audit?outcome=` takes.
+const OUTCOMES: [&str; 6] = [
+    "answered",
+    "declined",
+    "expired",
+    "cancelled",
+    "refused",
+    "rule",
+];
 
 pub(super) async fn audit(
     State(state): State<AppState>,
@@ -53,14 +71,61 @@ pub(super) async fn audit(
                 })?,
         ),
     };
-    let filter = AuditFilter {
+    let refuse = |field: &str, why: String| {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, why).with("field", json!(field))
+    };
+    let newest_first = match query.order.as_deref().unwrap_or("oldest") {
+        "newest" => true,
+        "oldest" | "" => false,
+        other => {
+            return Err(refuse(
+                "order",
+                format!("order `{other}` is neither newest nor oldest"),
+            ));
+        }
+    };
+    let outcome = query.outcome.filter(|o| !o.is_empty());
+    if let Some(outcome) = outcome.as_deref().filter(|o| !OUTCOMES.contains(o)) {
+        return Err(refuse(
+            "outcome",
+            format!("outcome `{outcome}` is not one of {}", OUTCOMES.join(", ")),
+        ));
+    }
+    let before = match query.before.as_deref().filter(|b| !b.is_empty()) {
+        None => None,
+        Some(text) => Some(AuditCursor::parse(text).ok_or_else(|| {
+            refuse(
+                "before",
+                format!("`{text}` is not a cursor from a previous page's `next`"),
+            )
+        })?),
+    };
+    let limit = query.limit.unwrap_or(if newest_first { 50 } else { 0 });
+    let mut filter = AuditFilter {
         session_id: query.session_id.filter(|s| !s.is_empty()),
         since,
-        limit: query.limit.unwrap_or(0),
+        limit,
+        by: query.by.filter(|b| !b.is_empty()),
+        outcome,
+        newest_first,
+        before,
     };
-    Ok(Json(
-        json!({ "entries": state.bridge.audit(&filter).await? }),
-    ))
+    if !newest_first {
+        return Ok(Json(
+            json!({ "entries": state.bridge.audit(&filter).await? }),
+        ));
+    }
+    // One more than the page tells whether there is a next one.
+    let page = filter.effective_limit();
+    filter.limit = page + 1;
+    let mut entries = state.bridge.audit(&filter).await?;
+    let more = entries.len() > page;
+    entries.truncate(page);
+    let next = more
+        .then(|| filter.next_cursor(&entries))
+        .flatten()
+        .map(|c| c.to_string());
+    Ok(Json(json!({ "entries": entries, "next": next })))
 }
 
 pub(super) async fn healthz(State(state): State<AppState>) -> Response {

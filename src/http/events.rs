@@ -29,6 +29,7 @@ fn sse(event: &Event) -> SseEvent {
     let data = match event {
         Event::Question { question, .. } => super::view::json(question),
         Event::Run { run, .. } => serde_json::to_value(run).expect("a run always serialises"),
+        Event::Rule { rule, .. } => serde_json::to_value(rule).expect("a rule always serialises"),
     };
     SseEvent::default()
         .event(event.kind().name())
@@ -36,11 +37,13 @@ fn sse(event: &Event) -> SseEvent {
         .expect("JSON values serialise")
 }
 
-/// The session an event belongs to.
-fn session_of(event: &Event) -> String {
+/// The session an event belongs to; rules belong to none (a client following one session does
+/// not get them).
+fn session_of(event: &Event) -> Option<String> {
     match event {
-        Event::Question { question, .. } => question.session_id.clone(),
-        Event::Run { run, .. } => run.session_id(),
+        Event::Question { question, .. } => Some(question.session_id.clone()),
+        Event::Run { run, .. } => Some(run.session_id()),
+        Event::Rule { .. } => None,
     }
 }
 
@@ -60,7 +63,7 @@ impl Live {
             tokio::select! {
                 received = self.events.recv() => match received {
                     Ok(event) => {
-                        let wanted = self.session.as_ref().is_none_or(|s| *s == session_of(&event));
+                        let wanted = self.session.as_ref().is_none_or(|s| session_of(&event).as_ref() == Some(s));
                         if wanted {
                             return Some(sse(&event));
                         }

@@ -16,8 +16,9 @@
 //! | `POST /api/questions/{id}/cancel` | the asker withdraws it |
 //! | `GET /api/questions/{id}/wait?timeout_s=N` | long-poll until resolved |
 //! | `POST /api/sessions/{session_id}/cancel` | cancel a session's pending questions |
-//! | `POST /api/runs`, `GET /api/runs/{id}` | start a flow without blocking; read a run |
+//! | `POST /api/runs`, `GET /api/runs`, `GET /api/runs/{id}` | start a flow without blocking; list runs (paged); read a run |
 //! | `GET /api/runs/{id}/wait?after=&timeout_s=` | long-poll until the run waits on a new question or ends |
+//! | `GET /api/history?status=&session_id=&after=&limit=` | resolved questions, most recently resolved first, paged |
 //! | `POST /api/runs/{id}/answer` | answer the question the run waits on; respond with its next step |
 //! | `GET /api/rules`, `DELETE /api/rules/{id}` | "always allow" rules |
 //! | `GET /api/audit?session_id=&since=` | the audit trail |
@@ -133,7 +134,8 @@ pub fn app(state: AppState) -> Router {
         .route("/rules", get(admin::list_rules))
         .route("/rules/{id}", delete(admin::revoke_rule))
         .route("/audit", get(admin::audit))
-        .route("/runs", post(runs::start_run))
+        .route("/history", get(questions::history))
+        .route("/runs", post(runs::start_run).get(runs::list_runs))
         .route("/runs/{id}", get(runs::get_run))
         .route("/runs/{id}/wait", get(runs::wait_run))
         .route("/runs/{id}/answer", post(runs::answer_run))

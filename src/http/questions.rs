@@ -4,7 +4,7 @@ use super::error::optional_json;
 use super::view::{self, QuestionJson};
 use super::{ApiError, AppState, DEFAULT_WAIT_S, JsonBody, MAX_WAIT_S};
 use crate::bridge::{Attempt, ProgramReply, Said};
-use crate::store::ListFilter;
+use crate::store::{Cursor, HistoryFilter, ListFilter};
 use askbridge_core::{Actor, Answer, NewQuestion, QuestionId, Status, Target};
 use axum::Json;
 use axum::body::Bytes;
@@ -226,4 +226,68 @@ pub(super) async fn cancel_session(
         .cancel_session_because(&session_id, Actor::api(), reason)
         .await?;
     Ok(Json(json!({ "cancelled": cancelled })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HistoryQuery {
+    /// Only of this outcome: answered, declined, expired or cancelled.
+    status: Option<String>,
+    session_id: Option<String>,
+    /// The `next` of the previous page.
+    after: Option<String>,
+    limit: Option<usize>,
+}
+
+/// `GET /api/history`: resolved questions, most recently resolved first, a page at a time, each
+/// with its full resolution; `next` is the cursor of the following page.
+pub(super) async fn history(
+    State(state): State<AppState>,
+    Query(query): Query<HistoryQuery>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let status = match query.status.as_deref().filter(|s| !s.is_empty()) {
+        None => None,
+        Some(text) => Some(
+            Status::parse(text)
+                .filter(|s| *s != Status::Pending)
+                .ok_or_else(|| {
+                    ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        format!(
+                            "unknown outcome `{text}`: use answered, declined, expired or cancelled"
+                        ),
+                    )
+                    .with("field", json!("status"))
+                })?,
+        ),
+    };
+    let after = match query.after.as_deref().filter(|a| !a.is_empty()) {
+        None => None,
+        Some(text) => Some(Cursor::parse(text).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("`{text}` is not a cursor from a previous page's `next`"),
+            )
+            .with("field", json!("after"))
+        })?),
+    };
+    let filter = HistoryFilter {
+        status,
+        session_id: query.session_id.filter(|s| !s.is_empty()),
+        after,
+        limit: query.limit.unwrap_or(0),
+    };
+    let page = state.bridge.store().history(&filter).await?;
+    let next = (page.len() == filter.effective_limit())
+        .then(|| page.last())
+        .flatten()
+        .map(|q| {
+            Cursor {
+                at: HistoryFilter::time_of(q),
+                id: q.id.to_string(),
+            }
+            .to_string()
+        });
+    let questions: Vec<serde_json::Value> = page.iter().map(view::json).collect();
+    Ok(Json(json!({ "questions": questions, "next": next })))
 }

@@ -3,6 +3,7 @@
 
 use super::{ApiError, AppState, JsonBody};
 use crate::bridge::{ProgramReply, RunNews, Said};
+use crate::store::{Cursor, RunFilter};
 use askbridge_core::run::{Origin, Run, RunState};
 use askbridge_core::{Answer, Identity, QuestionId, Target, identity};
 use axum::Json;
@@ -67,6 +68,72 @@ pub(super) async fn start_run(
         None => serde_json::to_value(&run).expect("a run always serialises"),
     };
     Ok((StatusCode::CREATED, Json(body)))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RunListQuery {
+    /// `live` (waiting and running, the default), `waiting`, `running`, `ended` (done and
+    /// failed), `done` or `failed`.
+    state: Option<String>,
+    /// The `next` of the previous page.
+    after: Option<String>,
+    /// At most this many (default 50, at most 500).
+    limit: Option<usize>,
+}
+
+/// `GET /api/runs`: one page of runs, newest first — live runs by start, ended ones by end —
+/// and the cursor of the next page. Served from per-bucket indexes on Redis: a page costs the
+/// same with a hundred runs or a million.
+pub(super) async fn list_runs(
+    State(state): State<AppState>,
+    Query(query): Query<RunListQuery>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let (ended, only) = match query.state.as_deref().unwrap_or("live") {
+        "live" | "" => (false, None),
+        "waiting" => (false, Some(RunState::Waiting)),
+        "running" => (false, Some(RunState::Running)),
+        "ended" => (true, None),
+        "done" => (true, Some(RunState::Done)),
+        "failed" => (true, Some(RunState::Failed)),
+        other => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!(
+                    "state `{other}` is not one of live, waiting, running, ended, done, failed"
+                ),
+            )
+            .with("field", json!("state")));
+        }
+    };
+    let after = match query.after.as_deref().filter(|a| !a.is_empty()) {
+        None => None,
+        Some(text) => Some(Cursor::parse(text).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("`{text}` is not a cursor from a previous page's `next`"),
+            )
+            .with("field", json!("after"))
+        })?),
+    };
+    let filter = RunFilter {
+        ended,
+        state: only,
+        after,
+        limit: query.limit.unwrap_or(0),
+    };
+    let runs = state.bridge.store().list_runs(&filter).await?;
+    let next = (runs.len() == filter.effective_limit())
+        .then(|| runs.last())
+        .flatten()
+        .map(|run| {
+            Cursor {
+                at: filter.time_of(run),
+                id: run.id.to_string(),
+            }
+            .to_string()
+        });
+    Ok(Json(json!({ "runs": runs, "next": next })))
 }
 
 pub(super) async fn get_run(

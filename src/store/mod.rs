@@ -33,7 +33,7 @@ pub mod redis;
 pub use error::{Error, ErrorKind, Result};
 pub use health::{RoundTrips, Topology};
 pub use roles::{
-    Admin, AuditLog, Dedupe, Deliveries, Events, Leases, Outbox, Questions, Rules, Runs,
+    Admin, AuditLog, Dedupe, Deliveries, Events, Leases, Listings, Outbox, Questions, Rules, Runs,
 };
 
 /// Every role trait, for code that calls a concrete store's methods (`use
@@ -41,7 +41,7 @@ pub use roles::{
 pub mod prelude {
     pub use super::roles::{
         Admin as _, AuditLog as _, Dedupe as _, Deliveries as _, Events as _, Leases as _,
-        Outbox as _, Questions as _, Rules as _, Runs as _,
+        Listings as _, Outbox as _, Questions as _, Rules as _, Runs as _,
     };
 }
 
@@ -57,6 +57,7 @@ pub trait Store:
     + Dedupe
     + Leases
     + Runs
+    + Listings
     + Rules
     + AuditLog
     + Events
@@ -72,6 +73,7 @@ impl<T> Store for T where
         + Dedupe
         + Leases
         + Runs
+        + Listings
         + Rules
         + AuditLog
         + Events

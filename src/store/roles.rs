@@ -193,6 +193,19 @@ pub trait Events: Send + Sync {
     fn subscribe(&self) -> broadcast::Receiver<Event>;
 }
 
+/// Paged listings for people (the ops page's runs and history views): newest first, a page at
+/// a time, at a cost that does not grow with what the store holds. Kept apart from [`Runs`] and
+/// [`Questions`], which the hot path needs.
+#[async_trait]
+pub trait Listings: Send + Sync {
+    /// One page of the runs `filter` selects, newest first (see [`super::RunFilter`]).
+    async fn list_runs(&self, filter: &super::RunFilter) -> Result<Vec<Run>>;
+
+    /// One page of resolved questions, most recently resolved first (see
+    /// [`super::HistoryFilter`]).
+    async fn history(&self, filter: &super::HistoryFilter) -> Result<Vec<Question>>;
+}
+
 /// Looking after the store itself.
 #[async_trait]
 pub trait Admin: Send + Sync {

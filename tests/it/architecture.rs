@@ -197,6 +197,16 @@ impl Events for CountingStore {
 }
 
 #[async_trait]
+impl askbridge::store::Listings for CountingStore {
+    async fn list_runs(&self, filter: &askbridge::store::RunFilter) -> Result<Vec<Run>> {
+        self.inner.list_runs(filter).await
+    }
+    async fn history(&self, filter: &askbridge::store::HistoryFilter) -> Result<Vec<Question>> {
+        self.inner.history(filter).await
+    }
+}
+
+#[async_trait]
 impl Admin for CountingStore {
     fn describe(&self) -> String {
         "counting memory store".into()

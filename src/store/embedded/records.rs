@@ -5,7 +5,9 @@ use super::tables::{
     AUDIT, ID_END, QUESTIONS, RULES, RUN_LEASE_AT, RUN_LEASES, RUNS, SEEN, decode, decode_rule,
     decode_run, insert_question, put_run,
 };
-use crate::store::{AuditLog, Dedupe, Error, Event, Inserted, Parked, Result, Rules, Runs, Saved};
+use crate::store::{
+    AuditLog, Dedupe, Error, Event, EventKind, Inserted, Parked, Result, Rules, Runs, Saved,
+};
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run, RunState};
 use askbridge_core::{Millis, Question, QuestionId, Rule, RuleId, RunId};
@@ -185,14 +187,19 @@ impl Runs for EmbeddedStore {
 #[async_trait]
 impl Rules for EmbeddedStore {
     async fn put_rule(&self, rule: &Rule) -> Result<()> {
-        let rule = rule.clone();
+        let (rule, stored) = (rule.clone(), rule.clone());
         self.write(move |txn| {
-            let json = serde_json::to_string(&rule).expect("a rule serialises");
+            let json = serde_json::to_string(&stored).expect("a rule serialises");
             txn.open_table(RULES)?
-                .insert(rule.id.as_str(), json.as_str())?;
+                .insert(stored.id.as_str(), json.as_str())?;
             Ok(())
         })
-        .await
+        .await?;
+        let _ = self.events.send(Event::Rule {
+            kind: EventKind::RuleCreated,
+            rule,
+        });
+        Ok(())
     }
 
     async fn rules(&self) -> Result<Vec<Rule>> {
@@ -209,12 +216,20 @@ impl Rules for EmbeddedStore {
 
     async fn delete_rule(&self, id: &RuleId) -> Result<Option<Rule>> {
         let id = id.clone();
-        self.write(move |txn| {
-            let mut rules = txn.open_table(RULES)?;
-            let removed = rules.remove(id.as_str())?;
-            removed.map(|json| decode_rule(json.value())).transpose()
-        })
-        .await
+        let removed = self
+            .write(move |txn| {
+                let mut rules = txn.open_table(RULES)?;
+                let removed = rules.remove(id.as_str())?;
+                removed.map(|json| decode_rule(json.value())).transpose()
+            })
+            .await?;
+        if let Some(rule) = &removed {
+            let _ = self.events.send(Event::Rule {
+                kind: EventKind::RuleRevoked,
+                rule: rule.clone(),
+            });
+        }
+        Ok(removed)
     }
 }
 
@@ -231,9 +246,25 @@ impl AuditLog for EmbeddedStore {
             let table = txn.open_table(AUDIT)?;
             let since = filter.since.map_or(0, |m| m.0);
             let mut found = Vec::new();
+            let decode = |json: &str| -> Result<AuditEntry> {
+                serde_json::from_str(json).map_err(|e| Error::corrupt("an audit record", e))
+            };
+            if filter.newest_first {
+                // Newest first from the cursor's instant down: the records a page needs.
+                let until = filter.before.map_or(u64::MAX, |c| c.at.0);
+                for entry in table.range((since, 0)..=(until, u64::MAX))?.rev() {
+                    let record = decode(entry?.1.value())?;
+                    if filter.accepts(&record) {
+                        found.push(record);
+                        if found.len() == filter.wanted() {
+                            break;
+                        }
+                    }
+                }
+                return Ok(filter.page(found));
+            }
             for entry in table.range((since, 0)..)? {
-                let record: AuditEntry = serde_json::from_str(entry?.1.value())
-                    .map_err(|e| Error::corrupt("an audit record", e))?;
+                let record = decode(entry?.1.value())?;
                 if filter.accepts(&record) {
                     found.push(record);
                     if found.len() == filter.effective_limit() {
@@ -263,5 +294,30 @@ impl Dedupe for EmbeddedStore {
             Ok(!live)
         })
         .await
+    }
+}
+
+/// Runs are listed by reading them all: the embedded store serves one process with a modest
+/// number of runs (the Redis store keeps indexes for this).
+#[async_trait]
+impl crate::store::Listings for EmbeddedStore {
+    async fn list_runs(&self, filter: &crate::store::RunFilter) -> Result<Vec<Run>> {
+        let filter = filter.clone();
+        self.read(move |txn| {
+            let table = txn.open_table(RUNS)?;
+            let mut runs = Vec::new();
+            for entry in table.iter()? {
+                let (_, json) = entry?;
+                runs.push(decode_run(json.value())?);
+            }
+            Ok(crate::store::page_of(runs, &filter))
+        })
+        .await
+    }
+
+    async fn history(&self, filter: &crate::store::HistoryFilter) -> Result<Vec<Question>> {
+        let filter = filter.clone();
+        self.read(move |txn| super::questions::history_page(txn, &filter))
+            .await
     }
 }

@@ -2,7 +2,8 @@
 
 use super::MemoryStore;
 use crate::store::{
-    Admin, AuditLog, Dedupe, Event, Events, Inserted, Leases, Parked, Result, Rules, Runs, Saved,
+    Admin, AuditLog, Dedupe, Event, EventKind, Events, Inserted, Leases, Parked, Result, Rules,
+    Runs, Saved,
 };
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run, RunState};
@@ -141,6 +142,10 @@ impl Runs for MemoryStore {
 impl Rules for MemoryStore {
     async fn put_rule(&self, rule: &Rule) -> Result<()> {
         self.state().rules.insert(rule.id.clone(), rule.clone());
+        let _ = self.events.send(Event::Rule {
+            kind: EventKind::RuleCreated,
+            rule: rule.clone(),
+        });
         Ok(())
     }
 
@@ -149,7 +154,14 @@ impl Rules for MemoryStore {
     }
 
     async fn delete_rule(&self, id: &RuleId) -> Result<Option<Rule>> {
-        Ok(self.state().rules.remove(id))
+        let removed = self.state().rules.remove(id);
+        if let Some(rule) = &removed {
+            let _ = self.events.send(Event::Rule {
+                kind: EventKind::RuleRevoked,
+                rule: rule.clone(),
+            });
+        }
+        Ok(removed)
     }
 }
 
@@ -162,21 +174,31 @@ impl AuditLog for MemoryStore {
 
     async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
         let state = self.state();
-        let mut found: Vec<AuditEntry> = state
+        let found: Vec<AuditEntry> = state
             .audit
             .iter()
             .filter(|e| filter.accepts(e))
             .cloned()
             .collect();
-        found.sort_by_key(|e| e.at);
-        found.truncate(filter.effective_limit());
-        Ok(found)
+        Ok(filter.page(found))
     }
 }
 
 impl Events for MemoryStore {
     fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.events.subscribe()
+    }
+}
+
+#[async_trait]
+impl crate::store::Listings for MemoryStore {
+    async fn list_runs(&self, filter: &crate::store::RunFilter) -> Result<Vec<Run>> {
+        let state = self.state();
+        Ok(crate::store::page_of(state.runs.values().cloned(), filter))
+    }
+
+    async fn history(&self, filter: &crate::store::HistoryFilter) -> Result<Vec<Question>> {
+        Ok(filter.page(self.state().questions.values().cloned()))
     }
 }
 

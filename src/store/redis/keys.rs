@@ -124,6 +124,14 @@ impl Keys {
     pub(super) fn runs(&self, bucket: usize) -> String {
         self.in_bucket(bucket, "runs")
     }
+    /// Runs waiting or running, by start time (the ops page's runs view).
+    pub(super) fn runs_live(&self, bucket: usize) -> String {
+        self.in_bucket(bucket, "runs:live")
+    }
+    /// Runs done or failed, by their last change.
+    pub(super) fn runs_ended(&self, bucket: usize) -> String {
+        self.in_bucket(bucket, "runs:ended")
+    }
     pub(super) fn rules(&self, bucket: usize) -> String {
         self.in_bucket(bucket, "rules")
     }

@@ -40,6 +40,7 @@ mod connection;
 mod events;
 mod keys;
 mod outbox;
+mod pages;
 mod questions;
 mod records;
 mod retry;
@@ -316,6 +317,11 @@ impl Admin for RedisStore {
                     .arg(0)
                     .arg(cutoff);
             }
+            // Ended runs expire with the retention too (their keys by TTL).
+            pipe.cmd("ZREMRANGEBYSCORE")
+                .arg(self.keys.runs_ended(bucket))
+                .arg(0)
+                .arg(cutoff);
         }
         let removed: Vec<usize> = self.query_pipe("purge", &pipe).await?;
         Ok(removed.into_iter().sum())

@@ -39,7 +39,7 @@ type ClaimReply = (
 
 impl RedisStore {
     /// Loads several questions by id, skipping ids whose question is gone.
-    async fn load_many(&self, ids: &[String]) -> Result<Vec<Question>> {
+    pub(super) async fn load_many(&self, ids: &[String]) -> Result<Vec<Question>> {
         let mut found = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(LOAD_CHUNK) {
             let mut pipe = redis::pipe();
@@ -62,7 +62,10 @@ impl RedisStore {
     }
 
     /// The members of one set in every bucket.
-    async fn members_everywhere(&self, key: impl Fn(usize) -> String) -> Result<Vec<String>> {
+    pub(super) async fn members_everywhere(
+        &self,
+        key: impl Fn(usize) -> String,
+    ) -> Result<Vec<String>> {
         let mut pipe = redis::pipe();
         for bucket in 0..BUCKETS {
             pipe.cmd("SMEMBERS").arg(key(bucket));

@@ -4,7 +4,9 @@ use super::RedisStore;
 use super::codec::{RunFields, assemble_run, kept_apart_members, pairs};
 use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, question_bucket, rule_bucket, run_bucket};
-use super::scripts::{ACQUIRE_RUN, HOLD_LEASE, INSERT_RUN, PARK, RELEASE_LEASE, SAVE_RUN};
+use super::scripts::{
+    ACQUIRE_RUN, HOLD_LEASE, INSERT_RUN, PARK, RELEASE_LEASE, REVOKE_RULE, SAVE_RUN,
+};
 use crate::store::{
     AuditLog, Dedupe, Error, Event, Inserted, Leases, Parked, Questions, Result, Rules, Runs, Saved,
 };
@@ -20,6 +22,9 @@ use std::time::Duration;
 
 /// Audit records read per round trip.
 const AUDIT_PAGE: usize = 500;
+/// How much later than its own time a record is appended, at most (a retry after a dropped
+/// connection included).
+const APPEND_SLACK: Duration = Duration::from_secs(10);
 
 fn corrupt_rule(error: serde_json::Error) -> Error {
     Error::corrupt("a rule in Redis", error)
@@ -61,6 +66,8 @@ impl RedisStore {
             .key(self.keys.runs(bucket))
             .key(self.keys.events(bucket))
             .key(waited)
+            .key(self.keys.runs_live(bucket))
+            .key(self.keys.runs_ended(bucket))
             .arg(owner);
         fields.push(invocation);
         invocation
@@ -69,7 +76,8 @@ impl RedisStore {
             .arg(run.id.as_str())
             .arg(event)
             .arg(EVENTS_MAXLEN)
-            .arg(kept_apart_members(run));
+            .arg(kept_apart_members(run))
+            .arg(run.created_at.0);
     }
 }
 
@@ -81,9 +89,13 @@ impl Runs for RedisStore {
         invocation
             .key(self.keys.run(run.id.as_str()))
             .key(self.keys.run_data(run.id.as_str()))
-            .key(self.keys.runs(run_bucket(run.id.as_str())));
+            .key(self.keys.runs(run_bucket(run.id.as_str())))
+            .key(self.keys.runs_live(run_bucket(run.id.as_str())));
         fields.push(&mut invocation);
-        invocation.arg(&fields.lease_score).arg(run.id.as_str());
+        invocation
+            .arg(&fields.lease_score)
+            .arg(run.id.as_str())
+            .arg(run.created_at.0);
         let created: i64 = self.invoke("insert run", &invocation).await?;
         if created == 1 {
             return Ok(Inserted::Created);
@@ -193,9 +205,14 @@ impl Runs for RedisStore {
         // and reported there, keep `why` beside it, and let it expire like any finished run.
         let (key, data) = (self.keys.run(id.as_str()), self.keys.run_data(id.as_str()));
         let retention = self.options.retention.as_millis() as i64;
+        let bucket = run_bucket(id.as_str());
         let mut pipe = redis::pipe();
         pipe.atomic()
-            .zrem(self.keys.runs(run_bucket(id.as_str())), id.as_str())
+            .zrem(self.keys.runs(bucket), id.as_str())
+            .ignore()
+            .zrem(self.keys.runs_live(bucket), id.as_str())
+            .ignore()
+            .zadd(self.keys.runs_ended(bucket), id.as_str(), Millis::now().0)
             .ignore()
             .hset_multiple(
                 &key,
@@ -214,12 +231,22 @@ impl Runs for RedisStore {
 impl Rules for RedisStore {
     async fn put_rule(&self, rule: &Rule) -> Result<()> {
         let json = serde_json::to_string(rule).expect("a rule serialises");
-        let mut command = redis::cmd("HSET");
-        command
-            .arg(self.keys.rules(rule_bucket(rule.id.as_str())))
-            .arg(rule.id.as_str())
-            .arg(json);
-        self.query::<i64>("put rule", &command).await.map(drop)
+        let bucket = rule_bucket(rule.id.as_str());
+        // The rule and its announcement together (one slot: the bucket's).
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .hset(self.keys.rules(bucket), rule.id.as_str(), &json)
+            .ignore()
+            .cmd("XADD")
+            .arg(self.keys.events(bucket))
+            .arg("MAXLEN")
+            .arg("~")
+            .arg(EVENTS_MAXLEN)
+            .arg("*")
+            .arg("data")
+            .arg(format!(r#"{{"kind":"rule.created","rule":{json}}}"#))
+            .ignore();
+        self.query_pipe("put rule", &pipe).await
     }
 
     async fn rules(&self) -> Result<Vec<Rule>> {
@@ -236,14 +263,14 @@ impl Rules for RedisStore {
     }
 
     async fn delete_rule(&self, id: &RuleId) -> Result<Option<Rule>> {
-        // Read and delete in one round trip: the rule's record goes to the audit trail.
-        let key = self.keys.rules(rule_bucket(id.as_str()));
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .hget(&key, id.as_str())
-            .hdel(&key, id.as_str())
-            .ignore();
-        let (stored,): (Option<String>,) = self.query_pipe("delete rule", &pipe).await?;
+        let bucket = rule_bucket(id.as_str());
+        let mut invocation = REVOKE_RULE.prepare_invoke();
+        invocation
+            .key(self.keys.rules(bucket))
+            .key(self.keys.events(bucket))
+            .arg(id.as_str())
+            .arg(EVENTS_MAXLEN);
+        let stored: Option<String> = self.invoke("revoke rule", &invocation).await?;
         stored
             .map(|json| serde_json::from_str(&json).map_err(corrupt_rule))
             .transpose()
@@ -285,6 +312,50 @@ fn audit_bucket(entry: &AuditEntry) -> usize {
 
 impl RedisStore {
     /// Up to `limit` records of one bucket's audit stream passing `filter`, oldest first.
+    /// A bucket's records newest first from the cursor's instant down, as many as a page needs.
+    async fn audit_newest_in(
+        &self,
+        bucket: usize,
+        filter: &AuditFilter,
+    ) -> Result<Vec<AuditEntry>> {
+        // Stream ids are the time of the append, a moment after the record's own time: start a
+        // little later than the cursor and let `accepts` drop what is newer.
+        let mut end = filter.before.map_or_else(
+            || "+".to_owned(),
+            |c| (c.at.0 + APPEND_SLACK.as_millis() as u64).to_string(),
+        );
+        let start = filter
+            .since
+            .map_or_else(|| "-".to_owned(), |m| m.0.to_string());
+        let mut found = Vec::new();
+        loop {
+            let mut range = redis::cmd("XREVRANGE");
+            range
+                .arg(self.keys.audit(bucket))
+                .arg(&end)
+                .arg(&start)
+                .arg("COUNT")
+                .arg(AUDIT_PAGE);
+            let page: StreamRangeReply = self.query("xrevrange", &range).await?;
+            let Some(last) = page.ids.last().map(|entry| entry.id.clone()) else {
+                return Ok(found);
+            };
+            for entry in &page.ids {
+                let record = audit_record(entry)?;
+                if filter.accepts(&record) {
+                    found.push(record);
+                    if found.len() == filter.wanted() {
+                        return Ok(found);
+                    }
+                }
+            }
+            if page.ids.len() < AUDIT_PAGE {
+                return Ok(found);
+            }
+            end = format!("({last}");
+        }
+    }
+
     async fn audit_in(&self, bucket: usize, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
         let mut start = filter
             .since
@@ -343,12 +414,14 @@ impl AuditLog for RedisStore {
     async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
         let mut found = Vec::new();
         for bucket in 0..BUCKETS {
-            found.extend(self.audit_in(bucket, filter).await?);
+            if filter.newest_first {
+                found.extend(self.audit_newest_in(bucket, filter).await?);
+            } else {
+                found.extend(self.audit_in(bucket, filter).await?);
+            }
         }
         // Records of one instant keep their order within a bucket (the sort is stable).
-        found.sort_by_key(|entry| entry.at);
-        found.truncate(filter.effective_limit());
-        Ok(found)
+        Ok(filter.page(found))
     }
 }
 
@@ -384,5 +457,87 @@ impl Leases for RedisStore {
         invocation.key(self.keys.lease(name)).arg(owner);
         let _: i64 = self.invoke("release lease", &invocation).await?;
         Ok(())
+    }
+}
+
+#[async_trait]
+impl crate::store::Listings for RedisStore {
+    async fn list_runs(&self, filter: &crate::store::RunFilter) -> Result<Vec<Run>> {
+        let limit = filter.effective_limit();
+        let ids = if filter.ended {
+            self.page_everywhere(
+                |b| vec![self.keys.runs_ended(b)],
+                filter.after.as_ref(),
+                limit,
+            )
+            .await?
+        } else {
+            self.page_everywhere(
+                |b| vec![self.keys.runs_live(b)],
+                filter.after.as_ref(),
+                limit,
+            )
+            .await?
+        };
+        let mut runs = Vec::with_capacity(ids.len());
+        // One round trip for the page: the runs' fields and data, pipelined.
+        let mut pipe = redis::pipe();
+        for (id, _) in &ids {
+            pipe.hgetall(self.keys.run(id)).get(self.keys.run_data(id));
+        }
+        let replies: Vec<redis::Value> = self.query_pipe("list runs", &pipe).await?;
+        let corrupt = |e: redis::ParsingError| Error::corrupt("a run in Redis", e);
+        for pair in replies.chunks(2) {
+            let [fields, data] = pair else { continue };
+            let mut fields: HashMap<String, String> =
+                redis::FromRedisValue::from_redis_value_ref(fields).map_err(corrupt)?;
+            let data: Option<String> =
+                redis::FromRedisValue::from_redis_value_ref(data).map_err(corrupt)?;
+            if let Some(data) = data {
+                fields.insert("data".into(), data);
+            }
+            // An index entry whose run expired meanwhile is skipped; so is one whose run moved
+            // to the other group since it was read.
+            if let Some(run) = assemble_run(&fields)? {
+                if run.state.is_final() == filter.ended
+                    && filter.state.is_none_or(|s| s == run.state)
+                {
+                    runs.push(run);
+                }
+            }
+        }
+        Ok(runs)
+    }
+
+    async fn history(&self, filter: &crate::store::HistoryFilter) -> Result<Vec<Question>> {
+        let limit = filter.effective_limit();
+        let ids: Vec<String> = match &filter.session_id {
+            Some(session) => {
+                self.members_everywhere(|b| self.keys.session(b, session))
+                    .await?
+            }
+            None => {
+                let statuses: Vec<Status> = crate::store::FINAL
+                    .iter()
+                    .copied()
+                    .filter(|s| filter.status.is_none_or(|f| f == *s))
+                    .collect();
+                self.page_everywhere(
+                    |b| {
+                        statuses
+                            .iter()
+                            .map(|s| self.keys.done(b, s.as_str()))
+                            .collect()
+                    },
+                    filter.after.as_ref(),
+                    limit,
+                )
+                .await?
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect()
+            }
+        };
+        Ok(filter.page(self.load_many(&ids).await?))
     }
 }

@@ -29,4 +29,5 @@ scripts! {
     PARK => ["insert_question.lua", "save_run.lua"] "park.lua",
     HOLD_LEASE => [] "hold_lease.lua",
     RELEASE_LEASE => [] "release_lease.lua",
+    REVOKE_RULE => [] "revoke_rule.lua",
 }

@@ -34,6 +34,7 @@ macro_rules! conformance {
     };
 }
 
+mod listings;
 mod outbox;
 mod questions;
 mod records;

@@ -1,11 +1,11 @@
 -- Writes a run if `owner` holds it, keeps the lease index in step, announces a run that parked
 -- or ended, and tells a parking run whether its question was resolved meanwhile.
 -- K (keys): 1 run fields, 2 run data, 3 lease index, 4 events stream, 5 the question it waits on
---       (the run's own key when none).
+--       (the run's own key when none), 6 the live-runs index, 7 the ended-runs index.
 -- A (arguments): 1 owner, 2 data, 3 state, 4 waiting_on, 5 new owner, 6 lease_until, 7 reported,
 --       8 updated_at, 9 TTL ms (0 for none), 10 lease score ('' when it needs no executor),
 --       11 run id, 12 the event's kind ('' for none), 13 events maxlen, 14 the fields kept
---       apart as JSON members (`,"state":...`), for the event.
+--       apart as JSON members (`,"state":...`), for the event, 15 created_at.
 -- Returns 0 when `owner` no longer holds it, 1 when written, 2 when written waiting on a
 -- question that is no longer pending.
 local function save_run(K, A)
@@ -21,6 +21,13 @@ local function save_run(K, A)
         redis.call('ZADD', K[3], A[10], A[11])
     else
         redis.call('ZREM', K[3], A[11])
+    end
+    -- The ops page's indexes: live runs by start, ended ones by their last change.
+    if A[3] == 'done' or A[3] == 'failed' then
+        redis.call('ZREM', K[6], A[11])
+        redis.call('ZADD', K[7], A[8], A[11])
+    else
+        redis.call('ZADD', K[6], A[15], A[11])
     end
     if A[12] ~= '' then
         local event = '{"kind":"' .. A[12] .. '","run":' .. string.sub(A[2], 1, -2) ..
