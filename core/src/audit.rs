@@ -204,7 +204,7 @@ impl AuditFilter {
             entries.truncate(self.effective_limit());
             return entries;
         }
-        entries.sort_by(|a, b| b.at.cmp(&a.at));
+        entries.sort_by_key(|e| std::cmp::Reverse(e.at));
         if let Some(cursor) = self.before {
             let mut skipped = 0;
             entries.retain(|e| {
