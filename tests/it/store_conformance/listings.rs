@@ -227,7 +227,7 @@ async fn the_audit_trail_pages_newest_first_with_filters(f: Fixture) {
     }
     let messages = |es: &[AuditEntry]| es.iter().map(|e| e.message.clone()).collect::<Vec<_>>();
     let mut expected = seen.clone();
-    expected.sort_by(|a, b| b.at.cmp(&a.at));
+    expected.sort_by_key(|e| std::cmp::Reverse(e.at));
     assert_eq!(seen.len(), 7, "{:?}", messages(&seen));
     assert_eq!(messages(&seen), messages(&expected), "newest first");
     let mut distinct = messages(&seen);
