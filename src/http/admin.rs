@@ -2,6 +2,7 @@
 
 use super::{ApiError, AppState};
 use crate::metrics::Scrape;
+use crate::store::Cursor;
 use askbridge_core::audit::{AuditCursor, AuditFilter};
 use askbridge_core::{Actor, Millis, RuleId};
 use axum::Json;
@@ -12,10 +13,49 @@ use serde::Deserialize;
 use serde_json::json;
 use std::time::Duration;
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RulesQuery {
+    /// A page of at most this many, newest first, with `next`; every rule without it.
+    limit: Option<usize>,
+    /// The `next` of the previous page.
+    after: Option<String>,
+}
+
 pub(super) async fn list_rules(
     State(state): State<AppState>,
+    Query(query): Query<RulesQuery>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    Ok(Json(json!({ "rules": state.bridge.rules().await? })))
+    let after = match query.after.as_deref().filter(|a| !a.is_empty()) {
+        None => None,
+        Some(text) => Some(Cursor::parse(text).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("`{text}` is not a cursor from a previous page's `next`"),
+            )
+            .with("field", json!("after"))
+        })?),
+    };
+    let Some(limit) = query.limit.or(after.as_ref().map(|_| 50)) else {
+        return Ok(Json(json!({ "rules": state.bridge.rules().await? })));
+    };
+    let limit = limit.clamp(1, 500);
+    let page = state
+        .bridge
+        .store()
+        .rules_page(after.as_ref(), limit)
+        .await?;
+    let next = (page.len() == limit)
+        .then(|| page.last())
+        .flatten()
+        .map(|r| {
+            Cursor {
+                at: r.created_at,
+                id: r.id.to_string(),
+            }
+            .to_string()
+        });
+    Ok(Json(json!({ "rules": page, "next": next })))
 }
 
 pub(super) async fn revoke_rule(

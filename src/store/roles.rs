@@ -204,6 +204,10 @@ pub trait Listings: Send + Sync {
     /// One page of resolved questions, most recently resolved first (see
     /// [`super::HistoryFilter`]).
     async fn history(&self, filter: &super::HistoryFilter) -> Result<Vec<Question>>;
+
+    /// One page of the "always allow" rules, newest first: `limit` after `after` (creation time
+    /// and id).
+    async fn rules_page(&self, after: Option<&super::Cursor>, limit: usize) -> Result<Vec<Rule>>;
 }
 
 /// Looking after the store itself.

@@ -378,7 +378,11 @@ impl Cursor {
     /// Reads `<ms>-<id>`.
     pub fn parse(text: &str) -> Option<Self> {
         let (at, id) = text.split_once('-')?;
-        let well_formed = !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric());
+        let well_formed = !id.is_empty()
+            && id.len() <= 128
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_:.".contains(&b));
         Some(Cursor {
             at: Millis(at.parse().ok()?),
             id: id.to_owned(),
@@ -516,4 +520,20 @@ impl HistoryFilter {
         page.truncate(self.effective_limit());
         page
     }
+}
+
+/// One page of `rules` (any order), newest first after `after`: for stores that list by reading
+/// every rule.
+pub fn rules_page_of(
+    rules: impl IntoIterator<Item = askbridge_core::Rule>,
+    after: Option<&Cursor>,
+    limit: usize,
+) -> Vec<askbridge_core::Rule> {
+    let mut page: Vec<askbridge_core::Rule> = rules
+        .into_iter()
+        .filter(|r| after.is_none_or(|c| c.precedes(r.created_at, r.id.as_str())))
+        .collect();
+    page.sort_by(|a, b| newest_first((a.created_at, a.id.as_str()), (b.created_at, b.id.as_str())));
+    page.truncate(limit);
+    page
 }

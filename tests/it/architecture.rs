@@ -204,6 +204,13 @@ impl askbridge::store::Listings for CountingStore {
     async fn history(&self, filter: &askbridge::store::HistoryFilter) -> Result<Vec<Question>> {
         self.inner.history(filter).await
     }
+    async fn rules_page(
+        &self,
+        after: Option<&askbridge::store::Cursor>,
+        limit: usize,
+    ) -> Result<Vec<askbridge_core::Rule>> {
+        self.inner.rules_page(after, limit).await
+    }
 }
 
 #[async_trait]

@@ -722,3 +722,99 @@ async fn events_replay_pending_questions_then_stream_live_ones() {
         .unwrap();
     assert_eq!(events.next().await.0, "question.cancelled");
 }
+
+/// The ops page's paged listings over HTTP: history and the newest-first audit trail page with
+/// `next` cursors until the end; bad filters and cursors are refused with the field named.
+#[tokio::test]
+async fn history_and_audit_page_newest_first_and_refuse_bad_cursors() {
+    let (router, _) = router().await;
+    let mut resolved = Vec::new();
+    for n in 0..7 {
+        let (_, q) = call(&router, "POST", "/api/questions", Some(ask_body())).await;
+        let id = q["id"].as_str().unwrap().to_owned();
+        let (verb, body) = if n % 3 == 0 {
+            ("reject", json!({}))
+        } else {
+            ("reply", json!({"answer": "dayjs"}))
+        };
+        let (status, _) = call(
+            &router,
+            "POST",
+            &format!("/api/questions/{id}/{verb}"),
+            Some(body),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        resolved.push(id);
+    }
+    // A refused attempt: a second reply to a resolved question.
+    let (status, _) = call(
+        &router,
+        "POST",
+        &format!("/api/questions/{}/reply", resolved[0]),
+        Some(json!({"answer": "luxon"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+
+    let mut seen = Vec::new();
+    let mut uri = "/api/history?limit=3".to_owned();
+    loop {
+        let (status, page) = call(&router, "GET", &uri, None).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        for q in page["questions"].as_array().unwrap() {
+            assert!(q["resolution"].is_object(), "{q}");
+            seen.push(q["id"].as_str().unwrap().to_owned());
+        }
+        match page["next"].as_str() {
+            Some(next) => uri = format!("/api/history?limit=3&after={next}"),
+            None => break,
+        }
+    }
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 7, "each resolved question once: {seen:?}");
+    let (_, declined) = call(&router, "GET", "/api/history?status=declined", None).await;
+    assert_eq!(declined["questions"].as_array().unwrap().len(), 3);
+
+    let (status, refused) = call(
+        &router,
+        "GET",
+        "/api/audit?order=newest&outcome=refused",
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{refused}");
+    let entries = refused["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{refused}");
+    assert_eq!(entries[0]["event"], "refused");
+    let (_, newest) = call(&router, "GET", "/api/audit?order=newest&limit=2", None).await;
+    assert_eq!(newest["entries"].as_array().unwrap().len(), 2);
+    let next = newest["next"].as_str().unwrap().to_owned();
+    let (_, older) = call(
+        &router,
+        "GET",
+        &format!("/api/audit?order=newest&limit=10&before={next}"),
+        None,
+    )
+    .await;
+    assert_eq!(older["entries"].as_array().unwrap().len(), 6, "{older}");
+    assert!(older["next"].is_null());
+
+    for (uri, field) in [
+        ("/api/history?after=nonsense", "after"),
+        ("/api/history?status=pending", "status"),
+        ("/api/audit?order=newest&before=x", "before"),
+        ("/api/audit?outcome=maybe", "outcome"),
+        ("/api/runs?state=sleeping", "state"),
+        ("/api/rules?after=12", "after"),
+    ] {
+        let (status, body) = call(&router, "GET", uri, None).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{uri}: {body}");
+        assert_eq!(body["field"], field, "{uri}: {body}");
+    }
+    let (status, runs) = call(&router, "GET", "/api/runs", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(runs, json!({"runs": [], "next": null}));
+}

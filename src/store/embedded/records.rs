@@ -315,6 +315,15 @@ impl crate::store::Listings for EmbeddedStore {
         .await
     }
 
+    async fn rules_page(
+        &self,
+        after: Option<&crate::store::Cursor>,
+        limit: usize,
+    ) -> Result<Vec<Rule>> {
+        let rules = self.rules().await?;
+        Ok(crate::store::rules_page_of(rules, after, limit))
+    }
+
     async fn history(&self, filter: &crate::store::HistoryFilter) -> Result<Vec<Question>> {
         let filter = filter.clone();
         self.read(move |txn| super::questions::history_page(txn, &filter))

@@ -197,6 +197,15 @@ impl crate::store::Listings for MemoryStore {
         Ok(crate::store::page_of(state.runs.values().cloned(), filter))
     }
 
+    async fn rules_page(
+        &self,
+        after: Option<&crate::store::Cursor>,
+        limit: usize,
+    ) -> Result<Vec<Rule>> {
+        let rules: Vec<Rule> = self.state().rules.values().cloned().collect();
+        Ok(crate::store::rules_page_of(rules, after, limit))
+    }
+
     async fn history(&self, filter: &crate::store::HistoryFilter) -> Result<Vec<Question>> {
         Ok(filter.page(self.state().questions.values().cloned()))
     }

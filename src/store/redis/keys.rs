@@ -132,6 +132,10 @@ impl Keys {
     pub(super) fn runs_ended(&self, bucket: usize) -> String {
         self.in_bucket(bucket, "runs:ended")
     }
+    /// Rule ids by creation time (the ops page's rules view).
+    pub(super) fn rules_by_time(&self, bucket: usize) -> String {
+        self.in_bucket(bucket, "rules:by-time")
+    }
     pub(super) fn rules(&self, bucket: usize) -> String {
         self.in_bucket(bucket, "rules")
     }

@@ -237,6 +237,12 @@ impl Rules for RedisStore {
         pipe.atomic()
             .hset(self.keys.rules(bucket), rule.id.as_str(), &json)
             .ignore()
+            .zadd(
+                self.keys.rules_by_time(bucket),
+                rule.id.as_str(),
+                rule.created_at.0,
+            )
+            .ignore()
             .cmd("XADD")
             .arg(self.keys.events(bucket))
             .arg("MAXLEN")
@@ -268,6 +274,7 @@ impl Rules for RedisStore {
         invocation
             .key(self.keys.rules(bucket))
             .key(self.keys.events(bucket))
+            .key(self.keys.rules_by_time(bucket))
             .arg(id.as_str())
             .arg(EVENTS_MAXLEN);
         let stored: Option<String> = self.invoke("revoke rule", &invocation).await?;
@@ -507,6 +514,26 @@ impl crate::store::Listings for RedisStore {
             }
         }
         Ok(runs)
+    }
+
+    async fn rules_page(
+        &self,
+        after: Option<&crate::store::Cursor>,
+        limit: usize,
+    ) -> Result<Vec<Rule>> {
+        let ids = self
+            .page_everywhere(|b| vec![self.keys.rules_by_time(b)], after, limit)
+            .await?;
+        let mut pipe = redis::pipe();
+        for (id, _) in &ids {
+            pipe.hget(self.keys.rules(rule_bucket(id)), id);
+        }
+        let stored: Vec<Option<String>> = self.query_pipe("rules page", &pipe).await?;
+        stored
+            .into_iter()
+            .flatten()
+            .map(|json| serde_json::from_str(&json).map_err(corrupt_rule))
+            .collect()
     }
 
     async fn history(&self, filter: &crate::store::HistoryFilter) -> Result<Vec<Question>> {

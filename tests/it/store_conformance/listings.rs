@@ -281,6 +281,22 @@ async fn rules_created_and_revoked_are_announced(f: Fixture) {
         }
     }
     assert_eq!(kinds, [EventKind::RuleCreated, EventKind::RuleRevoked]);
+    // Pages of rules, newest first.
+    for n in 0..3u64 {
+        let mut r = rule.clone();
+        r.id = RuleId::new(format!("rule-p{n}"));
+        r.created_at = Millis(100 + n);
+        f.store.put_rule(&r).await.unwrap();
+    }
+    let first = f.store.rules_page(None, 2).await.unwrap();
+    let names = |rules: &[Rule]| rules.iter().map(|r| r.id.to_string()).collect::<Vec<_>>();
+    assert_eq!(names(&first), ["rule-p2", "rule-p1"]);
+    let cursor = Cursor {
+        at: first[1].created_at,
+        id: first[1].id.to_string(),
+    };
+    let rest = f.store.rules_page(Some(&cursor), 2).await.unwrap();
+    assert_eq!(names(&rest), ["rule-p0"]);
 }
 
 conformance!(

@@ -1,10 +1,12 @@
 -- Deletes a rule and announces it, in one step: every process's rules view drops it.
--- KEYS: 1 the rules hash of its bucket, 2 the bucket's events stream.
+-- KEYS: 1 the rules hash of its bucket, 2 the bucket's events stream, 3 the bucket's rules by
+-- creation time.
 -- ARGV: 1 rule id, 2 events maxlen.
 -- Returns the rule's JSON, or false when there was none.
 local rule = redis.call('HGET', KEYS[1], ARGV[1])
 if not rule then return false end
 redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'data',
     '{"kind":"rule.revoked","rule":' .. rule .. '}')
 return rule
