@@ -40,21 +40,21 @@ pub(super) async fn list_rules(
         return Ok(Json(json!({ "rules": state.bridge.rules().await? })));
     };
     let limit = limit.clamp(1, 500);
-    let page = state
+    // One more than the page tells whether there is a next one.
+    let mut page = state
         .bridge
         .store()
-        .rules_page(after.as_ref(), limit)
+        .rules_page(after.as_ref(), limit + 1)
         .await?;
-    let next = (page.len() == limit)
-        .then(|| page.last())
-        .flatten()
-        .map(|r| {
-            Cursor {
-                at: r.created_at,
-                id: r.id.to_string(),
-            }
-            .to_string()
-        });
+    let more = page.len() > limit;
+    page.truncate(limit);
+    let next = more.then(|| page.last()).flatten().map(|r| {
+        Cursor {
+            at: r.created_at,
+            id: r.id.to_string(),
+        }
+        .to_string()
+    });
     Ok(Json(json!({ "rules": page, "next": next })))
 }
 

@@ -1,6 +1,7 @@
 //! The ops page at `/`: pending questions live in a browser, answerable there.
 //!
-//! Three static files (`ops/index.html`, `ops/ops.js`, `ops/ops.css`) compiled into the binary, so
+//! Four static files (`ops/index.html`, `ops/ops.js`, `ops/floor.js` for the runs, rules, audit
+//! and history views, `ops/ops.css`) compiled into the binary, so
 //! there is no build step, nothing to deploy beside askbridge, and nothing fetched from another
 //! host. The page holds no data itself: everything it shows comes from `/api` with the token the
 //! person types, so these routes sit outside the token layer.
@@ -18,13 +19,14 @@ use axum::routing::get;
 const INDEX_HTML: &str = include_str!("ops/index.html");
 const OPS_JS: &str = include_str!("ops/ops.js");
 const OPS_CSS: &str = include_str!("ops/ops.css");
+const FLOOR_JS: &str = include_str!("ops/floor.js");
 
 /// The page's Content-Security-Policy.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
      style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; \
      form-action 'none'; frame-ancestors 'none'";
 
-/// The routes `/`, `/ops.js` and `/ops.css`.
+/// The routes `/`, `/ops.js`, `/floor.js` and `/ops.css`.
 pub(super) fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
         .route(
@@ -34,6 +36,10 @@ pub(super) fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
         .route(
             "/ops.js",
             get(|| async { asset("text/javascript; charset=utf-8", OPS_JS) }),
+        )
+        .route(
+            "/floor.js",
+            get(|| async { asset("text/javascript; charset=utf-8", FLOOR_JS) }),
         )
         .route(
             "/ops.css",

@@ -271,23 +271,25 @@ pub(super) async fn history(
             .with("field", json!("after"))
         })?),
     };
-    let filter = HistoryFilter {
+    let mut filter = HistoryFilter {
         status,
         session_id: query.session_id.filter(|s| !s.is_empty()),
         after,
-        limit: query.limit.unwrap_or(0),
+        limit: query.limit.unwrap_or(0).min(500),
     };
-    let page = state.bridge.store().history(&filter).await?;
-    let next = (page.len() == filter.effective_limit())
-        .then(|| page.last())
-        .flatten()
-        .map(|q| {
-            Cursor {
-                at: HistoryFilter::time_of(q),
-                id: q.id.to_string(),
-            }
-            .to_string()
-        });
+    // One more than the page tells whether there is a next one.
+    let limit = filter.effective_limit();
+    filter.limit = limit + 1;
+    let mut page = state.bridge.store().history(&filter).await?;
+    let more = page.len() > limit;
+    page.truncate(limit);
+    let next = more.then(|| page.last()).flatten().map(|q| {
+        Cursor {
+            at: HistoryFilter::time_of(q),
+            id: q.id.to_string(),
+        }
+        .to_string()
+    });
     let questions: Vec<serde_json::Value> = page.iter().map(view::json).collect();
     Ok(Json(json!({ "questions": questions, "next": next })))
 }

@@ -116,23 +116,25 @@ pub(super) async fn list_runs(
             .with("field", json!("after"))
         })?),
     };
-    let filter = RunFilter {
+    let mut filter = RunFilter {
         ended,
         state: only,
         after,
-        limit: query.limit.unwrap_or(0),
+        limit: query.limit.unwrap_or(0).min(500),
     };
-    let runs = state.bridge.store().list_runs(&filter).await?;
-    let next = (runs.len() == filter.effective_limit())
-        .then(|| runs.last())
-        .flatten()
-        .map(|run| {
-            Cursor {
-                at: filter.time_of(run),
-                id: run.id.to_string(),
-            }
-            .to_string()
-        });
+    // One more than the page tells whether there is a next one.
+    let limit = filter.effective_limit();
+    filter.limit = limit + 1;
+    let mut runs = state.bridge.store().list_runs(&filter).await?;
+    let more = runs.len() > limit;
+    runs.truncate(limit);
+    let next = more.then(|| runs.last()).flatten().map(|run| {
+        Cursor {
+            at: filter.time_of(run),
+            id: run.id.to_string(),
+        }
+        .to_string()
+    });
     Ok(Json(json!({ "runs": runs, "next": next })))
 }
 

@@ -426,7 +426,7 @@ impl RunFilter {
     pub fn effective_limit(&self) -> usize {
         match self.limit {
             0 => 50,
-            n => n.min(500),
+            n => n.min(501),
         }
     }
 
@@ -482,7 +482,7 @@ impl HistoryFilter {
     pub fn effective_limit(&self) -> usize {
         match self.limit {
             0 => 50,
-            n => n.min(500),
+            n => n.min(501),
         }
     }
 

@@ -31,3 +31,4 @@ mod runs_crash;
 mod store_conformance;
 mod telegram;
 mod web;
+mod web_floor;

@@ -18,8 +18,8 @@ use std::time::Duration;
 
 /// The HTTP API of the askbridge under test.
 #[derive(Clone)]
-struct Api {
-    base: String,
+pub(crate) struct Api {
+    pub(crate) base: String,
     token: Option<String>,
 }
 
@@ -40,7 +40,7 @@ impl Api {
     }
 
     /// Asks `body` (session `web` unless given); returns the id.
-    async fn ask(&self, mut body: Value) -> String {
+    pub(crate) async fn ask(&self, mut body: Value) -> String {
         if body.get("session_id").is_none() {
             body["session_id"] = json!("web");
         }
@@ -66,7 +66,7 @@ impl Api {
             .unwrap()
     }
 
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+    pub(crate) async fn post(&self, path: &str, body: Value) -> (u16, Value) {
         let response = self
             .request(reqwest::Method::POST, path)
             .json(&body)
@@ -76,7 +76,7 @@ impl Api {
         (response.status().as_u16(), response.json().await.unwrap())
     }
 
-    async fn reply(&self, id: &str, answer: Value) -> (u16, Value) {
+    pub(crate) async fn reply(&self, id: &str, answer: Value) -> (u16, Value) {
         self.post(
             &format!("/api/questions/{id}/reply"),
             json!({ "answer": answer }),
@@ -100,12 +100,12 @@ impl Api {
 
 /// askbridge served in-process over a memory store, with fake Telegram and Discord channels so
 /// that questions can target chats.
-struct InProcess {
-    api: Api,
-    bridge: Bridge,
+pub(crate) struct InProcess {
+    pub(crate) api: Api,
+    pub(crate) bridge: Bridge,
 }
 
-async fn in_process() -> InProcess {
+pub(crate) async fn in_process() -> InProcess {
     let bridge = Bridge::new(Arc::new(MemoryStore::default()), BridgeOptions::default());
     bridge.add_channel(FakeChannel::new("telegram"));
     bridge.add_channel(FakeChannel::new("discord"));
@@ -124,19 +124,19 @@ fn serve_ephemeral() -> Process {
 const LIVE: &str = "document.getElementById('connection').dataset.state === 'live'";
 
 /// A new tab on the ops page, connected to the event stream.
-async fn open(browser: &Browser, base: &str) -> Page {
+pub(crate) async fn open(browser: &Browser, base: &str) -> Page {
     let page = browser.new_page().await;
     page.goto(&format!("{base}/")).await;
     page.wait_for("the page to connect", LIVE).await;
     page
 }
 
-fn js(value: &str) -> String {
+pub(crate) fn js(value: &str) -> String {
     json!(value).to_string()
 }
 
 /// The pending card of `id`, shown: its text.
-fn pending_card(id: &str) -> String {
+pub(crate) fn pending_card(id: &str) -> String {
     format!(
         "(() => {{ const c = document.getElementById({});
             return c && c.closest('#pending') && !c.hidden && c.dataset.status === 'pending'
@@ -1002,7 +1002,7 @@ async fn seed_every_kind(server: &InProcess) -> Seeded {
 
 /// Writes past the test harness's capture (which keeps `println!` to itself unless a test
 /// fails), so that `cargo test` says where the screenshots are.
-fn shown_in_test_output(line: &str) {
+pub(crate) fn shown_in_test_output(line: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{line}");
 }

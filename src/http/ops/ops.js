@@ -359,7 +359,11 @@
       quietly(reconcile());
       return;
     }
-    if (!name.startsWith('question.')) return;
+    if (!name.startsWith('question.')) {
+      // Runs and rules: the second floor's views (floor.js) listen for these.
+      for (const listener of hooks.events) listener(name, data);
+      return;
+    }
     let question;
     try {
       question = JSON.parse(data);
@@ -375,6 +379,7 @@
   }
 
   function afterConnect() {
+    for (const listener of hooks.connected) listener();
     quietly(reconcile());
     quietly(loadRecent());
     quietly(refreshStats());
@@ -941,6 +946,20 @@
       ` · last hour: ${parts.join(', ')} · time to answer: ${timing}`,
     );
   }
+
+  // ---- for floor.js: the other views use the same requests, token and event stream -----------
+
+  const hooks = { events: [], connected: [] };
+  window.askbridgeOps = Object.freeze({
+    api,
+    el,
+    errorOf,
+    now,
+    clock,
+    seconds,
+    onEvent: (listener) => hooks.events.push(listener),
+    onConnect: (listener) => hooks.connected.push(listener),
+  });
 
   // ---- start --------------------------------------------------------------------------------
 
