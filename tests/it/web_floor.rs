@@ -196,7 +196,7 @@ async fn a_rule_appears_live_and_is_revoked_from_the_page() {
     page.click(&revoke).await;
     page.wait_for(
         "the confirmation again",
-        &format!("document.activeElement && document.activeElement.textContent === 'Yes, revoke'"),
+        "document.activeElement && document.activeElement.textContent === 'Yes, revoke'",
     )
     .await;
     page.press("Enter").await;
