@@ -18,7 +18,9 @@
 //! 9. (`--only cluster`) cycles on a Redis Cluster beside one node, with 1 and 3 askbridge
 //!    replicas, with and without the replica wait;
 //! 8. the process under stress on each store (`--only process`): RSS after list and stats with
-//!    `--pending` questions, threads with 1,000 waiters, idle connections closed.
+//!    `--pending` questions, threads with 1,000 waiters, idle connections closed;
+//! 10. (`--only views`) the ops page's runs, rules, audit and history first pages with
+//!    `--pending` items of each, beside the same pages with five.
 //!
 //! ```text
 //! scripts/bench                                    # everything, as the README gives it
@@ -30,6 +32,7 @@
 mod anchors;
 mod load;
 mod process;
+mod views;
 
 #[path = "../../tests/it/redis_cluster.rs"]
 #[allow(dead_code)]
@@ -380,6 +383,12 @@ async fn main() {
     }
     if o.only.iter().any(|s| s == "cluster") {
         cluster(&o).await;
+    }
+    if o.only.iter().any(|s| s == "views") {
+        // AOF fsync once a second: filling takes minutes otherwise; reads do not fsync.
+        let redis = redis_server::RedisServer::start_with(&["--appendfsync", "everysec"]);
+        let server = serve(&redis);
+        views::views(&server.base, o.pending, o.concurrency).await;
     }
     if o.wants("process") {
         let dir = tempfile::tempdir().unwrap();
