@@ -35,7 +35,7 @@ async fn time_pages(base: &str) -> Vec<(f64, f64)> {
 
 /// `count` approvals answered "always allow", each a distinct action: a rule each (and two
 /// audit records each).
-async fn rules(base: &str, count: usize, concurrency: usize) {
+async fn rules(base: &str, count: usize, concurrency: usize, name: &'static str) {
     let client = load::client();
     let next = Arc::new(AtomicUsize::new(0));
     let mut workers = Vec::new();
@@ -54,7 +54,7 @@ async fn rules(base: &str, count: usize, concurrency: usize) {
                         "kind": "approval",
                         "prompt": "Run it?",
                         "answerers": ["api"],
-                        "action": {"tool": "shell", "args": {"command": format!("job {n}")}}
+                        "action": {"tool": "shell", "args": {"command": format!("{name} {n}")}}
                     }))
                     .send()
                     .await
@@ -75,12 +75,12 @@ async fn rules(base: &str, count: usize, concurrency: usize) {
 pub async fn views(base: &str, count: usize, concurrency: usize) {
     // A handful of each first.
     load::start_runs(base, 5, 1).await;
-    rules(base, 5, 1).await;
+    rules(base, 5, 1, "few").await;
     load::cycles(base, 5, 1).await;
     let few = time_pages(base).await;
     let started = Instant::now();
     load::start_runs(base, count, concurrency).await;
-    rules(base, count, concurrency).await;
+    rules(base, count, concurrency, "many").await;
     load::cycles(base, count, concurrency).await;
     println!(
         "views: filled {count} waiting runs, {count} rules, {count} answered questions ({} audit records) in {:.0} s",
@@ -88,8 +88,7 @@ pub async fn views(base: &str, count: usize, concurrency: usize) {
         started.elapsed().as_secs_f64()
     );
     let many = time_pages(base).await;
-    for (((name, path), (few_best, few_median)), (best, median)) in
-        PAGES.iter().zip(few).zip(many)
+    for (((name, path), (few_best, few_median)), (best, median)) in PAGES.iter().zip(few).zip(many)
     {
         println!(
             "view {name:<8} first page with {count}: median {median:>6.1} ms (best {best:.1}) (goal < 200 ms)   beside 5 items: median {few_median:.1} ms (best {few_best:.1})   ratio {:.1}x   GET {path}",

@@ -20,12 +20,16 @@ const WITHIN: Duration = Duration::from_secs(10);
 /// A started bridge whose configured approvers are the console, the API and `chat:7`, with a fake
 /// `chat` channel, and its HTTP API on a real socket.
 async fn setup() -> (Bridge, String) {
+    setup_over(Arc::new(MemoryStore::default())).await
+}
+
+async fn setup_over(store: Arc<dyn askbridge::store::Store>) -> (Bridge, String) {
     let options = BridgeOptions {
         default_targets: vec!["chat:1".into()],
         approvers: vec!["console".into(), "api".into(), "chat:7".into()],
         ..BridgeOptions::default()
     };
-    let bridge = Bridge::new(Arc::new(MemoryStore::default()), options);
+    let bridge = Bridge::new(store, options);
     bridge.add_channel(FakeChannel::new("chat"));
     bridge.start().await.unwrap();
     let base = serve(app(AppState::new(bridge.clone(), None))).await;
@@ -235,6 +239,19 @@ async fn an_approval_times_out_as_a_timeout_not_a_rejection() {
 #[tokio::test]
 async fn a_rule_allows_later_and_pending_approvals_until_revoked() {
     let (bridge, base) = setup().await;
+    a_rule_allows_later_and_pending_approvals(bridge, base).await;
+}
+
+/// The same on Redis: creating a rule lists every pending approval, which once asked Redis for
+/// a count it does not take (the rule was stored, the effect failed and was retried for ever).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_allows_later_and_pending_approvals_until_revoked_on_redis() {
+    let fixture = crate::support::redis_store().await;
+    let (bridge, base) = setup_over(fixture.store.clone()).await;
+    a_rule_allows_later_and_pending_approvals(bridge, base).await;
+}
+
+async fn a_rule_allows_later_and_pending_approvals(bridge: Bridge, base: String) {
     let first = bridge
         .create(approval(rm_build()).session("agent-r").targets(["chat:1"]))
         .await

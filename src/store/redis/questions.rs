@@ -90,7 +90,8 @@ impl RedisStore {
                 .arg("REV")
                 .arg("LIMIT")
                 .arg(0)
-                .arg(limit)
+                // "Every one" (usize::MAX) is -1 to Redis, which takes no larger count.
+                .arg(i64::try_from(limit).unwrap_or(-1))
                 .arg("WITHSCORES");
         }
         let pages: Vec<Vec<(String, f64)>> = self.query_pipe("zrange", &pipe).await?;
