@@ -20,7 +20,7 @@
 //! 8. the process under stress on each store (`--only process`): RSS after list and stats with
 //!    `--pending` questions, threads with 1,000 waiters, idle connections closed;
 //! 10. (`--only views`) the ops page's runs, rules, audit and history first pages with
-//!    `--pending` items of each, beside the same pages with five.
+//!     `--pending` items of each, beside the same pages with five.
 //!
 //! ```text
 //! scripts/bench                                    # everything, as the README gives it
