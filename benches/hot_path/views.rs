@@ -33,8 +33,8 @@ async fn time_pages(base: &str) -> Vec<(f64, f64)> {
     out
 }
 
-/// `count` approvals answered "always allow", each a distinct action: a rule each (and two
-/// audit records each).
+/// `count` approvals answered "always allow", each a distinct action in a session of its own
+/// (an agent's): a rule each (and two audit records each).
 async fn rules(base: &str, count: usize, concurrency: usize, name: &'static str) {
     let client = load::client();
     let next = Arc::new(AtomicUsize::new(0));
@@ -50,7 +50,7 @@ async fn rules(base: &str, count: usize, concurrency: usize, name: &'static str)
                 let q: serde_json::Value = client
                     .post(format!("{base}/api/questions"))
                     .json(&json!({
-                        "session_id": "rules",
+                        "session_id": format!("{name}-{n}"),
                         "kind": "approval",
                         "prompt": "Run it?",
                         "answerers": ["api"],

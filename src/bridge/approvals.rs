@@ -198,9 +198,16 @@ impl Bridge {
         entry.message = Some(rule.describe());
         self.store().append_audit(&entry).await?;
         tracing::info!(rule = %rule.describe(), "rule created");
+        // The pending approvals it may decide: its session's, or every pending question for a
+        // rule that applies everywhere (rare: a person chose "always, everywhere").
+        let session_id = match &rule.scope {
+            Scope::Session { session_id } => Some(session_id.clone()),
+            Scope::Everywhere => None,
+        };
         let pending = self
             .list(&ListFilter {
                 limit: usize::MAX,
+                session_id,
                 ..ListFilter::pending()
             })
             .await?;
