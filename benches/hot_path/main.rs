@@ -52,6 +52,7 @@ struct Options {
     waiters: usize,
     runs: usize,
     pending: usize,
+    rules: usize,
     only: Vec<String>,
 }
 
@@ -71,6 +72,7 @@ fn options() -> Options {
         waiters: number("--waiters", 1_000),
         runs: number("--runs", 2_000),
         pending: number("--pending", 100_000),
+        rules: number("--rules", 10_000),
         only: value("--only")
             .map(|v| v.split(',').map(str::to_owned).collect())
             .unwrap_or_default(),
@@ -388,7 +390,7 @@ async fn main() {
         // AOF fsync once a second: filling takes minutes otherwise; reads do not fsync.
         let redis = redis_server::RedisServer::start_with(&["--appendfsync", "everysec"]);
         let server = serve(&redis);
-        views::views(&server.base, o.pending, o.concurrency).await;
+        views::views(&server.base, o.pending, o.rules, o.concurrency).await;
     }
     if o.wants("process") {
         let dir = tempfile::tempdir().unwrap();
