@@ -26,16 +26,7 @@ pub(super) async fn list_rules(
     State(state): State<AppState>,
     Query(query): Query<RulesQuery>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let after = match query.after.as_deref().filter(|a| !a.is_empty()) {
-        None => None,
-        Some(text) => Some(Cursor::parse(text).ok_or_else(|| {
-            ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                format!("`{text}` is not a cursor from a previous page's `next`"),
-            )
-            .with("field", json!("after"))
-        })?),
-    };
+    let after = super::error::cursor_param("after", query.after.as_deref(), Cursor::parse)?;
     let Some(limit) = query.limit.or(after.as_ref().map(|_| 50)) else {
         return Ok(Json(json!({ "rules": state.bridge.rules().await? })));
     };
@@ -131,15 +122,7 @@ pub(super) async fn audit(
             format!("outcome `{outcome}` is not one of {}", OUTCOMES.join(", ")),
         ));
     }
-    let before = match query.before.as_deref().filter(|b| !b.is_empty()) {
-        None => None,
-        Some(text) => Some(AuditCursor::parse(text).ok_or_else(|| {
-            refuse(
-                "before",
-                format!("`{text}` is not a cursor from a previous page's `next`"),
-            )
-        })?),
-    };
+    let before = super::error::cursor_param("before", query.before.as_deref(), AuditCursor::parse)?;
     let limit = query.limit.unwrap_or(if newest_first { 50 } else { 0 });
     let mut filter = AuditFilter {
         session_id: query.session_id.filter(|s| !s.is_empty()),

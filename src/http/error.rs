@@ -223,3 +223,22 @@ fn in_our_words(text: &str) -> String {
     }
     text.to_owned()
 }
+
+/// A page cursor from query parameter `field` (the `next` of a previous page): `None` when
+/// absent or empty, a 422 naming the field when it does not read.
+pub(super) fn cursor_param<T>(
+    field: &str,
+    text: Option<&str>,
+    parse: impl FnOnce(&str) -> Option<T>,
+) -> Result<Option<T>, ApiError> {
+    let Some(text) = text.filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    parse(text).map(Some).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("`{text}` is not a cursor from a previous page's `next`"),
+        )
+        .with("field", json!(field))
+    })
+}

@@ -261,16 +261,7 @@ pub(super) async fn history(
                 })?,
         ),
     };
-    let after = match query.after.as_deref().filter(|a| !a.is_empty()) {
-        None => None,
-        Some(text) => Some(Cursor::parse(text).ok_or_else(|| {
-            ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                format!("`{text}` is not a cursor from a previous page's `next`"),
-            )
-            .with("field", json!("after"))
-        })?),
-    };
+    let after = super::error::cursor_param("after", query.after.as_deref(), Cursor::parse)?;
     let mut filter = HistoryFilter {
         status,
         session_id: query.session_id.filter(|s| !s.is_empty()),

@@ -216,9 +216,9 @@ async fn a_rule_appears_live_and_is_revoked_from_the_page() {
     assert!(rules.is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_audit_view_shows_a_strangers_refused_tap() {
-    let server = in_process().await;
+/// A question for telegram:42 in a Telegram group, and a stranger's tap on it (the tap is the
+/// typed command), refused; returns the question.
+async fn refused_tap(server: &InProcess) -> askbridge::core::Question {
     let question = server
         .bridge
         .create(
@@ -230,7 +230,6 @@ async fn the_audit_view_shows_a_strangers_refused_tap() {
         )
         .await
         .unwrap();
-    // A stranger in the group taps the button (the tap is the typed command).
     let mut tap = message(
         "telegram:666",
         "telegram:-100",
@@ -239,6 +238,13 @@ async fn the_audit_view_shows_a_strangers_refused_tap() {
     tap.via = "telegram".into();
     let reply = server.bridge.handle(tap).await;
     assert!(reply.is_some(), "the stranger is told");
+    question
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_view_shows_a_strangers_refused_tap() {
+    let server = in_process().await;
+    let question = refused_tap(&server).await;
     assert!(server.bridge.get(&question.id).await.unwrap().is_pending());
     let browser = Browser::launch().await;
     let page = open(&browser, &server.api.base).await;
@@ -363,25 +369,7 @@ async fn screenshots_of_runs_rules_audit_and_history() {
             .await;
         server.api.reply(&q, json!(answer)).await;
     }
-    let q = server
-        .bridge
-        .create(
-            NewQuestion::ask("Ship it?")
-                .session("audit")
-                .options(["yes", "no"])
-                .answerers(["telegram:42"])
-                .targets(["telegram:-100"]),
-        )
-        .await
-        .unwrap();
-    let mut tap = message(
-        "telegram:666",
-        "telegram:-100",
-        &format!("/answer {} yes", q.id),
-    );
-    tap.via = "telegram".into();
-    let reply = server.bridge.handle(tap).await;
-    assert!(reply.is_some(), "the stranger is told");
+    refused_tap(&server).await;
 
     let browser = Browser::launch().await;
     let page = open(&browser, &server.api.base).await;
