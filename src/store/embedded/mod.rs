@@ -17,6 +17,7 @@
 //! - `questions.rs`: questions, deliveries and the outbox;
 //! - `records.rs`: runs, rules, the audit trail and delivery dedupe.
 
+mod listings;
 mod questions;
 mod records;
 mod tables;

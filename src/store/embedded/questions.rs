@@ -73,7 +73,10 @@ fn take_parked_run(
 }
 
 /// Reads the questions with these ids (skipping any that are gone).
-fn load(txn: &ReadTransaction, ids: impl IntoIterator<Item = String>) -> Result<Vec<Question>> {
+pub(super) fn load(
+    txn: &ReadTransaction,
+    ids: impl IntoIterator<Item = String>,
+) -> Result<Vec<Question>> {
     let questions = txn.open_table(QUESTIONS)?;
     let mut found = Vec::new();
     for id in ids {
@@ -382,42 +385,4 @@ impl Outbox for EmbeddedStore {
         })
         .await
     }
-}
-
-/// History pages come from the resolved index (status, resolved at, id), newest first per
-/// status from the cursor down; a session's from its index.
-pub(super) fn history_page(
-    txn: &ReadTransaction,
-    filter: &crate::store::HistoryFilter,
-) -> Result<Vec<Question>> {
-    let limit = filter.effective_limit();
-    let ids: Vec<String> = match &filter.session_id {
-        Some(session) => {
-            let mut ids = Vec::new();
-            let range = (session.as_str(), "")..(session.as_str(), ID_END);
-            for entry in txn.open_table(BY_SESSION)?.range(range)? {
-                ids.push(entry?.0.value().1.to_owned());
-            }
-            ids
-        }
-        None => {
-            let (until, last) = filter
-                .after
-                .as_ref()
-                .map_or((u64::MAX, ID_END.to_owned()), |c| (c.at.0, c.id.clone()));
-            let done = txn.open_table(DONE)?;
-            let mut ids = Vec::new();
-            for status in FINAL
-                .iter()
-                .filter(|s| filter.status.is_none_or(|f| f == **s))
-            {
-                let range = (status.as_str(), 0, "")..=(status.as_str(), until, last.as_str());
-                for entry in done.range(range)?.rev().take(limit + 1) {
-                    ids.push(entry?.0.value().2.to_owned());
-                }
-            }
-            ids
-        }
-    };
-    Ok(filter.page(load(txn, ids)?))
 }

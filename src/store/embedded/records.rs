@@ -296,37 +296,3 @@ impl Dedupe for EmbeddedStore {
         .await
     }
 }
-
-/// Runs are listed by reading them all: the embedded store serves one process with a modest
-/// number of runs (the Redis store keeps indexes for this).
-#[async_trait]
-impl crate::store::Listings for EmbeddedStore {
-    async fn list_runs(&self, filter: &crate::store::RunFilter) -> Result<Vec<Run>> {
-        let filter = filter.clone();
-        self.read(move |txn| {
-            let table = txn.open_table(RUNS)?;
-            let mut runs = Vec::new();
-            for entry in table.iter()? {
-                let (_, json) = entry?;
-                runs.push(decode_run(json.value())?);
-            }
-            Ok(crate::store::page_of(runs, &filter))
-        })
-        .await
-    }
-
-    async fn rules_page(
-        &self,
-        after: Option<&crate::store::Cursor>,
-        limit: usize,
-    ) -> Result<Vec<Rule>> {
-        let rules = self.rules().await?;
-        Ok(crate::store::rules_page_of(rules, after, limit))
-    }
-
-    async fn history(&self, filter: &crate::store::HistoryFilter) -> Result<Vec<Question>> {
-        let filter = filter.clone();
-        self.read(move |txn| super::questions::history_page(txn, &filter))
-            .await
-    }
-}
