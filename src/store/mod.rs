@@ -45,8 +45,10 @@ pub mod prelude {
     };
 }
 
+mod listing;
 mod types;
 
+pub use listing::*;
 pub use types::*;
 
 /// A store: every role. Object-safe; the bridge holds an `Arc<dyn Store>`.

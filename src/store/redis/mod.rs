@@ -4,8 +4,10 @@
 //! - `scripts.rs` and `lua/*.lua`: the Lua scripts, one file each;
 //! - `retry.rs`: the one place that sends commands, retrying connection errors;
 //! - `codec.rs`: how questions and runs are spread over hash fields;
-//! - `questions.rs` (questions), `outbox.rs` (deliveries, the outbox), `records.rs` (runs, rules, audit,
-//!   dedupe), `events.rs` (the event stream every process reads): one file per group of roles.
+//! - `questions.rs` (questions), `outbox.rs` (deliveries, the outbox), `records.rs` (runs, rules,
+//!   dedupe, leases), `audit.rs` (the audit trail), `listings.rs` and `pages.rs` (the ops page's
+//!   paged listings), `events.rs` (the event stream every process reads): one file per group of
+//!   roles.
 //!
 //! # Keys
 //!
@@ -35,10 +37,12 @@
 //! re-loaded on NOSCRIPT (Redis forgets them on restart). A retried claim or insert may find its
 //! own earlier attempt already applied; that is recognised and reported as success.
 
+mod audit;
 mod codec;
 mod connection;
 mod events;
 mod keys;
+mod listings;
 mod outbox;
 mod pages;
 mod questions;

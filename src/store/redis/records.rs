@@ -1,4 +1,5 @@
-//! Runs, rules, the audit trail and delivery dedupe, in Redis.
+//! Runs, rules, delivery dedupe and leader leases, in Redis (the audit trail is in `audit.rs`,
+//! the ops page's listings in `listings.rs`).
 
 use super::RedisStore;
 use super::codec::{RunFields, assemble_run, kept_apart_members, pairs};
@@ -8,25 +9,17 @@ use super::scripts::{
     ACQUIRE_RUN, HOLD_LEASE, INSERT_RUN, PARK, RELEASE_LEASE, REVOKE_RULE, SAVE_RUN,
 };
 use crate::store::{
-    AuditLog, Dedupe, Error, Event, Inserted, Leases, Parked, Questions, Result, Rules, Runs, Saved,
+    Dedupe, Error, Event, Inserted, Leases, Parked, Questions, Result, Rules, Runs, Saved,
 };
 use askbridge_core::Question;
-use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run};
-use askbridge_core::{Kind, Millis, Resolution, Rule, RuleId, RunId, Status};
+use askbridge_core::{Millis, Rule, RuleId, RunId};
 use async_trait::async_trait;
 use redis::ScriptInvocation;
-use redis::streams::StreamRangeReply;
 use std::collections::HashMap;
 use std::time::Duration;
 
-/// Audit records read per round trip.
-const AUDIT_PAGE: usize = 500;
-/// How much later than its own time a record is appended, at most (a retry after a dropped
-/// connection included).
-const APPEND_SLACK: Duration = Duration::from_secs(10);
-
-fn corrupt_rule(error: serde_json::Error) -> Error {
+pub(super) fn corrupt_rule(error: serde_json::Error) -> Error {
     Error::corrupt("a rule in Redis", error)
 }
 
@@ -284,161 +277,6 @@ impl Rules for RedisStore {
     }
 }
 
-/// An audit record from its stream entry: whole JSON (`data`), or the parts a claim keeps of a
-/// resolution (question, status, resolution, session, kind, digest).
-fn audit_record(entry: &redis::streams::StreamId) -> Result<AuditEntry> {
-    let corrupt = |why: String| Error::corrupt("an audit record in Redis", why);
-    if let Some(data) = entry.get::<String>("data") {
-        return serde_json::from_str(&data).map_err(|e| corrupt(e.to_string()));
-    }
-    let field = |name: &str| entry.get::<String>(name).unwrap_or_default();
-    let status = Status::parse(&field("st")).ok_or_else(|| corrupt("no status".into()))?;
-    let kind: Kind = serde_json::from_value(serde_json::Value::String(field("k")))
-        .map_err(|e| corrupt(e.to_string()))?;
-    let resolution: Resolution =
-        serde_json::from_str(&field("r")).map_err(|e| corrupt(e.to_string()))?;
-    let digest = Some(field("d")).filter(|d| !d.is_empty());
-    Ok(AuditEntry::of_resolution(
-        field("q"),
-        field("s"),
-        kind,
-        status,
-        Some(resolution),
-        digest,
-    ))
-}
-
-/// The bucket an audit record belongs to: its question's, else its rule's.
-fn audit_bucket(entry: &AuditEntry) -> usize {
-    match (&entry.question_id, &entry.rule_id) {
-        (Some(question), _) => question_bucket(question),
-        (None, Some(rule)) => rule_bucket(rule.as_str()),
-        (None, None) => 0,
-    }
-}
-
-impl RedisStore {
-    /// Up to `limit` records of one bucket's audit stream passing `filter`, oldest first.
-    /// A bucket's records newest first from the cursor's instant down, as many as a page needs.
-    async fn audit_newest_in(
-        &self,
-        bucket: usize,
-        filter: &AuditFilter,
-    ) -> Result<Vec<AuditEntry>> {
-        // Stream ids are the time of the append, a moment after the record's own time: start a
-        // little later than the cursor and let `accepts` drop what is newer.
-        let mut end = filter.before.map_or_else(
-            || "+".to_owned(),
-            |c| (c.at.0 + APPEND_SLACK.as_millis() as u64).to_string(),
-        );
-        let start = filter
-            .since
-            .map_or_else(|| "-".to_owned(), |m| m.0.to_string());
-        let mut found = Vec::new();
-        // A page's worth first (most pages are unfiltered), more when a filter skips records.
-        let mut chunk = (filter.wanted() + 1).clamp(16, AUDIT_PAGE);
-        loop {
-            let mut range = redis::cmd("XREVRANGE");
-            range
-                .arg(self.keys.audit(bucket))
-                .arg(&end)
-                .arg(&start)
-                .arg("COUNT")
-                .arg(chunk);
-            let page: StreamRangeReply = self.query("xrevrange", &range).await?;
-            let Some(last) = page.ids.last().map(|entry| entry.id.clone()) else {
-                return Ok(found);
-            };
-            for entry in &page.ids {
-                let record = audit_record(entry)?;
-                if filter.accepts(&record) {
-                    found.push(record);
-                    if found.len() == filter.wanted() {
-                        return Ok(found);
-                    }
-                }
-            }
-            if page.ids.len() < chunk {
-                return Ok(found);
-            }
-            end = format!("({last}");
-            chunk = (chunk * 4).min(AUDIT_PAGE);
-        }
-    }
-
-    async fn audit_in(&self, bucket: usize, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
-        let mut start = filter
-            .since
-            .map_or_else(|| "-".to_owned(), |m| m.0.to_string());
-        let mut found = Vec::new();
-        // Read in pages until the limit is met or the stream ends.
-        loop {
-            let mut range = redis::cmd("XRANGE");
-            range
-                .arg(self.keys.audit(bucket))
-                .arg(&start)
-                .arg("+")
-                .arg("COUNT")
-                .arg(AUDIT_PAGE);
-            let page: StreamRangeReply = self.query("xrange", &range).await?;
-            let Some(last) = page.ids.last().map(|entry| entry.id.clone()) else {
-                return Ok(found);
-            };
-            for entry in &page.ids {
-                let record = audit_record(entry)?;
-                if filter.accepts(&record) {
-                    found.push(record);
-                    if found.len() == filter.effective_limit() {
-                        return Ok(found);
-                    }
-                }
-            }
-            if page.ids.len() < AUDIT_PAGE {
-                return Ok(found);
-            }
-            start = format!("({last}");
-        }
-    }
-}
-
-#[async_trait]
-impl AuditLog for RedisStore {
-    async fn append_audit(&self, entry: &AuditEntry) -> Result<()> {
-        let json = serde_json::to_string(entry).expect("an audit record serialises");
-        // Stream ids are milliseconds: MINID trims what is older than the retention.
-        let oldest = Millis::now()
-            .0
-            .saturating_sub(self.options.audit_retention.as_millis() as u64);
-        let mut command = redis::cmd("XADD");
-        command
-            .arg(self.keys.audit(audit_bucket(entry)))
-            .arg("MINID")
-            .arg("~")
-            .arg(oldest)
-            .arg("*")
-            .arg("data")
-            .arg(json);
-        self.query::<String>("audit", &command).await.map(drop)
-    }
-
-    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
-        let mut found = Vec::new();
-        if filter.newest_first {
-            // The buckets at once: a page is one round trip's time, not sixteen.
-            let pages = (0..BUCKETS).map(|bucket| self.audit_newest_in(bucket, filter));
-            for page in futures_util::future::try_join_all(pages).await? {
-                found.extend(page);
-            }
-        } else {
-            for bucket in 0..BUCKETS {
-                found.extend(self.audit_in(bucket, filter).await?);
-            }
-        }
-        // Records of one instant keep their order within a bucket (the sort is stable).
-        Ok(filter.page(found))
-    }
-}
-
 #[async_trait]
 impl Dedupe for RedisStore {
     async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<bool> {
@@ -471,107 +309,5 @@ impl Leases for RedisStore {
         invocation.key(self.keys.lease(name)).arg(owner);
         let _: i64 = self.invoke("release lease", &invocation).await?;
         Ok(())
-    }
-}
-
-#[async_trait]
-impl crate::store::Listings for RedisStore {
-    async fn list_runs(&self, filter: &crate::store::RunFilter) -> Result<Vec<Run>> {
-        let limit = filter.effective_limit();
-        let ids = if filter.ended {
-            self.page_everywhere(
-                |b| vec![self.keys.runs_ended(b)],
-                filter.after.as_ref(),
-                limit,
-            )
-            .await?
-        } else {
-            self.page_everywhere(
-                |b| vec![self.keys.runs_live(b)],
-                filter.after.as_ref(),
-                limit,
-            )
-            .await?
-        };
-        let mut runs = Vec::with_capacity(ids.len());
-        // One round trip for the page: the runs' fields and data, pipelined.
-        let mut pipe = redis::pipe();
-        for (id, _) in &ids {
-            pipe.hgetall(self.keys.run(id)).get(self.keys.run_data(id));
-        }
-        let replies: Vec<redis::Value> = self.query_pipe("list runs", &pipe).await?;
-        let corrupt = |e: redis::ParsingError| Error::corrupt("a run in Redis", e);
-        for pair in replies.chunks(2) {
-            let [fields, data] = pair else { continue };
-            let mut fields: HashMap<String, String> =
-                redis::FromRedisValue::from_redis_value_ref(fields).map_err(corrupt)?;
-            let data: Option<String> =
-                redis::FromRedisValue::from_redis_value_ref(data).map_err(corrupt)?;
-            if let Some(data) = data {
-                fields.insert("data".into(), data);
-            }
-            // An index entry whose run expired meanwhile is skipped; so is one whose run moved
-            // to the other group since it was read.
-            if let Some(run) = assemble_run(&fields)? {
-                if run.state.is_final() == filter.ended
-                    && filter.state.is_none_or(|s| s == run.state)
-                {
-                    runs.push(run);
-                }
-            }
-        }
-        Ok(runs)
-    }
-
-    async fn rules_page(
-        &self,
-        after: Option<&crate::store::Cursor>,
-        limit: usize,
-    ) -> Result<Vec<Rule>> {
-        let ids = self
-            .page_everywhere(|b| vec![self.keys.rules_by_time(b)], after, limit)
-            .await?;
-        let mut pipe = redis::pipe();
-        for (id, _) in &ids {
-            pipe.hget(self.keys.rules(rule_bucket(id)), id);
-        }
-        let stored: Vec<Option<String>> = self.query_pipe("rules page", &pipe).await?;
-        stored
-            .into_iter()
-            .flatten()
-            .map(|json| serde_json::from_str(&json).map_err(corrupt_rule))
-            .collect()
-    }
-
-    async fn history(&self, filter: &crate::store::HistoryFilter) -> Result<Vec<Question>> {
-        let limit = filter.effective_limit();
-        let ids: Vec<String> = match &filter.session_id {
-            Some(session) => {
-                self.members_everywhere(|b| self.keys.session(b, session))
-                    .await?
-            }
-            None => {
-                let statuses: Vec<Status> = crate::store::FINAL
-                    .iter()
-                    .copied()
-                    .filter(|s| filter.status.is_none_or(|f| f == *s))
-                    .collect();
-                self.page_everywhere(
-                    |b| {
-                        statuses
-                            .iter()
-                            .map(|s| self.keys.done(b, s.as_str()))
-                            .collect()
-                    },
-                    filter.after.as_ref(),
-                    limit,
-                )
-                .await?
-                .into_iter()
-                .map(|(id, _)| id)
-                .collect()
-            }
-        };
-        Ok(filter.page(self.load_many(&ids).await?))
     }
 }

@@ -1,0 +1,115 @@
+//! The ops page's listings in Redis: runs from the live and ended indexes, rules from their
+//! index by creation time, history from the resolved indexes; each page O(buckets x page)
+//! (see `pages.rs`).
+
+use super::RedisStore;
+use super::codec::assemble_run;
+use super::keys::rule_bucket;
+use super::records::corrupt_rule;
+use crate::store::{Error, Result};
+use askbridge_core::run::Run;
+use askbridge_core::{Question, Rule, Status};
+use async_trait::async_trait;
+use std::collections::HashMap;
+
+#[async_trait]
+impl crate::store::Listings for RedisStore {
+    async fn list_runs(&self, filter: &crate::store::RunFilter) -> Result<Vec<Run>> {
+        let limit = filter.effective_limit();
+        let ids = if filter.ended {
+            self.page_everywhere(
+                |b| vec![self.keys.runs_ended(b)],
+                filter.after.as_ref(),
+                limit,
+            )
+            .await?
+        } else {
+            self.page_everywhere(
+                |b| vec![self.keys.runs_live(b)],
+                filter.after.as_ref(),
+                limit,
+            )
+            .await?
+        };
+        let mut runs = Vec::with_capacity(ids.len());
+        // One round trip for the page: the runs' fields and data, pipelined.
+        let mut pipe = redis::pipe();
+        for (id, _) in &ids {
+            pipe.hgetall(self.keys.run(id)).get(self.keys.run_data(id));
+        }
+        let replies: Vec<redis::Value> = self.query_pipe("list runs", &pipe).await?;
+        let corrupt = |e: redis::ParsingError| Error::corrupt("a run in Redis", e);
+        for pair in replies.chunks(2) {
+            let [fields, data] = pair else { continue };
+            let mut fields: HashMap<String, String> =
+                redis::FromRedisValue::from_redis_value_ref(fields).map_err(corrupt)?;
+            let data: Option<String> =
+                redis::FromRedisValue::from_redis_value_ref(data).map_err(corrupt)?;
+            if let Some(data) = data {
+                fields.insert("data".into(), data);
+            }
+            // An index entry whose run expired meanwhile is skipped; so is one whose run moved
+            // to the other group since it was read.
+            if let Some(run) = assemble_run(&fields)? {
+                if run.state.is_final() == filter.ended
+                    && filter.state.is_none_or(|s| s == run.state)
+                {
+                    runs.push(run);
+                }
+            }
+        }
+        Ok(runs)
+    }
+
+    async fn rules_page(
+        &self,
+        after: Option<&crate::store::Cursor>,
+        limit: usize,
+    ) -> Result<Vec<Rule>> {
+        let ids = self
+            .page_everywhere(|b| vec![self.keys.rules_by_time(b)], after, limit)
+            .await?;
+        let mut pipe = redis::pipe();
+        for (id, _) in &ids {
+            pipe.hget(self.keys.rules(rule_bucket(id)), id);
+        }
+        let stored: Vec<Option<String>> = self.query_pipe("rules page", &pipe).await?;
+        stored
+            .into_iter()
+            .flatten()
+            .map(|json| serde_json::from_str(&json).map_err(corrupt_rule))
+            .collect()
+    }
+
+    async fn history(&self, filter: &crate::store::HistoryFilter) -> Result<Vec<Question>> {
+        let limit = filter.effective_limit();
+        let ids: Vec<String> = match &filter.session_id {
+            Some(session) => {
+                self.members_everywhere(|b| self.keys.session(b, session))
+                    .await?
+            }
+            None => {
+                let statuses: Vec<Status> = crate::store::FINAL
+                    .iter()
+                    .copied()
+                    .filter(|s| filter.status.is_none_or(|f| f == *s))
+                    .collect();
+                self.page_everywhere(
+                    |b| {
+                        statuses
+                            .iter()
+                            .map(|s| self.keys.done(b, s.as_str()))
+                            .collect()
+                    },
+                    filter.after.as_ref(),
+                    limit,
+                )
+                .await?
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect()
+            }
+        };
+        Ok(filter.page(self.load_many(&ids).await?))
+    }
+}
