@@ -49,6 +49,7 @@ async fn open_bridge(config: &Config, default_targets: Vec<Target>) -> anyhow::R
     .with_context(|| format!("cannot open the store ({})", store_variable(&config.store)))?;
     // Its shape, so that a log says at once whether a cluster is whole: nodes, masters, failing.
     let shape = match store.topology().await {
+        Ok(t) if t.nodes == 1 => t.kind.to_owned(),
         Ok(t) => format!(
             "{}: {} node(s), {} serving, {} failing{}",
             t.kind,

@@ -400,7 +400,9 @@
       loaded.add(view);
       views[view].reload();
     }
-    document.title = view === 'questions' ? 'askbridge · pending questions' : `askbridge · ${view}`;
+    const subtitle = view === 'questions' ? 'pending questions' : view;
+    document.title = `askbridge · ${subtitle}`;
+    $('subtitle').textContent = subtitle;
     if (focusTitle) {
       const title = view === 'questions' ? $('pending-title') : $(`${view}-title`);
       if (title) title.focus();
