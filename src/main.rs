@@ -17,7 +17,18 @@ fn main() -> std::process::ExitCode {
         eprintln!("askbridge: cannot read .env: {error}");
         return std::process::ExitCode::from(cli::ExitCode::ERROR);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let threads = match askbridge::config::worker_threads(|name| std::env::var(name).ok()) {
+        Ok(threads) => threads,
+        Err(error) => {
+            eprintln!("askbridge: {error}");
+            return std::process::ExitCode::from(cli::ExitCode::ERROR);
+        }
+    };
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = threads {
+        builder.worker_threads(threads);
+    }
+    let runtime = match builder
         .enable_all()
         // The embedded store reads on blocking threads; a thousand waiters each reading once
         // would otherwise grow the pool to hundreds of threads. Reads queue for a free one.

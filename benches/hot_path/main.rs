@@ -25,6 +25,7 @@
 //! ```text
 //! scripts/bench                                    # everything, as the README gives it
 //! cargo bench --bench hot_path -- --pending 100000 --cycles 20000 --only cycles,waiters
+//! cargo bench --bench hot_path -- --only runs --threads 0   # askbridge with a thread per core
 //! ```
 
 #![allow(clippy::unwrap_used, unreachable_pub)]
@@ -91,6 +92,10 @@ fn percentile(samples: &mut [Duration], p: f64) -> f64 {
     samples[index].as_secs_f64() * 1e3
 }
 
+/// `ASKBRIDGE_WORKER_THREADS` of every askbridge started here (`--threads`, default 1): on a
+/// 2-core machine shared with Redis and the client, one thread switches least and serves most.
+static THREADS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 fn serve(redis: &redis_server::RedisServer) -> support::Process {
     support::Process::spawn(
         &["serve"],
@@ -98,6 +103,10 @@ fn serve(redis: &redis_server::RedisServer) -> support::Process {
             ("REDIS_URL", redis.url()),
             ("ASKBRIDGE_EXAMPLE_FLOWS", "true".to_owned()),
             ("ASKBRIDGE_LOG", "warn".to_owned()),
+            (
+                "ASKBRIDGE_WORKER_THREADS",
+                THREADS.get().cloned().unwrap_or_default(),
+            ),
         ],
     )
 }
@@ -361,10 +370,25 @@ async fn embedded(o: &Options) {
 #[tokio::main]
 async fn main() {
     let o = options();
+    let threads = std::env::args()
+        .skip_while(|a| a != "--threads")
+        .nth(1)
+        .unwrap_or_else(|| "1".to_owned());
     println!(
-        "askbridge hot path (this machine: {} cores)",
-        std::thread::available_parallelism().map_or(0, |n| n.get())
+        "askbridge hot path (this machine: {} cores; askbridge with ASKBRIDGE_WORKER_THREADS={})",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        if threads == "0" {
+            "one per core"
+        } else {
+            &threads
+        },
     );
+    // 0: askbridge's default, one thread per core.
+    let _ = THREADS.set(if threads == "0" {
+        String::new()
+    } else {
+        threads
+    });
     if o.wants("commands") {
         commands(&o).await;
     }

@@ -122,6 +122,14 @@ pub struct Config {
     pub mcp_progress: Duration,
 }
 
+/// How many threads execute askbridge's work ([`WORKER_THREADS`]); `None` for one per core.
+/// Read on its own, before the rest: the runtime that reads the rest is built with it.
+pub fn worker_threads(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<Option<usize>, ConfigError> {
+    parse::positive(&lookup, WORKER_THREADS)
+}
+
 impl Config {
     /// Reads the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -277,17 +285,7 @@ impl Config {
         {
             allowed_hosts.push(host);
         }
-        let max_connections = match get(MAX_CONNECTIONS) {
-            None => 4096,
-            Some(text) => text
-                .parse::<usize>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| ConfigError {
-                    variable: MAX_CONNECTIONS,
-                    reason: format!("`{text}` is not a positive whole number"),
-                })?,
-        };
+        let max_connections = parse::positive(&get, MAX_CONNECTIONS)?.unwrap_or(4096);
         Ok(Config {
             http_addr,
             api_token,
@@ -371,6 +369,19 @@ mod tests {
                 }) => assert_eq!(named, variable),
                 other => panic!("{variable}={value}: expected an error, got {other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn worker_threads_are_a_positive_number_or_one_per_core() {
+        let threads = |value: &str| {
+            let value = value.to_owned();
+            worker_threads(move |name| (name == WORKER_THREADS).then(|| value.clone()))
+        };
+        assert_eq!(threads("").unwrap(), None);
+        assert_eq!(threads(" 1 ").unwrap(), Some(1));
+        for bad in ["0", "-2", "many"] {
+            assert_eq!(threads(bad).unwrap_err().variable, WORKER_THREADS);
         }
     }
 

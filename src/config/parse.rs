@@ -100,6 +100,23 @@ pub(super) fn list(get: &impl Fn(&str) -> Option<String>, variable: &str) -> Vec
 }
 
 /// `true` or `false` (also 1/0, yes/no); `default` when unset.
+/// A positive whole number, when set.
+pub(super) fn positive(
+    get: &impl Fn(&str) -> Option<String>,
+    variable: &'static str,
+) -> Result<Option<usize>, ConfigError> {
+    let Some(text) = get(variable).filter(|t| !t.trim().is_empty()) else {
+        return Ok(None);
+    };
+    match text.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Ok(Some(n)),
+        _ => Err(ConfigError {
+            variable,
+            reason: format!("`{text}` is not a positive whole number"),
+        }),
+    }
+}
+
 pub(super) fn flag(
     get: &impl Fn(&str) -> Option<String>,
     variable: &'static str,

@@ -64,9 +64,11 @@ pub const CALLBACK_ALLOW: &str = "ASKBRIDGE_CALLBACK_ALLOW";
 pub const MAX_CONNECTIONS: &str = "ASKBRIDGE_MAX_CONNECTIONS";
 /// Seconds between progress notifications while an MCP tool call waits. Default 15.
 pub const MCP_PROGRESS: &str = "ASKBRIDGE_MCP_PROGRESS_S";
+/// Threads executing askbridge's work. Default: one per core.
+pub const WORKER_THREADS: &str = "ASKBRIDGE_WORKER_THREADS";
 
 /// Every variable, for `--help`.
-pub const ALL: [(&str, &str); 30] = [
+pub const ALL: [(&str, &str); 31] = [
     (HTTP_ADDR, "HTTP API address (default 127.0.0.1:8080)"),
     (
         API_TOKEN,
@@ -147,5 +149,9 @@ pub const ALL: [(&str, &str); 30] = [
     (
         MCP_PROGRESS,
         "seconds between MCP progress notifications (default 15)",
+    ),
+    (
+        WORKER_THREADS,
+        "threads executing askbridge's work (default: one per core)",
     ),
 ];

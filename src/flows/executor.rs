@@ -37,6 +37,9 @@ pub(super) async fn start(
         .into());
     }
     tracing::info!(run_id = %run.id, flow = name, user = %run.origin.user, "run started");
+    // Known here as executing: a client waiting for its first question waits for the park's
+    // news instead of reading the run back.
+    bridge.run_news(&run, None);
     spawn_drive(bridge, Some(flow), run.clone(), None);
     Ok(run)
 }
