@@ -22,19 +22,32 @@ pub enum Resume {
     NotYet,
 }
 
+/// When a started run is first written to the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Storing {
+    /// At once: the run can be read, listed and recovered from its start.
+    AtStart,
+    /// With its first write: its first question (in the same store call), step or end. For a
+    /// caller that waits for that first step anyway, and sees the start fail if the process
+    /// dies before it.
+    WithFirstStep,
+}
+
 /// A flow engine, as the bridge sees it.
 #[async_trait]
 pub trait Runner: Send + Sync {
     /// The flows people may start, by name, with a one-line description each, sorted by name.
     fn flows(&self) -> Vec<(String, String)>;
 
-    /// Starts flow `name` with `input` for `origin`; the run executes in the background.
+    /// Starts flow `name` with `input` for `origin`, stored as `storing` says; the run executes
+    /// in the background.
     async fn start(
         &self,
         bridge: &Bridge,
         name: &str,
         input: &str,
         origin: Origin,
+        storing: Storing,
     ) -> Result<Run, Error>;
 
     /// Executes, in the background, a run this process has just taken: a claim on `answered`,

@@ -2,6 +2,7 @@
 //! without polling, and which question an answer to a run answers.
 
 use super::Bridge;
+use super::runner::Storing;
 use super::waiters::RunNews;
 use crate::Error;
 use askbridge_core::run::{Origin, Run, RunState};
@@ -119,8 +120,20 @@ impl Bridge {
         }
     }
 
-    /// Starts flow `name` for `origin` with the registered [`super::Runner`].
+    /// Starts flow `name` for `origin` with the registered [`super::Runner`], stored at once.
     pub async fn start_run(&self, name: &str, input: &str, origin: Origin) -> Result<Run, Error> {
+        self.start_run_storing(name, input, origin, Storing::AtStart)
+            .await
+    }
+
+    /// [`Bridge::start_run`], stored as `storing` says.
+    pub async fn start_run_storing(
+        &self,
+        name: &str,
+        input: &str,
+        origin: Origin,
+        storing: Storing,
+    ) -> Result<Run, Error> {
         let runner = self
             .runner()
             .ok_or_else(|| Error::UnknownFlow(name.to_owned()))?;
@@ -132,6 +145,6 @@ impl Bridge {
                 });
             }
         }
-        runner.start(self, name, input, origin).await
+        runner.start(self, name, input, origin, storing).await
     }
 }

@@ -279,7 +279,11 @@ impl FlowContext {
             }
             (replay.run.clone(), replay.owner.clone())
         };
-        let saved = self.inner.bridge.store().save_run(&run, &owner).await?;
+        let bridge = &self.inner.bridge;
+        let saved = super::registry(bridge)
+            .unstored
+            .save(bridge, &run, &owner)
+            .await?;
         Ok(saved != Saved::Lost)
     }
 

@@ -4,7 +4,7 @@
 use super::context::Suspension;
 use super::{Flow, FlowContext, FlowResult, Interrupt, registry};
 use crate::Error;
-use crate::bridge::{Bridge, Resume};
+use crate::bridge::{Bridge, Resume, Storing};
 use crate::store::{ErrorKind, Inserted, Parked, Saved};
 use askbridge_core::run::{Acquire, Origin, Run, RunState};
 use askbridge_core::{Millis, Question, render};
@@ -19,6 +19,7 @@ pub(super) async fn start(
     name: &str,
     input: &str,
     origin: Origin,
+    storing: Storing,
 ) -> Result<Run, Error> {
     let now = Millis::now();
     let run = Run::new(
@@ -29,12 +30,17 @@ pub(super) async fn start(
         now,
         now.after(bridge.options().run_lease),
     );
-    if bridge.store().insert_run(&run).await? == Inserted::Taken {
-        return Err(askbridge_core::Error::Invalid {
-            field: "run",
-            reason: format!("a run {} exists already; try again", run.id),
+    match storing {
+        Storing::AtStart => {
+            if bridge.store().insert_run(&run).await? == Inserted::Taken {
+                return Err(askbridge_core::Error::Invalid {
+                    field: "run",
+                    reason: format!("a run {} exists already; try again", run.id),
+                }
+                .into());
+            }
         }
-        .into());
+        Storing::WithFirstStep => registry(bridge).unstored.hold(run.clone()),
     }
     tracing::info!(run_id = %run.id, flow = name, user = %run.origin.user, "run started");
     // Known here as executing: a client waiting for its first question waits for the park's
@@ -61,7 +67,7 @@ pub(super) fn spawn_drive(
 
 /// Writes a run this process holds; [`Interrupt::Superseded`] when another process took it over.
 async fn persist(bridge: &Bridge, run: &Run, owner: &str) -> Result<Saved, Interrupt> {
-    match bridge.store().save_run(run, owner).await? {
+    match registry(bridge).unstored.save(bridge, run, owner).await? {
         Saved::Lost => {
             tracing::warn!(run_id = %run.id, "run taken over by another process; stopping here");
             Err(Interrupt::Superseded)
@@ -224,7 +230,11 @@ async fn park_with_question(
     owner: &str,
     question: &Question,
 ) -> Result<Saved, Interrupt> {
-    let saved = match bridge.store().park_run(run, owner, question).await? {
+    let parked = registry(bridge)
+        .unstored
+        .park(bridge, run, owner, question)
+        .await?;
+    let saved = match parked {
         Parked::Saved(saved) => saved,
         Parked::QuestionTaken => {
             if let Err(error) = bridge.existing_for_run(question).await {

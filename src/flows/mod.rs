@@ -55,11 +55,12 @@ mod context;
 mod executor;
 pub mod http;
 mod interrupt;
+mod unstored;
 
 pub use context::FlowContext;
 pub use interrupt::Interrupt;
 
-use crate::bridge::{Bridge, Resume, Runner};
+use crate::bridge::{Bridge, Resume, Runner, Storing};
 use crate::{Error, Session};
 use askbridge_core::Question;
 use askbridge_core::run::{Origin, Run};
@@ -133,6 +134,8 @@ fn check_flow_name(name: &str) -> Result<(), Error> {
 #[derive(Default)]
 pub struct Registry {
     flows: RwLock<HashMap<String, Arc<dyn Flow>>>,
+    /// Runs started here that are stored with their first step.
+    unstored: unstored::Unstored,
 }
 
 impl std::fmt::Debug for Registry {
@@ -185,11 +188,12 @@ impl Runner for Registry {
         name: &str,
         input: &str,
         origin: Origin,
+        storing: Storing,
     ) -> Result<Run, Error> {
         let flow = self
             .find(name)
             .ok_or_else(|| Error::UnknownFlow(name.to_owned()))?;
-        executor::start(bridge, flow, name, input, origin).await
+        executor::start(bridge, flow, name, input, origin, storing).await
     }
 
     fn drive(&self, bridge: &Bridge, run: Run, answered: Question) {

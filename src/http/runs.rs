@@ -2,7 +2,7 @@
 //! it in the same round trip.
 
 use super::{ApiError, AppState, JsonBody};
-use crate::bridge::{ProgramReply, RunNews, Said};
+use crate::bridge::{ProgramReply, RunNews, Said, Storing};
 use crate::store::{Cursor, RunFilter};
 use askbridge_core::run::{Origin, Run, RunState};
 use askbridge_core::{Answer, Identity, QuestionId, Target, identity};
@@ -58,9 +58,15 @@ pub(super) async fn start_run(
         user: Identity::new(user),
         user_name: None,
     };
+    // A client waiting for the first question learns of the run only with it: the run is
+    // stored with that question, in one write instead of two.
+    let storing = match wait {
+        Some(_) => Storing::WithFirstStep,
+        None => Storing::AtStart,
+    };
     let run = state
         .bridge
-        .start_run(&request.flow, &request.input, origin)
+        .start_run_storing(&request.flow, &request.input, origin, storing)
         .await?;
     let body = match wait {
         // Like LangGraph's first `invoke`: the run as it is at its first question.

@@ -155,6 +155,22 @@ pub trait Runs: Send + Sync {
     /// when a question with that id exists.
     async fn park_run(&self, run: &Run, owner: &str, question: &Question) -> Result<Parked>;
 
+    /// Stores a new run already parked on its first question, with the question: `started` (as
+    /// [`Runs::insert_run`] would) and then `parked` (as [`Runs::park_run`] would, for `owner`),
+    /// in one step where the store can. [`Saved::Lost`] when a run with that id exists (nothing
+    /// is written); [`Parked::QuestionTaken`] when a question with that id does (the run is
+    /// stored as it started). For a caller that waits for the run's first question anyway: one
+    /// write instead of two.
+    async fn insert_parked(
+        &self,
+        started: &Run,
+        parked: &Run,
+        owner: &str,
+        question: &Question,
+    ) -> Result<Parked> {
+        insert_then_park(self, started, parked, owner, question).await
+    }
+
     /// Runs needing an executor whose lease ran out before `now`.
     async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<RunId>>;
 
@@ -162,6 +178,21 @@ pub trait Runs: Send + Sync {
     /// stops retrying it) and, where the store keeps its state apart from its record, is marked
     /// failed with `why`.
     async fn abandon_run(&self, id: &RunId, why: &str) -> Result<()>;
+}
+
+/// [`Runs::insert_parked`] in two steps: for stores that cannot do it in one, and for a
+/// question that cannot share the run's step.
+pub(crate) async fn insert_then_park<S: Runs + ?Sized>(
+    store: &S,
+    started: &Run,
+    parked: &Run,
+    owner: &str,
+    question: &Question,
+) -> Result<Parked> {
+    if store.insert_run(started).await? == Inserted::Taken {
+        return Ok(Parked::Saved(Saved::Lost));
+    }
+    store.park_run(parked, owner, question).await
 }
 
 /// "Always allow" rules.

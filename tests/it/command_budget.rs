@@ -244,6 +244,27 @@ async fn every_script_touches_keys_of_one_slot() {
             .unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+    // A run stored with its first question, as for a caller waiting for it (insert_parked.lua).
+    let origin = askbridge_core::run::Origin {
+        chat: None,
+        user: "api".into(),
+        user_name: None,
+    };
+    let started = bridge
+        .start_run_storing("two", "", origin, askbridge::bridge::Storing::WithFirstStep)
+        .await
+        .unwrap();
+    crate::support::eventually_some(Duration::from_secs(10), "the run parked", || {
+        let store = fixture.store.clone();
+        let id = started.id.clone();
+        async move {
+            let run = askbridge::store::Runs::get_run(store.as_ref(), &id)
+                .await
+                .unwrap()?;
+            (run.state == askbridge_core::run::RunState::Waiting).then_some(run)
+        }
+    })
+    .await;
     eventually(Duration::from_secs(10), "the expiry", || {
         let store = fixture.store.clone();
         async move {

@@ -1130,3 +1130,80 @@ async fn a_client_answers_a_run_step_by_step_in_one_round_trip_each() {
     .await;
     assert_eq!(status, 404, "{unknown}");
 }
+
+/// A run started for a caller that waits for its first step is stored by its first write,
+/// whatever that is: a step's journal entry, its first question, or its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_stored_with_its_first_step_is_stored_by_whichever_write_comes_first() {
+    use askbridge::bridge::Storing;
+    let fixture = crate::support::redis_store().await;
+    let (bridge, _) = crate::support::bridge_over(fixture.store.clone()).await;
+    bridge
+        .flow("count", "a step, then a question", |ctx| async move {
+            let n = ctx.step("count", async { 41 + 1 }).await?;
+            let more = ctx.ask(NewQuestion::ask("More?")).await?;
+            Ok(format!("{n} {more}"))
+        })
+        .unwrap();
+    bridge
+        .flow("broken", "fails before asking", |_ctx| async move {
+            Err(Interrupt::fail("no input"))
+        })
+        .unwrap();
+    let origin = Origin {
+        chat: None,
+        user: "api".into(),
+        user_name: None,
+    };
+    let settled = |id: askbridge_core::RunId, state: RunState| {
+        let bridge = bridge.clone();
+        async move {
+            crate::support::eventually_some(Duration::from_secs(10), "the run's state", || {
+                let (bridge, id) = (bridge.clone(), id.clone());
+                async move {
+                    let run = bridge.get_run(id.as_str()).await.ok()?;
+                    (run.state == state).then_some(run)
+                }
+            })
+            .await
+        }
+    };
+    let counting = bridge
+        .start_run_storing("count", "", origin.clone(), Storing::WithFirstStep)
+        .await
+        .unwrap();
+    let parked = settled(counting.id.clone(), RunState::Waiting).await;
+    assert_eq!(
+        parked.journal.len(),
+        1,
+        "the step's entry: {:?}",
+        parked.journal
+    );
+    let question = bridge
+        .get(parked.waiting_on.as_ref().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(question.prompt, "More?");
+    bridge
+        .answer(
+            &question.id,
+            askbridge::bridge::ProgramReply {
+                answer: Answer::Text("yes".into()),
+                message: None,
+                digest: None,
+            },
+            Actor::api(),
+            &askbridge_core::Target::api(),
+        )
+        .await
+        .unwrap();
+    let done = settled(counting.id, RunState::Done).await;
+    assert_eq!(done.result.as_deref(), Some("42 yes"));
+
+    let broken = bridge
+        .start_run_storing("broken", "", origin, Storing::WithFirstStep)
+        .await
+        .unwrap();
+    let failed = settled(broken.id, RunState::Failed).await;
+    assert!(failed.result.unwrap().contains("no input"));
+}

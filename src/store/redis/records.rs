@@ -6,7 +6,7 @@ use super::codec::{RunFields, assemble_run, kept_apart_members, pairs};
 use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, question_bucket, rule_bucket, run_bucket};
 use super::scripts::{
-    ACQUIRE_RUN, HOLD_LEASE, INSERT_RUN, PARK, RELEASE_LEASE, REVOKE_RULE, SAVE_RUN,
+    ACQUIRE_RUN, HOLD_LEASE, INSERT_PARKED, INSERT_RUN, PARK, RELEASE_LEASE, REVOKE_RULE, SAVE_RUN,
 };
 use crate::store::{
     Dedupe, Error, Event, Inserted, Leases, Parked, Questions, Result, Rules, Runs, Saved,
@@ -71,6 +71,31 @@ impl RedisStore {
             .arg(EVENTS_MAXLEN)
             .arg(kept_apart_members(run))
             .arg(run.created_at.0);
+    }
+
+    /// Runs `script` (park.lua, or insert_parked.lua for a new run) for `run` parking on
+    /// `question`, which shares its bucket.
+    async fn park_with(
+        &self,
+        script: &redis::Script,
+        what: &'static str,
+        run: &Run,
+        owner: &str,
+        question: &Question,
+    ) -> Result<Parked> {
+        let mut invocation = script.prepare_invoke();
+        self.push_save(run, owner, &mut invocation);
+        self.push_insert(question, &mut invocation);
+        let code: i64 = self.invoke(what, &invocation).await?;
+        if code == 1 || code == 2 {
+            // The question is asked with this write (a cluster only).
+            self.replicated(&self.keys.question(question.id.as_str()))
+                .await;
+        }
+        Ok(match code {
+            -1 => Parked::QuestionTaken,
+            code => Parked::Saved(saved_of(code)),
+        })
     }
 }
 
@@ -158,19 +183,31 @@ impl Runs for RedisStore {
                 Inserted::Taken => Parked::QuestionTaken,
             });
         }
-        let mut invocation = PARK.prepare_invoke();
-        self.push_save(run, owner, &mut invocation);
-        self.push_insert(question, &mut invocation);
-        let code: i64 = self.invoke("park run", &invocation).await?;
-        if code == 1 || code == 2 {
-            // The question is asked with this write (a cluster only).
-            self.replicated(&self.keys.question(question.id.as_str()))
+        self.park_with(&PARK, "park run", run, owner, question)
+            .await
+    }
+
+    async fn insert_parked(
+        &self,
+        started: &Run,
+        parked: &Run,
+        owner: &str,
+        question: &Question,
+    ) -> Result<Parked> {
+        if question_bucket(question.id.as_str()) != run_bucket(parked.id.as_str()) {
+            return crate::store::roles::insert_then_park(self, started, parked, owner, question)
                 .await;
         }
-        Ok(match code {
-            -1 => Parked::QuestionTaken,
-            code => Parked::Saved(saved_of(code)),
-        })
+        let parked_run = self
+            .park_with(&INSERT_PARKED, "insert parked run", parked, owner, question)
+            .await?;
+        if parked_run == Parked::QuestionTaken {
+            // Nothing was written: the run is stored as it started, as the role says.
+            if self.insert_run(started).await? == Inserted::Taken {
+                return Ok(Parked::Saved(Saved::Lost));
+            }
+        }
+        Ok(parked_run)
     }
 
     async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<RunId>> {

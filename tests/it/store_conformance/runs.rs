@@ -212,6 +212,7 @@ conformance!(
     an_abandoned_run_leaves_recovery,
     a_parking_run_learns_its_question_was_answered_meanwhile,
     parking_stores_the_new_question_with_the_run,
+    a_new_run_is_stored_parked_on_its_first_question_at_once,
 );
 
 /// The question a run asks first.
@@ -298,4 +299,68 @@ async fn parking_stores_the_new_question_with_the_run(f: Fixture) {
         f.store.get_run(&r.id).await.unwrap().unwrap().state,
         RunState::Running
     );
+}
+
+async fn a_new_run_is_stored_parked_on_its_first_question_at_once(f: Fixture) {
+    let started = run();
+    let question = first_question(&started);
+    let parked_on = |r: &Run, q: &askbridge_core::Question| {
+        let mut parked = r.clone();
+        parked.state = RunState::Waiting;
+        parked.waiting_on = Some(q.id.clone());
+        parked.owner = None;
+        parked.lease_until = None;
+        parked
+    };
+    let parked = parked_on(&started, &question);
+    assert_eq!(
+        f.store
+            .insert_parked(&started, &parked, "p1", &question)
+            .await
+            .unwrap(),
+        Parked::Saved(Saved::Written)
+    );
+    assert_eq!(
+        f.store.get_run(&parked.id).await.unwrap(),
+        Some(parked.clone())
+    );
+    assert_eq!(
+        f.store.get(&question.id).await.unwrap(),
+        Some(question.clone())
+    );
+    // Parked, not executing: nothing for recovery, and its question is answered like any.
+    assert!(
+        f.store
+            .expired_runs(Millis(u64::MAX / 2), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // A second run under the same id writes nothing, not even its question.
+    let mut other = started.clone();
+    other.flow = "other".into();
+    let mut second = first_question(&other);
+    second.id = other.question_id(1);
+    assert_eq!(
+        f.store
+            .insert_parked(&other, &parked_on(&other, &second), "p2", &second)
+            .await
+            .unwrap(),
+        Parked::Saved(Saved::Lost)
+    );
+    assert!(f.store.get(&second.id).await.unwrap().is_none());
+    assert_eq!(f.store.get_run(&parked.id).await.unwrap(), Some(parked));
+    // A question id that is taken: the new run is stored as it started, and its executor checks
+    // the stored question (as after a crash) before parking on it.
+    let fresh = run();
+    let mut taken = first_question(&fresh);
+    taken.id = question.id.clone();
+    assert_eq!(
+        f.store
+            .insert_parked(&fresh, &parked_on(&fresh, &taken), "p1", &taken)
+            .await
+            .unwrap(),
+        Parked::QuestionTaken
+    );
+    assert_eq!(f.store.get_run(&fresh.id).await.unwrap(), Some(fresh));
 }
