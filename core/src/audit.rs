@@ -21,6 +21,10 @@ pub enum AuditEvent {
     RuleCreated,
     /// A rule was revoked.
     RuleRevoked,
+    /// An unanswered question was re-announced.
+    Reminded,
+    /// An unanswered question reached an escalation step.
+    Escalated,
 }
 
 /// One record.
@@ -93,6 +97,25 @@ impl AuditEntry {
             message: resolution.as_ref().and_then(|r| r.message.clone()),
             rule_id: resolution.and_then(|r| r.rule_id),
             digest,
+        }
+    }
+
+    /// The record of a reminder or an escalation step (`event`) of a pending `question`, carried
+    /// out by askbridge; `message` says what was done ("reminder 1 of 2 on telegram:-100").
+    pub fn nudged(question: &Question, event: AuditEvent, message: String) -> Self {
+        AuditEntry {
+            at: Millis::now(),
+            event,
+            by: Identity::askbridge(),
+            via: "askbridge".to_owned(),
+            question_id: Some(question.id.to_string()),
+            session_id: Some(question.session_id.clone()),
+            kind: Some(question.kind),
+            status: Some(question.status),
+            value: None,
+            message: Some(message),
+            rule_id: None,
+            digest: question.action.as_ref().map(|a| a.digest()),
         }
     }
 
@@ -234,10 +257,12 @@ impl AuditFilter {
     }
 }
 
-/// The outcome a record is filed under: its status, `refused`, or `rule`.
+/// The outcome a record is filed under: its status, `refused`, `rule`, or `nudged` (reminders
+/// and escalation steps).
 pub fn outcome_of(entry: &AuditEntry) -> &'static str {
     match entry.event {
         AuditEvent::Refused => "refused",
+        AuditEvent::Reminded | AuditEvent::Escalated => "nudged",
         AuditEvent::RuleCreated | AuditEvent::RuleRevoked => "rule",
         AuditEvent::Resolved => entry.status.map_or("resolved", Status::as_str),
     }

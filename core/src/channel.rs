@@ -168,4 +168,19 @@ pub trait Channel: Send + Sync {
 
     /// Says a line of text in `target`.
     async fn say(&self, target: &Target, text: &str) -> Result<(), Error>;
+
+    /// Reminds `target` of `question`, which [`Channel::show`] sent there as `shown`: `text` as a
+    /// reply to that message, mentioning those of `mention` who are on this platform, where the
+    /// platform can do either. By default it only says `text`.
+    async fn remind(
+        &self,
+        question: &Question,
+        target: &Target,
+        shown: &str,
+        text: &str,
+        mention: &[Identity],
+    ) -> Result<(), Error> {
+        let _ = (question, shown, mention);
+        self.say(target, text).await
+    }
 }

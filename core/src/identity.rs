@@ -181,6 +181,17 @@ address_type! {
     Target
 }
 
+/// The numeric addresses of those of `people` on `surface` (`telegram:42` gives 42), for an
+/// adapter that mentions people by user id; others are left out.
+pub fn numeric_ids_on(people: &[Identity], surface: &str) -> Vec<u64> {
+    people
+        .iter()
+        .filter(|who| who.surface() == surface)
+        .filter_map(|who| who.address()?.parse::<u64>().ok())
+        .filter(|id| *id != 0)
+        .collect()
+}
+
 impl Identity {
     /// The identity askbridge itself acts under (timeouts, stopped sessions).
     pub fn askbridge() -> Self {

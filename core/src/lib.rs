@@ -15,10 +15,13 @@
 //!   people ([`Identity`]) and places ([`Target`]).
 //! - [`actor`]: who decides an outcome: a person or program, a rule, or the deadline.
 //! - [`approval`]: actions to approve, their digests, approval replies and "always allow" rules.
+//! - [`nudge`]: reminders and escalation steps, and when each falls due.
+//! - [`resolution`]: how a question left `pending`.
 //! - [`question`]: the question, its outcomes, and [`Question::apply`], the claim-once state
 //!   machine every store runs.
 //! - [`answer`]: which answers fit which question, read from typed text or from program values.
-//! - [`request`]: [`NewQuestion`], a request to ask, and the checks that make it a question.
+//! - `checks`, [`request`]: [`NewQuestion`], a request to ask, and the checks that make it a
+//!   question.
 //! - [`audit`]: the records of who resolved what; [`run`]: follow-up runs and their journals.
 //! - [`command`]: the command grammar (`/answer <id> <choice>`, `/decline`, `/pending` ...) shared by
 //!   typed text and button payloads.
@@ -30,13 +33,16 @@ pub mod answer;
 pub mod approval;
 pub mod audit;
 pub mod channel;
+mod checks;
 pub mod command;
 pub mod error;
 pub mod id;
 pub mod identity;
+pub mod nudge;
 pub mod question;
 pub mod render;
 pub mod request;
+pub mod resolution;
 pub mod run;
 pub mod secret;
 pub mod text;

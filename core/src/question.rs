@@ -6,10 +6,12 @@
 //! same steps on the server (the shared conformance suite checks that they agree). Keeping the
 //! rule in one place is what makes "first answer wins" mean the same thing on every store.
 
-use crate::actor::{Decider, WireDecider};
+use crate::actor::Decider;
 use crate::approval::{Action, ApprovalReply};
 use crate::id::{QuestionId, RuleId, RunId};
 use crate::identity::{Identity, Target};
+use crate::nudge::{self, Escalation, Nudge, Reminders};
+pub use crate::resolution::Resolution;
 use crate::time::Millis;
 pub use crate::value::Answer;
 use serde::{Deserialize, Serialize};
@@ -98,91 +100,6 @@ impl fmt::Display for Status {
     }
 }
 
-/// How a question left `pending`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(into = "ResolutionWire", from = "ResolutionWire")]
-pub struct Resolution {
-    /// The answer (for `expired`, the default if there was one).
-    pub value: Option<Answer>,
-    /// Who decided: a person or program, a rule, or the deadline. Sent and stored as the
-    /// `by`, `by_name` and `via` strings ([`Decider::wire`]).
-    pub decider: Decider,
-    /// When.
-    pub at: Millis,
-    /// A decline's (or cancel's) message.
-    pub message: Option<String>,
-    /// For approvals: the rule that allowed it, or that its "always" created.
-    pub rule_id: Option<RuleId>,
-}
-
-impl Resolution {
-    /// The identity that resolved it (`telegram:42`, `console`, `api`, `rule:<id>`, `askbridge`).
-    pub fn by(&self) -> Identity {
-        self.decider.wire().by
-    }
-
-    /// A human name for [`Resolution::by`], when the surface knows one (`@alice`).
-    pub fn by_name(&self) -> Option<&str> {
-        self.decider.actor().and_then(|a| a.by_name.as_deref())
-    }
-
-    /// The surface it came through (`telegram`, `api`, `rule`, `timeout` ...).
-    pub fn via(&self) -> String {
-        self.decider.wire().via
-    }
-
-    /// The rule this resolution creates: an approval's "always", answered by a person (a rule's
-    /// own decision creates nothing). Decided once, by [`Question::apply`].
-    pub fn rule_to_create(&self) -> Option<&RuleId> {
-        self.decider.actor().and(self.rule_id.as_ref())
-    }
-}
-
-/// [`Resolution`] as stored and sent, field for field as it has always been.
-#[derive(Serialize, Deserialize)]
-struct ResolutionWire {
-    value: Option<Answer>,
-    by: Identity,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    by_name: Option<String>,
-    via: String,
-    at: Millis,
-    message: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    rule_id: Option<RuleId>,
-}
-
-impl From<Resolution> for ResolutionWire {
-    fn from(resolution: Resolution) -> Self {
-        let WireDecider { by, by_name, via } = resolution.decider.wire();
-        ResolutionWire {
-            value: resolution.value,
-            by,
-            by_name,
-            via,
-            at: resolution.at,
-            message: resolution.message,
-            rule_id: resolution.rule_id,
-        }
-    }
-}
-
-impl From<ResolutionWire> for Resolution {
-    fn from(wire: ResolutionWire) -> Self {
-        Resolution {
-            value: wire.value,
-            decider: Decider::from_wire(WireDecider {
-                by: wire.by,
-                by_name: wire.by_name,
-                via: wire.via,
-            }),
-            at: wire.at,
-            message: wire.message,
-            rule_id: wire.rule_id,
-        }
-    }
-}
-
 /// A question, as stored and as sent over the HTTP API. (Stores may leave out empty fields; they
 /// read back as their defaults.)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -232,6 +149,12 @@ pub struct Question {
     /// What an approval is about.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<Action>,
+    /// Reminders while it is unanswered ([`crate::nudge`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reminders: Option<Reminders>,
+    /// Escalation steps while it is unanswered: more places, more people ([`crate::nudge`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub escalate: Vec<Escalation>,
 }
 /// What a resolution does to a question.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -365,20 +288,94 @@ impl Question {
     }
 
     /// May `sender`, writing in `chat` (a target such as `telegram:-100`, or `api` for the HTTP
-    /// API, which reaches every question), answer this question?
+    /// API, which reaches every question), answer this question at `now`?
     ///
     /// Deny by default: a question with answerers accepts only them; one without accepts anyone
-    /// who can see it, i.e. anyone writing in a chat it is shown in.
-    pub fn may_answer(&self, sender: &Identity, chat: &Target) -> bool {
-        if !self.answerers.is_empty() {
-            return self.answerers.contains(sender);
+    /// who can see it, i.e. anyone writing in a chat it is shown in. Each escalation step reached
+    /// by `now` admits its own answerers (or, naming none, anyone on its targets) as well.
+    pub fn may_answer(&self, sender: &Identity, chat: &Target, now: Millis) -> bool {
+        self.admits(&self.answerers, &self.targets, sender, chat)
+            || self
+                .escalations_reached(now)
+                .any(|step| self.admits(&step.answerers, &step.targets, sender, chat))
+    }
+
+    fn admits(
+        &self,
+        answerers: &[Identity],
+        targets: &[Target],
+        sender: &Identity,
+        chat: &Target,
+    ) -> bool {
+        if !answerers.is_empty() {
+            return answerers.contains(sender);
         }
         // An approval without approvers is approvable by nobody: being able to see it (say,
         // in a group) never makes anyone an approver.
         if self.kind == Kind::Approval {
             return false;
         }
-        *chat == Target::api() || self.targets.contains(chat)
+        *chat == Target::api() || targets.contains(chat)
+    }
+
+    /// The escalation steps reached by `now`.
+    pub fn escalations_reached(&self, now: Millis) -> impl Iterator<Item = &Escalation> {
+        let asked = self.created_at;
+        self.escalate
+            .iter()
+            .filter(move |step| step.at(asked) <= now)
+    }
+
+    /// Where it is shown at `now`: its targets and those of the escalation steps reached.
+    pub fn targets_at(&self, now: Millis) -> Vec<Target> {
+        self.widened(&self.targets, now, |step| &step.targets)
+    }
+
+    /// Who is named as an answerer at `now`: its answerers and those of the escalation steps
+    /// reached (empty lists admit anyone who sees it; see [`Question::may_answer`]).
+    pub fn answerers_at(&self, now: Millis) -> Vec<Identity> {
+        self.widened(&self.answerers, now, |step| &step.answerers)
+    }
+
+    /// `base` and what each escalation step reached by `now` adds to it (`part`), each once.
+    fn widened<T: Clone + PartialEq>(
+        &self,
+        base: &[T],
+        now: Millis,
+        part: impl Fn(&Escalation) -> &[T],
+    ) -> Vec<T> {
+        let mut all = base.to_vec();
+        for item in self.escalations_reached(now).flat_map(part) {
+            if !all.contains(item) {
+                all.push(item.clone());
+            }
+        }
+        all
+    }
+
+    /// Every place it may ever be shown (the stores index it under each, so that a plain reply
+    /// in an escalation's chat finds it).
+    pub fn all_targets(&self) -> Vec<Target> {
+        self.targets_at(Millis(u64::MAX))
+    }
+
+    /// Its reminders and escalation steps that fall due before the deadline, soonest first.
+    pub fn nudges(&self) -> Vec<(Millis, Nudge)> {
+        nudge::schedule(
+            self.created_at,
+            self.expires_at,
+            self.reminders.as_ref(),
+            &self.escalate,
+        )
+    }
+
+    /// When the sweeper next has something to do for it while it is pending: its first nudge
+    /// not in `done` (outbox effects), or its deadline.
+    pub fn next_due(&self, done: &[String]) -> Millis {
+        self.nudges()
+            .into_iter()
+            .find(|(_, nudge)| !done.contains(&nudge.effect()))
+            .map_or(self.expires_at, |(at, _)| at)
     }
 
     /// How long until the deadline, from `now`.
@@ -479,16 +476,46 @@ mod tests {
     #[test]
     fn answerers_are_deny_by_default() {
         let mut q = sample(&["a"]);
-        assert!(q.may_answer(&"telegram:7".into(), &"telegram:-100".into()));
+        let now = q.created_at;
+        let may =
+            |q: &Question, who: &str, chat: &str| q.may_answer(&who.into(), &chat.into(), now);
+        assert!(may(&q, "telegram:7", "telegram:-100"));
         assert!(
-            !q.may_answer(&"telegram:7".into(), &"telegram:-200".into()),
+            !may(&q, "telegram:7", "telegram:-200"),
             "a chat not shown in"
         );
-        assert!(q.may_answer(&"api".into(), &"api".into()));
+        assert!(may(&q, "api", "api"));
         q.answerers = vec!["telegram:42".into()];
-        assert!(q.may_answer(&"telegram:42".into(), &"telegram:-200".into()));
-        assert!(!q.may_answer(&"telegram:7".into(), &"telegram:-100".into()));
-        assert!(!q.may_answer(&"api".into(), &"api".into()));
+        assert!(may(&q, "telegram:42", "telegram:-200"));
+        assert!(!may(&q, "telegram:7", "telegram:-100"));
+        assert!(!may(&q, "api", "api"));
+    }
+
+    #[test]
+    fn an_escalation_step_widens_who_may_answer_once_reached() {
+        let mut q = sample(&["a"]);
+        q.answerers = vec!["telegram:42".into()];
+        q.escalate = vec![Escalation {
+            after_s: 60.0,
+            targets: vec!["discord:9".into()],
+            answerers: vec!["discord:7".into()],
+        }];
+        let (before, after) = (
+            q.created_at.after(Duration::from_secs(59)),
+            q.created_at.after(Duration::from_secs(60)),
+        );
+        let boss = (&"discord:7".into(), &"discord:9".into());
+        assert!(!q.may_answer(boss.0, boss.1, before));
+        assert!(q.may_answer(boss.0, boss.1, after));
+        assert!(q.may_answer(&"telegram:42".into(), &"telegram:-100".into(), after));
+        assert!(
+            !q.may_answer(&"discord:8".into(), boss.1, after),
+            "the step names its answerers"
+        );
+        assert_eq!(q.targets_at(before), vec![Target::new("telegram:-100")]);
+        assert_eq!(q.targets_at(after).len(), 2);
+        assert_eq!(q.next_due(&[]), q.created_at.after(Duration::from_secs(60)));
+        assert_eq!(q.next_due(&["escalate:0".into()]), q.expires_at);
     }
 
     #[test]

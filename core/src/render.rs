@@ -336,6 +336,23 @@ pub fn already_resolved_line(question: &Question) -> String {
     }
 }
 
+/// A reminder of a question still unanswered at `now`: reminder `number` of `of`, then what to
+/// type (the buttons are on the message it replies to, where the platform can reply).
+pub fn reminder(question: &Question, number: u32, of: u32, now: Millis) -> String {
+    let count = if of > 1 {
+        format!(" {number} of {of}")
+    } else {
+        String::new()
+    };
+    format!(
+        "⏰ Reminder{count}: still waiting for an answer to \"{}\" ({}). It expires {}.\n{}",
+        shorten(&question.prompt, 120),
+        question.id,
+        time_left(question, now),
+        commands_hint(question)
+    )
+}
+
 /// "in 29 min", "in 40 s": how long until `expires_at`.
 pub fn time_left(question: &Question, now: Millis) -> String {
     let secs = question.remaining(now).as_secs();

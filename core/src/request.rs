@@ -7,11 +7,13 @@
 
 use crate::Error;
 use crate::approval::{Action, ApprovalReply};
+pub use crate::checks::check_session_id;
+use crate::checks::{check_identities, check_shape, check_text, check_url, dedup};
 use crate::id::{QuestionId, RunId};
-use crate::identity::{Identity, Target, is_well_formed};
+use crate::identity::{Identity, Target};
+use crate::nudge::{self, Escalation};
 use crate::question::{
-    Answer, Kind, MAX_DETAIL_CHARS, MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PEOPLE, MAX_PROMPT_CHARS,
-    MAX_SESSION_CHARS, MAX_TIMEOUT, Question, Status,
+    Answer, Kind, MAX_DETAIL_CHARS, MAX_PROMPT_CHARS, MAX_TIMEOUT, Question, Status,
 };
 use crate::time::Millis;
 use serde::{Deserialize, Serialize};
@@ -63,6 +65,15 @@ pub struct NewQuestion {
     /// See [`Question::action`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<Action>,
+    /// Seconds unanswered before a reminder (and between reminders); none when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remind_after_s: Option<f64>,
+    /// How many reminders at most (1 unless given; at most [`crate::nudge::MAX_REMINDERS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reminders: Option<u32>,
+    /// See [`Question::escalate`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub escalate: Vec<Escalation>,
 }
 
 impl NewQuestion {
@@ -164,6 +175,28 @@ impl NewQuestion {
         self
     }
 
+    /// Re-announces the question every `after` while unanswered, `times` times at most.
+    pub fn remind(mut self, after: Duration, times: u32) -> Self {
+        self.remind_after_s = Some(after.as_secs_f64());
+        self.reminders = Some(times);
+        self
+    }
+
+    /// Adds an escalation step: after `after` unanswered, also shown on `targets`, and
+    /// `answerers` may answer too.
+    pub fn escalate<T, A>(mut self, after: Duration, targets: T, answerers: A) -> Self
+    where
+        T: IntoIterator<Item: Into<Target>>,
+        A: IntoIterator<Item: Into<Identity>>,
+    {
+        self.escalate.push(Escalation {
+            after_s: after.as_secs_f64(),
+            targets: targets.into_iter().map(Into::into).collect(),
+            answerers: answerers.into_iter().map(Into::into).collect(),
+        });
+        self
+    }
+
     /// Checks every field and builds the pending question. `default_timeout` applies when the
     /// request names none.
     pub fn into_question(
@@ -199,6 +232,8 @@ impl NewQuestion {
         if let Some(url) = &self.callback_url {
             check_url("callback_url", url)?;
         }
+        let reminders = nudge::check_reminders(self.remind_after_s, self.reminders, timeout)?;
+        nudge::check_escalation(&self.escalate, timeout)?;
         match (&self.kind, &self.action) {
             (Kind::Approval, Some(action)) => action.check()?,
             (Kind::Approval, None) => {
@@ -237,6 +272,8 @@ impl NewQuestion {
             run_id: self.run_id,
             callback_url: self.callback_url,
             action: self.action,
+            reminders,
+            escalate: self.escalate,
         };
         if let Some(default) = self.default {
             let fitted = question.check_answer(default).map_err(|e| Error::Invalid {
@@ -272,152 +309,4 @@ impl NewQuestion {
         }
         Ok(Duration::from_secs_f64(seconds))
     }
-}
-
-/// Checks a session id: 1-128 characters of letters, digits and `. _ : - / @` (no braces, no
-/// spaces: session ids end up in store keys).
-pub fn check_session_id(session_id: &str) -> Result<(), Error> {
-    let ok = !session_id.is_empty()
-        && session_id.chars().count() <= MAX_SESSION_CHARS
-        && session_id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._:-/@".contains(c));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::Invalid {
-            field: "session_id",
-            reason: format!(
-                "must be 1-{MAX_SESSION_CHARS} characters of letters, digits and . _ : - / @"
-            ),
-        })
-    }
-}
-
-fn check_text(field: &'static str, text: &str, min: usize, max: usize) -> Result<(), Error> {
-    if let Some(why) = crate::text::unprintable(text, true) {
-        return Err(Error::Invalid {
-            field,
-            reason: why.into(),
-        });
-    }
-    let chars = text.chars().count();
-    if chars < min {
-        return Err(Error::Invalid {
-            field,
-            reason: "must not be empty".into(),
-        });
-    }
-    if chars > max {
-        return Err(Error::Invalid {
-            field,
-            reason: format!("is {chars} characters long; the limit is {max}"),
-        });
-    }
-    Ok(())
-}
-
-fn check_shape(
-    kind: Kind,
-    options: &[String],
-    multi: bool,
-    allow_custom: bool,
-) -> Result<(), Error> {
-    let invalid = |field, reason: &str| {
-        Err(Error::Invalid {
-            field,
-            reason: reason.to_owned(),
-        })
-    };
-    match kind {
-        Kind::Confirm | Kind::Approval if !options.is_empty() => {
-            return invalid(
-                "options",
-                "confirm and approval questions have fixed replies",
-            );
-        }
-        Kind::Confirm | Kind::Approval if multi || allow_custom => {
-            return invalid(
-                "multi",
-                "confirm and approval questions take one fixed reply",
-            );
-        }
-        Kind::Ask if multi && options.is_empty() => {
-            return invalid("multi", "a multi-choice question needs options");
-        }
-        _ => {}
-    }
-    if options.len() > MAX_OPTIONS {
-        return Err(Error::Invalid {
-            field: "options",
-            reason: format!("{} options; the limit is {MAX_OPTIONS}", options.len()),
-        });
-    }
-    for (index, label) in options.iter().enumerate() {
-        check_text("options", label, 1, MAX_LABEL_CHARS)?;
-        if label.contains('\n') {
-            return invalid("options", "an option label must be one line");
-        }
-        if multi && label.contains(',') {
-            return invalid(
-                "options",
-                "labels of a multi-choice question may not contain commas",
-            );
-        }
-        if options[..index]
-            .iter()
-            .any(|o| o.eq_ignore_ascii_case(label))
-        {
-            return Err(Error::Invalid {
-                field: "options",
-                reason: format!("`{label}` appears twice"),
-            });
-        }
-    }
-    Ok(())
-}
-
-fn check_identities<'a>(
-    field: &'static str,
-    mut list: impl ExactSizeIterator<Item = &'a str>,
-) -> Result<(), Error> {
-    if list.len() > MAX_PEOPLE {
-        return Err(Error::Invalid {
-            field,
-            reason: format!("{} entries; the limit is {MAX_PEOPLE}", list.len()),
-        });
-    }
-    match list.find(|entry| !is_well_formed(entry)) {
-        Some(bad) => Err(Error::Invalid {
-            field,
-            reason: format!(
-                "`{bad}` is not of the form `console`, `api` or `<surface>:<id>` (e.g. `telegram:42`)"
-            ),
-        }),
-        None => Ok(()),
-    }
-}
-
-fn check_url(field: &'static str, url: &str) -> Result<(), Error> {
-    let ok = (url.starts_with("http://") || url.starts_with("https://"))
-        && url.len() <= 2000
-        && !url.chars().any(char::is_whitespace);
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::Invalid {
-            field,
-            reason: "must be an http:// or https:// URL".into(),
-        })
-    }
-}
-
-fn dedup<T: PartialEq>(list: Vec<T>) -> Vec<T> {
-    let mut seen = Vec::with_capacity(list.len());
-    for item in list {
-        if !seen.contains(&item) {
-            seen.push(item);
-        }
-    }
-    seen
 }

@@ -5,7 +5,7 @@ use super::Bridge;
 use crate::Error;
 use askbridge_core::command::{AnswerCommand, PickCommand, ShowCommand};
 use askbridge_core::text::first_line;
-use askbridge_core::{Actor, IdRef, Inbound, Question, Reply, Tone, render};
+use askbridge_core::{Actor, IdRef, Inbound, Millis, Question, Reply, Tone, render};
 
 /// The help text of every chat surface.
 pub(super) const HELP: &str = "askbridge lets a running program ask you questions here.\n\
@@ -87,7 +87,7 @@ impl Turn {
     /// selection lives in the message's buttons).
     pub(super) async fn pick_command(&self, command: PickCommand) -> Result<Reply, Error> {
         let question = self.find(&command.id).await?;
-        if !question.may_answer(&self.message.sender, &self.message.chat) {
+        if !question.may_answer(&self.message.sender, &self.message.chat, Millis::now()) {
             return Err(Error::Forbidden);
         }
         if !question.is_pending() {
@@ -119,8 +119,9 @@ impl Turn {
 
     pub(super) async fn show_command(&self, command: ShowCommand) -> Result<Reply, Error> {
         let question = self.find(&command.id).await?;
-        let visible = question.may_answer(&self.message.sender, &self.message.chat)
-            || question.targets.contains(&self.message.chat);
+        let now = Millis::now();
+        let visible = question.may_answer(&self.message.sender, &self.message.chat, now)
+            || question.targets_at(now).contains(&self.message.chat);
         if !visible {
             return Err(Error::Forbidden);
         }

@@ -16,7 +16,8 @@ use crate::store::ListFilter;
 use askbridge_core::command::{Command, CommandLine};
 use askbridge_core::run::Origin;
 use askbridge_core::{
-    Actor, IdRef, Identity, Inbound, Inbox, Prepared, Question, Reply, RuleId, Target, Tone, render,
+    Actor, IdRef, Identity, Inbound, Inbox, Millis, Prepared, Question, Reply, RuleId, Target,
+    Tone, render,
 };
 use async_trait::async_trait;
 use std::time::Duration;
@@ -88,7 +89,8 @@ impl Bridge {
             ..ListFilter::pending()
         };
         let mut questions = self.list(&filter).await?;
-        questions.retain(|q| q.may_answer(sender, chat));
+        let now = Millis::now();
+        questions.retain(|q| q.may_answer(sender, chat, now));
         Ok(questions)
     }
 }
@@ -320,8 +322,9 @@ impl Turn {
     async fn waiting_for(&self) -> Result<Vec<Question>, Error> {
         let sender = &self.message.sender;
         let mut questions = self.bridge.answerable(sender, &self.message.chat).await?;
+        let now = Millis::now();
         questions.retain(|q| {
-            q.answerers.contains(sender) || (q.answerers.is_empty() && self.message.private)
+            q.answerers_at(now).contains(sender) || (q.answerers.is_empty() && self.message.private)
         });
         Ok(questions)
     }

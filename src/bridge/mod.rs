@@ -14,6 +14,8 @@
 //! - `effects.rs` and `sweeper.rs`: showing questions on channels, what follows a resolution
 //!   (withdrawing buttons everywhere, callbacks, resuming runs), expiry, and finishing work a
 //!   crashed process left;
+//! - `nudges.rs`: reminders and escalation steps of unanswered questions, due through the same
+//!   open index as expiry;
 //! - `approvals.rs`: approvers, "always allow" rules and the audit trail;
 //! - `inbox.rs` and `commands.rs`: what a chat message means (`/answer`, `/decline`, `/pending`,
 //!   plain replies, `/run`);
@@ -26,6 +28,7 @@ mod approvals;
 mod commands;
 mod effects;
 mod inbox;
+mod nudges;
 mod recent;
 mod refusals;
 mod registry;
@@ -82,6 +85,9 @@ pub struct BridgeOptions {
     /// Where callback URLs may point (`ASKBRIDGE_CALLBACK_ALLOW`): public addresses only by
     /// default.
     pub callback_egress: crate::egress::Egress,
+    /// Least time between two reminders in one chat, and the shortest `remind_after_s`
+    /// (`ASKBRIDGE_REMINDER_GAP_S`).
+    pub reminder_gap: Duration,
 }
 
 impl Default for BridgeOptions {
@@ -94,6 +100,7 @@ impl Default for BridgeOptions {
             approvers: Vec::new(),
             flow_starters: Vec::new(),
             callback_egress: crate::egress::Egress::public_only(),
+            reminder_gap: Duration::from_secs(60),
         }
     }
 }

@@ -18,7 +18,7 @@ const ID_ATTEMPTS: usize = 3;
 
 impl Bridge {
     /// Checks targets against the channels: each must be served by one.
-    fn check_targets(&self, targets: &[Target]) -> Result<(), Error> {
+    pub(super) fn check_targets(&self, targets: &[Target]) -> Result<(), Error> {
         match targets.iter().find(|t| self.channel_for(t).is_none()) {
             None => Ok(()),
             Some(target) => {
@@ -89,6 +89,7 @@ impl Bridge {
     async fn vet(&self, mut request: NewQuestion) -> Result<NewQuestion, Error> {
         self.check_targets(&request.targets)?;
         self.name_approvers(&mut request)?;
+        self.check_nudges(&request)?;
         let Some(url) = &request.callback_url else {
             return Ok(request);
         };

@@ -167,7 +167,7 @@ impl Bridge {
             error,
             question: Some(question),
         };
-        if !question.may_answer(&attempt.actor.by, &attempt.chat) {
+        if !question.may_answer(&attempt.actor.by, &attempt.chat, Millis::now()) {
             tracing::info!(question_id = %question.id, by = %attempt.actor.by, chat = %attempt.chat, "refused: not an answerer");
             return Err(refused(Error::Forbidden, question));
         }

@@ -92,11 +92,9 @@ impl Bridge {
                     self.metrics().outbox_lag(now.since(question.expires_at));
                     self.expire(&question).await?;
                 }
-                // Leased while not yet due (its deadline moved); put it back.
-                Some(question) if question.is_pending() => {
-                    store.reschedule(id, question.expires_at).await?;
-                    self.schedule().offer(question.expires_at);
-                }
+                // Due before its deadline: a reminder or an escalation step (or nothing, when
+                // another process did them; the entry then moves to what is next).
+                Some(question) if question.is_pending() => self.nudge(&question, now).await?,
                 Some(question) => {
                     // Effects left undone: due a grace after the resolution (see `SETTLE_GRACE`).
                     if let Some(resolution) = &question.resolution {
@@ -183,7 +181,7 @@ impl Bridge {
                 store.reschedule(&id, Millis::now()).await?;
                 continue;
             }
-            self.schedule().offer(question.expires_at);
+            self.schedule().offer(question.next_due(&[]));
             let shown = store.shown(&id).await?;
             for target in &question.targets {
                 if !shown.iter().any(|s| &s.target == target) && self.channel_for(target).is_some()
@@ -229,7 +227,7 @@ impl Bridge {
             Event::Question { kind, question } => {
                 if *kind == EventKind::Asked {
                     self.recent().asked(question);
-                    self.schedule().offer(question.expires_at);
+                    self.schedule().offer(question.next_due(&[]));
                 } else if let Some(resolution) = &question.resolution {
                     // The winner finishes the effects at once; if it died, this is when any
                     // sweeper takes over.

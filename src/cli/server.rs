@@ -72,6 +72,7 @@ async fn open_bridge(config: &Config, default_targets: Vec<Target>) -> anyhow::R
         signing_secret: config.flow_secret.clone(),
         approvers: config.approvers.clone(),
         flow_starters: config.flow_starters.clone(),
+        reminder_gap: config.reminder_gap,
         callback_egress: askbridge::egress::Egress::public_only()
             .allow(&config.callback_allow)
             .map_err(anyhow::Error::msg)?,

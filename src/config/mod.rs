@@ -120,6 +120,8 @@ pub struct Config {
     pub max_connections: usize,
     /// See [`MCP_PROGRESS`].
     pub mcp_progress: Duration,
+    /// See [`REMINDER_GAP`].
+    pub reminder_gap: Duration,
 }
 
 /// How many threads execute askbridge's work ([`WORKER_THREADS`]); `None` for one per core.
@@ -313,6 +315,7 @@ impl Config {
             callback_allow,
             max_connections,
             mcp_progress: seconds(&get, MCP_PROGRESS, 15)?,
+            reminder_gap: seconds(&get, REMINDER_GAP, 60)?,
         })
     }
 }
@@ -362,6 +365,7 @@ mod tests {
             (CALLBACK_ALLOW, "10.0.0.0/99"),
             (METRICS_PUBLIC, "sometimes"),
             (MAX_CONNECTIONS, "0"),
+            (REMINDER_GAP, "often"),
         ] {
             match config(&[(variable, value)]) {
                 Err(ConfigError {

@@ -66,9 +66,12 @@ pub const MAX_CONNECTIONS: &str = "ASKBRIDGE_MAX_CONNECTIONS";
 pub const MCP_PROGRESS: &str = "ASKBRIDGE_MCP_PROGRESS_S";
 /// Threads executing askbridge's work. Default: one per core.
 pub const WORKER_THREADS: &str = "ASKBRIDGE_WORKER_THREADS";
+/// Least seconds between two reminders in one chat (whichever questions they are about), and so
+/// the shortest `remind_after_s`. Default 60, as Telegram limits messages to groups.
+pub const REMINDER_GAP: &str = "ASKBRIDGE_REMINDER_GAP_S";
 
 /// Every variable, for `--help`.
-pub const ALL: [(&str, &str); 31] = [
+pub const ALL: [(&str, &str); 32] = [
     (HTTP_ADDR, "HTTP API address (default 127.0.0.1:8080)"),
     (
         API_TOKEN,
@@ -153,5 +156,9 @@ pub const ALL: [(&str, &str); 31] = [
     (
         WORKER_THREADS,
         "threads executing askbridge's work (default: one per core)",
+    ),
+    (
+        REMINDER_GAP,
+        "least seconds between reminders in one chat (default 60)",
     ),
 ];

@@ -67,7 +67,7 @@ pub(super) struct AuditQuery {
     limit: Option<usize>,
     /// Only this person's records.
     by: Option<String>,
-    /// Only this outcome: a status, `refused` or `rule`.
+    /// Only this outcome: a status, `refused`, `rule` or `nudged`.
     outcome: Option<String>,
     /// `newest` for newest first, paged with `before`.
     order: Option<String>,
@@ -76,13 +76,14 @@ pub(super) struct AuditQuery {
 }
 
 /// The outcomes `GET /api/audit?outcome=` takes.
-const OUTCOMES: [&str; 6] = [
+const OUTCOMES: [&str; 7] = [
     "answered",
     "declined",
     "expired",
     "cancelled",
     "refused",
     "rule",
+    "nudged",
 ];
 
 pub(super) async fn audit(

@@ -43,7 +43,7 @@ impl ListFilter {
             && self
                 .target
                 .as_ref()
-                .is_none_or(|t| question.targets.contains(t))
+                .is_none_or(|t| question.all_targets().contains(t))
     }
 }
 

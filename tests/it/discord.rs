@@ -980,6 +980,51 @@ async fn slash_commands_answer_and_autocomplete_pending_ids() {
 }
 
 #[tokio::test]
+async fn a_reminder_replies_to_the_question_and_pings_only_its_discord_answerers() {
+    let rig = Rig::start().await;
+    let q = rig
+        .ask(json!({"prompt": "Which?", "options": ["a", "b"]}))
+        .await;
+    let message = rig.shown(&q, channel()).await;
+    let mention: Vec<askbridge_core::Identity> =
+        vec!["discord:4242".into(), "telegram:7".into(), "api".into()];
+    rig.discord
+        .channel()
+        .remind(
+            &q,
+            &channel().target().into(),
+            &message.to_string(),
+            "⏰ Reminder: still waiting @everyone",
+            &mention,
+        )
+        .await
+        .unwrap();
+    let reminder = rig
+        .fake
+        .posted(CHANNEL)
+        .into_iter()
+        .find(|r| {
+            r.body["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("Reminder"))
+        })
+        .expect("the reminder was posted");
+    let body = &reminder.body;
+    assert_eq!(body["message_reference"]["message_id"], message.to_string());
+    assert_eq!(body["message_reference"]["fail_if_not_exists"], false);
+    let content = body["content"].as_str().unwrap();
+    assert!(content.ends_with("<@4242>"), "{content}");
+    assert!(
+        !content.contains("<@7>"),
+        "a Telegram answerer is not a Discord user: {content}"
+    );
+    // Only the answerer is pinged: not @everyone in the text, not the author replied to.
+    assert_eq!(body["allowed_mentions"]["users"], json!(["4242"]));
+    assert_eq!(body["allowed_mentions"]["parse"], json!([]));
+    assert_eq!(body["allowed_mentions"]["replied_user"], false);
+}
+
+#[tokio::test]
 async fn say_posts_plain_text_and_errors_name_no_token() {
     let rig = Rig::start().await;
     rig.bridge

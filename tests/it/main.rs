@@ -26,6 +26,7 @@ mod flows;
 mod hardening;
 mod http_api;
 mod mcp;
+mod nudges;
 mod restart;
 mod runs_crash;
 mod store_conformance;

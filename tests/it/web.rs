@@ -298,6 +298,27 @@ async fn a_question_asked_over_http_appears_without_a_reload() {
         "still the same document",
         "the page was not reloaded"
     );
+
+    // Reminders and escalation steps are on the card, with what each step adds.
+    let nudged = api
+        .ask(
+            json!({"prompt": "Nudged?", "timeout_s": 3600, "remind_after_s": 600, "reminders": 2,
+            "escalate": [{"after_s": 1200, "answerers": ["api"]}]}),
+        )
+        .await;
+    let text = page
+        .wait_for("the nudged card", &pending_card(&nudged))
+        .await;
+    let text = text.as_str().unwrap();
+    for expected in [
+        "Reminders",
+        "2 at most, every 10 min 0 s unanswered",
+        "Escalation 1",
+        "at ",
+        "api may answer",
+    ] {
+        assert!(text.contains(expected), "{expected:?} not in {text:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

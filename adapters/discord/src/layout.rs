@@ -180,6 +180,47 @@ pub(crate) fn no_pings() -> CreateAllowedMentions {
     CreateAllowedMentions::new().replied_user(false)
 }
 
+/// A reminder: `text` as a reply to message `to` in `channel`, followed by a mention of each of
+/// `people` (Discord user ids), who alone are pinged; the reply still sends if `to` is gone.
+pub(crate) fn reminder_message(
+    text: &str,
+    channel: u64,
+    to: Option<u64>,
+    people: &[u64],
+) -> CreateMessage {
+    let mentions: Vec<String> = people
+        .iter()
+        .take(10)
+        .map(|id| format!("<@{id}>"))
+        .collect();
+    let content = match mentions.is_empty() {
+        true => text.to_owned(),
+        false => format!("{text}\n👤 {}", mentions.join(" ")),
+    };
+    let allowed = CreateAllowedMentions::new()
+        .users(
+            people
+                .iter()
+                .take(10)
+                .map(|id| serenity::all::UserId::new(*id)),
+        )
+        .replied_user(false);
+    let message = CreateMessage::new()
+        .content(fit(&content))
+        .allowed_mentions(allowed);
+    match to {
+        Some(to) => {
+            let mut reference = serenity::all::MessageReference::from((
+                serenity::all::ChannelId::new(channel),
+                serenity::all::MessageId::new(to),
+            ));
+            reference.fail_if_not_exists = Some(false);
+            message.reference_message(reference)
+        }
+        None => message,
+    }
+}
+
 /// The message showing `question` in channel `channel_id`. Its nonce makes a re-sent show (after
 /// a timeout whose request did reach Discord) return the first message instead of posting a
 /// second one. Discord checks nonces per author, not per channel, so the nonce names both the

@@ -378,6 +378,24 @@ impl Channel for Discord {
                 error.into()
             })
     }
+
+    /// A reply to the question's message, pinging its Discord answerers (and nobody else).
+    async fn remind(
+        &self,
+        question: &Question,
+        target: &Target,
+        shown: &str,
+        text: &str,
+        mention: &[askbridge_core::Identity],
+    ) -> Result<(), askbridge_core::Error> {
+        let channel_id = Discord::target_channel(target)?;
+        let people = askbridge_core::identity::numeric_ids_on(mention, SURFACE);
+        let to = shown.parse::<u64>().ok().filter(|id| *id != 0);
+        let message = layout::reminder_message(text, channel_id.get(), to, &people);
+        self.core.rest.send_message(channel_id, &message).await?;
+        tracing::info!(question_id = %question.id, %target, "reminder sent on Discord");
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -6,11 +6,12 @@
 
 use crate::keyboard::{keyboard, message_text, resolved_text};
 use crate::{Redactor, SURFACE};
-use askbridge_core::{Channel, Error, Question, Target};
+use askbridge_core::identity::numeric_ids_on;
+use askbridge_core::{Channel, Error, Identity, Question, Target};
 use async_trait::async_trait;
 use std::future::Future;
 use teloxide::prelude::*;
-use teloxide::types::MessageId;
+use teloxide::types::{MessageId, UserId};
 use teloxide::{ApiError, RequestError};
 
 /// How many 429s in a row one call waits out before handing the failure to the bridge's retry.
@@ -149,6 +150,26 @@ impl Channel for TelegramChannel {
         .map(drop)
         .map_err(|error| to_model_error(&self.redactor, error))
     }
+
+    /// A reply to the question's message, mentioning its Telegram answerers by user id.
+    async fn remind(
+        &self,
+        question: &Question,
+        target: &Target,
+        shown: &str,
+        text: &str,
+        mention: &[Identity],
+    ) -> Result<(), Error> {
+        let chat = chat_of(target)?;
+        let people: Vec<UserId> = numeric_ids_on(mention, SURFACE)
+            .into_iter()
+            .map(UserId)
+            .collect();
+        let to = shown.parse::<i32>().ok().map(MessageId);
+        self.reply_mentioning(chat, to, text, &people).await?;
+        tracing::info!(question_id = %question.id, %target, "reminder sent on Telegram");
+        Ok(())
+    }
 }
 
 impl TelegramChannel {
@@ -190,8 +211,31 @@ impl TelegramChannel {
         to: Option<MessageId>,
         text: &str,
     ) -> Result<(), Error> {
-        let text = askbridge_core::render::shorten(text, crate::keyboard::MESSAGE_LIMIT);
-        let (text, entities) = code_entities(&text);
+        self.reply_mentioning(chat, to, text, &[]).await
+    }
+
+    /// [`TelegramChannel::reply`], naming `people` on a last line with mentions that notify
+    /// them (text mentions by user id: no username needed).
+    async fn reply_mentioning(
+        &self,
+        chat: ChatId,
+        to: Option<MessageId>,
+        text: &str,
+        people: &[UserId],
+    ) -> Result<(), Error> {
+        let text = askbridge_core::render::shorten(text, crate::keyboard::MESSAGE_LIMIT - 400);
+        let (mut text, mut entities) = code_entities(&text);
+        for (n, person) in people.iter().take(10).enumerate() {
+            text.push_str(if n == 0 { "\n👤 " } else { ", " });
+            let label = format!("user {person}");
+            let offset = text.encode_utf16().count();
+            entities.push(teloxide::types::MessageEntity::text_mention_id(
+                *person,
+                offset,
+                label.encode_utf16().count(),
+            ));
+            text.push_str(&label);
+        }
         with_rate_limit(&self.redactor, || {
             let request = with_entities(self.bot.send_message(chat, text.clone()), &entities);
             let request = match to {

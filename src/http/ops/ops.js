@@ -553,6 +553,7 @@
         row('Targets', q.targets.length ? q.targets.join(', ') : 'none (the API and this page)'),
         row('Who may answer', who),
         row('Asked', clock(q.created_at)),
+        ...nudgeRows(q),
         row('ID', el('code', { text: id })),
       ),
     );
@@ -567,6 +568,23 @@
     card.append(el('p', { class: 'notice', role: 'status' }));
     card.hidden = !matches(q);
     return card;
+  }
+
+  // Reminders and escalation steps: when each comes, and what a step adds.
+  function nudgeRows(q) {
+    const rows = [];
+    if (q.reminders) {
+      const { after_s: every, times } = q.reminders;
+      rows.push(row('Reminders', `${times} at most, every ${seconds(every)} unanswered`));
+    }
+    (q.escalate || []).forEach((step, i) => {
+      const at = new Date(Date.parse(q.created_at) + step.after_s * 1000);
+      const adds = (step.targets || []).map((t) => `shown on ${t}`);
+      if ((step.answerers || []).length) adds.push(`${step.answerers.join(', ')} may answer`);
+      const when = at.getTime() <= Date.now() ? 'since' : 'at';
+      rows.push(row(`Escalation ${i + 1}`, `${when} ${clock(at.toISOString())}: ${adds.join('; ')}`));
+    });
+    return rows;
   }
 
   function row(term, value) {

@@ -161,7 +161,7 @@ impl Questions for EmbeddedStore {
                         txn.open_table(DUE)?.remove((old.value(), id.as_str()))?;
                     }
                     let mut by_target = txn.open_table(BY_TARGET)?;
-                    for target in &question.targets {
+                    for target in &question.all_targets() {
                         by_target.remove((target.as_str(), id.as_str()))?;
                     }
                 }
@@ -364,7 +364,7 @@ impl Outbox for EmbeddedStore {
     ) -> Result<()> {
         let id = id.clone();
         let done = done.to_vec();
-        let targets = question.map(|q| q.targets.clone()).unwrap_or_default();
+        let targets = question.map(Question::all_targets).unwrap_or_default();
         self.write(move |txn| {
             let mut effects = txn.open_table(EFFECTS)?;
             for effect in &done {

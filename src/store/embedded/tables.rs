@@ -181,9 +181,9 @@ pub(super) fn insert_question(txn: &WriteTransaction, question: &Question) -> Re
     txn.open_table(CREATED)?
         .insert((question.created_at.0, id), ())?;
     let mut by_target = txn.open_table(BY_TARGET)?;
-    for target in &question.targets {
+    for target in &question.all_targets() {
         by_target.insert((target.as_str(), id), ())?;
     }
-    set_due(txn, id, question.expires_at.0)?;
+    set_due(txn, id, question.next_due(&[]).0)?;
     Ok(Inserted::Created)
 }

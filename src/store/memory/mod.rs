@@ -114,7 +114,7 @@ impl Questions for MemoryStore {
             state
                 .questions
                 .insert(question.id.clone(), question.clone());
-            state.set_due(&question.id, question.expires_at);
+            state.set_due(&question.id, question.next_due(&[]));
         }
         self.announce(question);
         Ok(Inserted::Created)

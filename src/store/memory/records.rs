@@ -109,7 +109,7 @@ impl Runs for MemoryStore {
             state
                 .questions
                 .insert(question.id.clone(), question.clone());
-            state.set_due(&question.id, question.expires_at);
+            state.set_due(&question.id, question.next_due(&[]));
         }
         // Announced before the run's event, as a script would: the question exists first.
         self.announce(question);

@@ -132,7 +132,7 @@ impl Outbox for RedisStore {
             .key(self.keys.question(id))
             .key(self.keys.open(bucket))
             .key(self.keys.pending(bucket));
-        for target in question.map(|q| q.targets.as_slice()).unwrap_or_default() {
+        for target in &question.map(Question::all_targets).unwrap_or_default() {
             invocation.key(self.keys.target(bucket, target.as_str()));
         }
         invocation

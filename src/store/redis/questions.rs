@@ -144,7 +144,7 @@ impl RedisStore {
             .key(self.keys.pending(bucket))
             .key(self.keys.session(bucket, &question.session_id))
             .key(self.keys.events(bucket));
-        for target in &question.targets {
+        for target in &question.all_targets() {
             invocation.key(self.keys.target(bucket, target.as_str()));
         }
         invocation
@@ -153,7 +153,7 @@ impl RedisStore {
             .arg(question.created_at.0)
             .arg(id)
             .arg(session_ttl.as_millis() as u64)
-            .arg("")
+            .arg(question.next_due(&[]).0)
             .arg(EVENTS_MAXLEN)
             .arg(target_ttl.as_millis() as u64);
         json

@@ -5,7 +5,7 @@ use super::{Fixture, SETTLE, claim, question};
 use askbridge::store::ClaimOptions;
 use askbridge::store::{ListFilter, Shown};
 use askbridge_core::question::DEFAULT_TIMEOUT;
-use askbridge_core::{Millis, Transition};
+use askbridge_core::{Millis, NewQuestion, QuestionId, Transition};
 use std::time::Duration;
 
 async fn due_entries_are_leased_rescheduled_and_settled(f: Fixture) {
@@ -144,7 +144,74 @@ async fn duplicate_deliveries_are_recognised(f: Fixture) {
     );
 }
 
+/// A question with a reminder and an escalation step: due at its first nudge, not its deadline;
+/// listed under the step's target too (a plain reply there finds it); a nudge's mark is new once;
+/// and the step's target leaves the index with the question.
+async fn a_nudged_question_is_due_at_its_first_nudge_and_indexed_under_its_steps(f: Fixture) {
+    let asked = Millis::now();
+    let q = NewQuestion::ask("Which library?")
+        .session("s1")
+        .options(["dayjs", "luxon"])
+        .targets(["chat:1"])
+        .timeout(DEFAULT_TIMEOUT)
+        .remind(Duration::from_secs(120), 2)
+        .escalate(Duration::from_secs(60), ["chat:9"], ["chat:7"])
+        .into_question(QuestionId::random(), asked, DEFAULT_TIMEOUT)
+        .unwrap();
+    f.store.insert(&q).await.unwrap();
+    let step = asked.after(Duration::from_secs(60));
+    assert_eq!(f.store.next_due().await.unwrap(), Some(step));
+    let lease = Duration::from_secs(30);
+    let before = Millis(step.0 - 1);
+    assert!(
+        f.store
+            .lease_due(before, lease, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        f.store.lease_due(step, lease, 10).await.unwrap(),
+        vec![q.id.clone()]
+    );
+    assert!(f.store.mark_effect(&q.id, "escalate:0").await.unwrap());
+    assert!(
+        !f.store.mark_effect(&q.id, "escalate:0").await.unwrap(),
+        "marked once"
+    );
+    let done = f.store.work(&q.id).await.unwrap().done;
+    let next = q.next_due(&done);
+    assert_eq!(next, asked.after(Duration::from_secs(120)));
+    f.store.reschedule(&q.id, next).await.unwrap();
+    assert_eq!(f.store.next_due().await.unwrap(), Some(next));
+    let in_step_chat = ListFilter {
+        target: Some("chat:9".into()),
+        ..ListFilter::pending()
+    };
+    assert_eq!(f.store.list(&in_step_chat).await.unwrap().len(), 1);
+    let expire = claim(Transition::Expire, "askbridge");
+    f.store
+        .claim(&q, &expire, ClaimOptions::new(SETTLE))
+        .await
+        .unwrap();
+    f.store.finish(&q.id, Some(&q), &[], None).await.unwrap();
+    let in_step_chat = ListFilter {
+        target: Some("chat:9".into()),
+        ..ListFilter::default()
+    };
+    assert!(
+        f.store
+            .list(&in_step_chat)
+            .await
+            .unwrap()
+            .iter()
+            .all(|l| l.id != q.id || !l.is_pending())
+    );
+    assert!(f.store.open_ids().await.unwrap().is_empty());
+}
+
 conformance!(
+    a_nudged_question_is_due_at_its_first_nudge_and_indexed_under_its_steps,
     due_entries_are_leased_rescheduled_and_settled,
     deliveries_and_effects_are_recorded,
     duplicate_deliveries_are_recognised,

@@ -3,13 +3,14 @@
 -- K (keys): 1 question, 2 open index, 3 pending index, 4 session set, 5 events stream,
 --       6.. one target set per target.
 -- A (arguments): 1 question JSON as asked (an object without status or resolution), 2 deadline ms,
---       3 asked ms, 4 id, 5 session set TTL ms, 6 (unused), 7 events maxlen, 8 target set TTL ms.
+--       3 asked ms, 4 id, 5 session set TTL ms, 6 first due ms (the deadline, or a reminder or
+--       escalation step before it), 7 events maxlen, 8 target set TTL ms.
 -- The event is built here from the question, not sent twice.
 -- Returns 1 when created, 0 when the id exists (nothing written).
 local function insert_question(K, A)
     if redis.call('EXISTS', K[1]) == 1 then return 0 end
     redis.call('HSET', K[1], 'q', A[1], 'status', 'pending', 'exp', A[2])
-    redis.call('ZADD', K[2], A[2], A[4])
+    redis.call('ZADD', K[2], A[6], A[4])
     redis.call('ZADD', K[3], A[3], A[4])
     redis.call('SADD', K[4], A[4])
     redis.call('PEXPIRE', K[4], A[5])

@@ -1,0 +1,96 @@
+//! How a question left `pending`: its [`Resolution`], as stored and sent.
+//!
+//! Apart from [`crate::question`] so that the question module stays about the question and its
+//! state machine; a resolution needs only the answer, the decider and the rule id.
+
+use crate::actor::{Decider, WireDecider};
+use crate::id::RuleId;
+use crate::identity::Identity;
+use crate::time::Millis;
+use crate::value::Answer;
+use serde::{Deserialize, Serialize};
+
+/// How a question left `pending`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "ResolutionWire", from = "ResolutionWire")]
+pub struct Resolution {
+    /// The answer (for `expired`, the default if there was one).
+    pub value: Option<Answer>,
+    /// Who decided: a person or program, a rule, or the deadline. Sent and stored as the
+    /// `by`, `by_name` and `via` strings ([`Decider::wire`]).
+    pub decider: Decider,
+    /// When.
+    pub at: Millis,
+    /// A decline's (or cancel's) message.
+    pub message: Option<String>,
+    /// For approvals: the rule that allowed it, or that its "always" created.
+    pub rule_id: Option<RuleId>,
+}
+
+impl Resolution {
+    /// The identity that resolved it (`telegram:42`, `console`, `api`, `rule:<id>`, `askbridge`).
+    pub fn by(&self) -> Identity {
+        self.decider.wire().by
+    }
+
+    /// A human name for [`Resolution::by`], when the surface knows one (`@alice`).
+    pub fn by_name(&self) -> Option<&str> {
+        self.decider.actor().and_then(|a| a.by_name.as_deref())
+    }
+
+    /// The surface it came through (`telegram`, `api`, `rule`, `timeout` ...).
+    pub fn via(&self) -> String {
+        self.decider.wire().via
+    }
+
+    /// The rule this resolution creates: an approval's "always", answered by a person (a rule's
+    /// own decision creates nothing). Decided once, by [`Question::apply`].
+    pub fn rule_to_create(&self) -> Option<&RuleId> {
+        self.decider.actor().and(self.rule_id.as_ref())
+    }
+}
+
+/// [`Resolution`] as stored and sent, field for field as it has always been.
+#[derive(Serialize, Deserialize)]
+struct ResolutionWire {
+    value: Option<Answer>,
+    by: Identity,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    by_name: Option<String>,
+    via: String,
+    at: Millis,
+    message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rule_id: Option<RuleId>,
+}
+
+impl From<Resolution> for ResolutionWire {
+    fn from(resolution: Resolution) -> Self {
+        let WireDecider { by, by_name, via } = resolution.decider.wire();
+        ResolutionWire {
+            value: resolution.value,
+            by,
+            by_name,
+            via,
+            at: resolution.at,
+            message: resolution.message,
+            rule_id: resolution.rule_id,
+        }
+    }
+}
+
+impl From<ResolutionWire> for Resolution {
+    fn from(wire: ResolutionWire) -> Self {
+        Resolution {
+            value: wire.value,
+            decider: Decider::from_wire(WireDecider {
+                by: wire.by,
+                by_name: wire.by_name,
+                via: wire.via,
+            }),
+            at: wire.at,
+            message: wire.message,
+            rule_id: wire.rule_id,
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Reminders and escalation steps of unanswered questions, carried out by the sweeper.
+//!
+//! When they fall due is decided by the question alone ([`Question::nudges`]), and the store's
+//! open index holds each pending question under its next due time, so the sweeper that leases
+//! the entry (one process, see `Outbox::lease_due`) is the one that nudges. Each nudge is marked
+//! as an outbox effect *before* it is sent: with several processes, or a lease that ran out
+//! while a slow channel answered, only the process whose mark was new goes on. A crash between
+//! the mark and the message loses that one reminder rather than sending it twice; people forgive
+//! a missing reminder more easily than a duplicated one.
+//!
+//! Who may answer after an escalation step is not written anywhere: every process works it out
+//! from the clock ([`Question::may_answer`]), so none can disagree with another.
+
+use super::Bridge;
+use crate::Error;
+use crate::metrics::DeliveryAction;
+use crate::store::Shown;
+use askbridge_core::audit::{AuditEntry, AuditEvent};
+use askbridge_core::nudge::Nudge;
+use askbridge_core::{Kind, Millis, NewQuestion, Question, render};
+
+impl Bridge {
+    /// Refuses reminders closer together than one chat may get them, and, for approvals,
+    /// escalation answerers who are not approvers.
+    pub(super) fn check_nudges(&self, request: &NewQuestion) -> Result<(), Error> {
+        let gap = self.options().reminder_gap;
+        if request
+            .remind_after_s
+            .is_some_and(|s| s < gap.as_secs_f64())
+        {
+            return Err(invalid(
+                "remind_after_s",
+                format!(
+                    "must be at least {} s: one chat gets at most one reminder that often (ASKBRIDGE_REMINDER_GAP_S)",
+                    gap.as_secs_f64()
+                ),
+            ));
+        }
+        for step in &request.escalate {
+            self.check_targets(&step.targets)?;
+        }
+        let approvers = &self.options().approvers;
+        if request.kind == Kind::Approval && !approvers.is_empty() {
+            let stranger = request
+                .escalate
+                .iter()
+                .flat_map(|step| &step.answerers)
+                .find(|who| !approvers.contains(who));
+            if let Some(who) = stranger {
+                return Err(invalid(
+                    "escalate",
+                    format!("{who} is not among ASKBRIDGE_APPROVERS, so cannot approve"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The sweeper's work for a pending question whose entry came due before its deadline: the
+    /// nudges due by `now` that are not done yet, then the entry moved to the next one.
+    pub(super) async fn nudge(&self, question: &Question, now: Millis) -> Result<(), Error> {
+        let store = self.store();
+        let work = store.work(&question.id).await?;
+        let mut done = work.done;
+        let due: Vec<Nudge> = question
+            .nudges()
+            .into_iter()
+            .filter(|(at, nudge)| *at <= now && !done.contains(&nudge.effect()))
+            .map(|(_, nudge)| nudge)
+            .collect();
+        // After an outage several reminders may be overdue: only the latest is worth sending.
+        let latest_reminder = due
+            .iter()
+            .rev()
+            .find(|n| matches!(n, Nudge::Remind(_)))
+            .copied();
+        for nudge in due {
+            let effect = nudge.effect();
+            if store.mark_effect(&question.id, &effect).await? {
+                match nudge {
+                    Nudge::Remind(n) if Some(nudge) == latest_reminder => {
+                        self.remind(question, n, &work.shown, now).await?
+                    }
+                    Nudge::Remind(n) => {
+                        tracing::info!(question_id = %question.id, reminder = n, "reminder skipped: a later one is due too");
+                    }
+                    Nudge::Escalate(step) => self.escalate(question, step, &work.shown).await?,
+                }
+            }
+            done.push(effect);
+        }
+        let next = question.next_due(&done);
+        store.reschedule(&question.id, next).await?;
+        self.schedule().offer(next);
+        Ok(())
+    }
+
+    /// Reminder `number`: a reply to each message showing the question, naming who may answer.
+    async fn remind(
+        &self,
+        question: &Question,
+        number: u32,
+        shown: &[Shown],
+        now: Millis,
+    ) -> Result<(), Error> {
+        let of = question.reminders.map_or(number, |r| r.times);
+        let text = render::reminder(question, number, of, now);
+        let mention = question.answerers_at(now);
+        let mut reached = Vec::new();
+        for shown in shown {
+            let target = &shown.target;
+            let Some(channel) = self.channel_for(target) else {
+                continue;
+            };
+            // One reminder a minute per chat, whichever question: a busy group is not flooded.
+            let key = format!("remind-chat:{target}");
+            if !self
+                .store()
+                .first_sighting(&key, self.options().reminder_gap)
+                .await?
+            {
+                tracing::info!(question_id = %question.id, %target, "reminder skipped: this chat had one less than a minute ago");
+                continue;
+            }
+            match channel
+                .remind(question, target, &shown.reference, &text, &mention)
+                .await
+            {
+                Ok(()) => reached.push(target.to_string()),
+                Err(error) => {
+                    self.metrics()
+                        .delivery_failed(target.surface(), DeliveryAction::Show);
+                    tracing::warn!(question_id = %question.id, %target, %error, "cannot send a reminder");
+                }
+            }
+        }
+        tracing::info!(question_id = %question.id, reminder = number, of, reached = ?reached, "reminded");
+        let message = match reached.is_empty() {
+            true => format!("reminder {number} of {of}: no chat reached"),
+            false => format!("reminder {number} of {of} on {}", reached.join(", ")),
+        };
+        self.record(AuditEntry::nudged(question, AuditEvent::Reminded, message))
+            .await
+    }
+
+    /// Escalation step `index`: the question is shown on the step's targets (its answerers may
+    /// answer from now on without anything being written).
+    async fn escalate(
+        &self,
+        question: &Question,
+        index: usize,
+        shown: &[Shown],
+    ) -> Result<(), Error> {
+        let step = &question.escalate[index];
+        for target in &step.targets {
+            if shown.iter().any(|s| &s.target == target) {
+                continue;
+            }
+            self.spawn_delivery(question.clone(), target.clone());
+        }
+        let mut message = format!("step {} after {} s", index + 1, step.after_s);
+        if !step.targets.is_empty() {
+            message.push_str(&format!("; shown on {}", step.targets.join(", ")));
+        }
+        if !step.answerers.is_empty() {
+            message.push_str(&format!("; {} may answer", step.answerers.join(", ")));
+        }
+        tracing::info!(question_id = %question.id, step = index + 1, targets = ?step.targets, answerers = ?step.answerers, "escalated");
+        self.record(AuditEntry::nudged(question, AuditEvent::Escalated, message))
+            .await
+    }
+
+    async fn record(&self, entry: AuditEntry) -> Result<(), Error> {
+        Ok(self.store().append_audit(&entry).await?)
+    }
+}
+
+fn invalid(field: &'static str, reason: String) -> Error {
+    askbridge_core::Error::Invalid { field, reason }.into()
+}
