@@ -223,7 +223,9 @@ impl TelegramChannel {
         text: &str,
         people: &[UserId],
     ) -> Result<(), Error> {
-        let text = askbridge_core::render::shorten(text, crate::keyboard::MESSAGE_LIMIT - 400);
+        // Room for the mentions (at most ten) when there are any.
+        let room = if people.is_empty() { 0 } else { 400 };
+        let text = askbridge_core::render::shorten(text, crate::keyboard::MESSAGE_LIMIT - room);
         let (mut text, mut entities) = code_entities(&text);
         for (n, person) in people.iter().take(10).enumerate() {
             text.push_str(if n == 0 { "\n👤 " } else { ", " });
