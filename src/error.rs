@@ -51,6 +51,10 @@ pub enum Error {
     #[error("You can't answer this question.")]
     Forbidden,
 
+    /// A quorum member voted a second time; the question (with the first vote) is attached.
+    #[error("You have voted on this question already; each person votes once. {}", render::progress_line(.0).unwrap_or_default())]
+    AlreadyVoted(Box<Question>),
+
     /// A target names a surface that no configured channel serves.
     #[error("No channel can show questions in `{target}`: {hint}")]
     UnknownTarget {

@@ -217,6 +217,14 @@ pub struct Rule {
     pub created_at: Millis,
     /// The approval whose "always" created it.
     pub question_id: Option<QuestionId>,
+    /// How many agreeing votes made it, when a quorum did (0: one person). It decides an
+    /// approval with a quorum only if it was made by at least as many.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quorum: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Rule {
@@ -331,6 +339,7 @@ mod tests {
             created_by: "telegram:1".into(),
             created_at: Millis(0),
             question_id: None,
+            quorum: 0,
         };
         assert!(rule.matches("s1", &action));
         assert!(!rule.matches("s2", &action), "another session");

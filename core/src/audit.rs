@@ -6,6 +6,7 @@
 use crate::id::RuleId;
 use crate::identity::Identity;
 use crate::question::{Answer, Kind, Question, Resolution, Status};
+use crate::quorum::Vote;
 use crate::time::Millis;
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +26,8 @@ pub enum AuditEvent {
     Reminded,
     /// An unanswered question reached an escalation step.
     Escalated,
+    /// A quorum member voted (the question stays pending until the quorum is met).
+    Voted,
 }
 
 /// One record.
@@ -114,6 +117,25 @@ impl AuditEntry {
             status: Some(question.status),
             value: None,
             message: Some(message),
+            rule_id: None,
+            digest: question.action.as_ref().map(|a| a.digest()),
+        }
+    }
+
+    /// The record of `vote` on `question` (still pending, or about to be resolved by it), with
+    /// the quorum's `progress` as its message.
+    pub fn voted(question: &Question, vote: &Vote, progress: &str) -> Self {
+        AuditEntry {
+            at: vote.at,
+            event: AuditEvent::Voted,
+            by: vote.by.clone(),
+            via: vote.via.clone(),
+            question_id: Some(question.id.to_string()),
+            session_id: Some(question.session_id.clone()),
+            kind: Some(question.kind),
+            status: Some(question.status),
+            value: Some(vote.value.clone()),
+            message: Some(progress.to_owned()),
             rule_id: None,
             digest: question.action.as_ref().map(|a| a.digest()),
         }
@@ -263,6 +285,7 @@ pub fn outcome_of(entry: &AuditEntry) -> &'static str {
     match entry.event {
         AuditEvent::Refused => "refused",
         AuditEvent::Reminded | AuditEvent::Escalated => "nudged",
+        AuditEvent::Voted => "voted",
         AuditEvent::RuleCreated | AuditEvent::RuleRevoked => "rule",
         AuditEvent::Resolved => entry.status.map_or("resolved", Status::as_str),
     }

@@ -169,6 +169,19 @@ pub trait Channel: Send + Sync {
     /// Says a line of text in `target`.
     async fn say(&self, target: &Target, text: &str) -> Result<(), Error>;
 
+    /// Redraws what [`Channel::show`] sent in `target` (as `shown`) as `question` stands now,
+    /// buttons kept: a quorum's progress. By default nothing is redrawn (the voter's reply and
+    /// the next message show the progress).
+    async fn refresh(
+        &self,
+        question: &Question,
+        target: &Target,
+        shown: &str,
+    ) -> Result<(), Error> {
+        let _ = (question, target, shown);
+        Ok(())
+    }
+
     /// Reminds `target` of `question`, which [`Channel::show`] sent there as `shown`: `text` as a
     /// reply to that message, mentioning those of `mention` who are on this platform, where the
     /// platform can do either. By default it only says `text`.

@@ -16,12 +16,14 @@
 //! - [`actor`]: who decides an outcome: a person or program, a rule, or the deadline.
 //! - [`approval`]: actions to approve, their digests, approval replies and "always allow" rules.
 //! - [`nudge`]: reminders and escalation steps, and when each falls due.
-//! - [`resolution`]: how a question left `pending`.
+//! - [`resolution`]: how a question left `pending`; [`quorum`]: M of N people must agree, and
+//!   their votes.
 //! - [`question`]: the question, its outcomes, and [`Question::apply`], the claim-once state
 //!   machine every store runs.
 //! - [`answer`]: which answers fit which question, read from typed text or from program values.
 //! - `checks`, [`request`]: [`NewQuestion`], a request to ask, and the checks that make it a
 //!   question.
+//! - [`tally`]: which answers are votes, the vote state machine, the claim a met quorum makes.
 //! - [`audit`]: the records of who resolved what; [`run`]: follow-up runs and their journals.
 //! - [`command`]: the command grammar (`/answer <id> <choice>`, `/decline`, `/pending` ...) shared by
 //!   typed text and button payloads.
@@ -40,11 +42,13 @@ pub mod id;
 pub mod identity;
 pub mod nudge;
 pub mod question;
+pub mod quorum;
 pub mod render;
 pub mod request;
 pub mod resolution;
 pub mod run;
 pub mod secret;
+pub mod tally;
 pub mod text;
 pub mod time;
 pub mod value;

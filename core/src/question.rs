@@ -11,6 +11,7 @@ use crate::approval::{Action, ApprovalReply};
 use crate::id::{QuestionId, RuleId, RunId};
 use crate::identity::{Identity, Target};
 use crate::nudge::{self, Escalation, Nudge, Reminders};
+use crate::quorum::{Quorum, Vote};
 pub use crate::resolution::Resolution;
 use crate::time::Millis;
 pub use crate::value::Answer;
@@ -155,6 +156,12 @@ pub struct Question {
     /// Escalation steps while it is unanswered: more places, more people ([`crate::nudge`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub escalate: Vec<Escalation>,
+    /// How many of whom must agree ([`crate::quorum`]); its members are the answerers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<Quorum>,
+    /// The votes cast so far on a question with a quorum ([`crate::tally`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub votes: Vec<Vote>,
 }
 /// What a resolution does to a question.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -271,6 +278,8 @@ impl Question {
             at: claim.at,
             message,
             rule_id,
+            // Every vote cast, whether a quorum completed it or a member's "no" ended it.
+            votes: self.votes.clone(),
         };
         (status, resolution)
     }
@@ -283,6 +292,7 @@ impl Question {
             at,
             message: None,
             rule_id: None,
+            votes: self.votes.clone(),
         };
         (Status::Expired, resolution)
     }

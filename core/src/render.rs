@@ -10,6 +10,7 @@ use crate::approval::{ApprovalReply, REJECT};
 use crate::command::{AnswerCommand, DeclineCommand, PickCommand};
 use crate::id::IdRef;
 use crate::question::{Kind, Question, Resolution, Status};
+pub use crate::tally::progress_line;
 use crate::text::lowercase_first;
 pub use crate::text::shorten;
 use crate::time::Millis;
@@ -226,6 +227,10 @@ fn compose(
             let label = label_chars.map_or_else(|| label.clone(), |max| shorten(label, max));
             text.push_str(&format!("\n{}. {label}", index + 1));
         }
+    }
+    if let Some(progress) = progress_line(question) {
+        text.push_str("\n\n🗳 ");
+        text.push_str(&progress);
     }
     if hints {
         text.push_str("\n\n");
@@ -523,6 +528,7 @@ mod tests {
             at: Millis(0),
             message: None,
             rule_id: None,
+            votes: Vec::new(),
         });
         assert_eq!(
             outcome_line(&question),

@@ -15,6 +15,7 @@ use crate::nudge::{self, Escalation};
 use crate::question::{
     Answer, Kind, MAX_DETAIL_CHARS, MAX_PROMPT_CHARS, MAX_TIMEOUT, Question, Status,
 };
+use crate::quorum::{self, Quorum};
 use crate::time::Millis;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -74,6 +75,9 @@ pub struct NewQuestion {
     /// See [`Question::escalate`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub escalate: Vec<Escalation>,
+    /// See [`Question::quorum`]. Its members become the answerers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<Quorum>,
 }
 
 impl NewQuestion {
@@ -197,6 +201,18 @@ impl NewQuestion {
         self
     }
 
+    /// Needs `needs` of `of` to agree ([`crate::quorum`]); they become the answerers.
+    pub fn quorum<I, S>(mut self, needs: u32, of: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<Identity>,
+    {
+        let of: Vec<Identity> = of.into_iter().map(Into::into).collect();
+        self.answerers = of.clone();
+        self.quorum = Some(Quorum { needs, of });
+        self
+    }
+
     /// Checks every field and builds the pending question. `default_timeout` applies when the
     /// request names none.
     pub fn into_question(
@@ -233,6 +249,27 @@ impl NewQuestion {
             check_url("callback_url", url)?;
         }
         let reminders = nudge::check_reminders(self.remind_after_s, self.reminders, timeout)?;
+        let mut answerers = self.answerers;
+        if let Some(quorum) = &self.quorum {
+            quorum::check(quorum)?;
+            let same = answerers.len() == quorum.of.len()
+                && answerers.iter().all(|a| quorum.of.contains(a));
+            if !answerers.is_empty() && !same {
+                return Err(Error::Invalid {
+                    field: "answerers",
+                    reason: "with a quorum, quorum.of names who may answer; leave answerers out"
+                        .into(),
+                });
+            }
+            if self.escalate.iter().any(|step| !step.answerers.is_empty()) {
+                return Err(Error::Invalid {
+                    field: "escalate",
+                    reason: "escalation answerers cannot join a quorum; name them in quorum.of"
+                        .into(),
+                });
+            }
+            answerers = quorum.of.clone();
+        }
         nudge::check_escalation(&self.escalate, timeout)?;
         match (&self.kind, &self.action) {
             (Kind::Approval, Some(action)) => action.check()?,
@@ -265,7 +302,7 @@ impl NewQuestion {
             created_at: now,
             expires_at: now.after(timeout),
             default: None,
-            answerers: dedup(self.answerers),
+            answerers: dedup(answerers),
             targets: dedup(self.targets),
             status: Status::Pending,
             resolution: None,
@@ -274,6 +311,8 @@ impl NewQuestion {
             action: self.action,
             reminders,
             escalate: self.escalate,
+            quorum: self.quorum,
+            votes: Vec::new(),
         };
         if let Some(default) = self.default {
             let fitted = question.check_answer(default).map_err(|e| Error::Invalid {

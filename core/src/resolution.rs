@@ -6,6 +6,7 @@
 use crate::actor::{Decider, WireDecider};
 use crate::id::RuleId;
 use crate::identity::Identity;
+use crate::quorum::Vote;
 use crate::time::Millis;
 use crate::value::Answer;
 use serde::{Deserialize, Serialize};
@@ -25,6 +26,8 @@ pub struct Resolution {
     pub message: Option<String>,
     /// For approvals: the rule that allowed it, or that its "always" created.
     pub rule_id: Option<RuleId>,
+    /// On a question with a quorum: every vote cast (who, when, through which surface).
+    pub votes: Vec<Vote>,
 }
 
 impl Resolution {
@@ -62,6 +65,8 @@ struct ResolutionWire {
     message: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     rule_id: Option<RuleId>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    votes: Vec<Vote>,
 }
 
 impl From<Resolution> for ResolutionWire {
@@ -75,6 +80,7 @@ impl From<Resolution> for ResolutionWire {
             at: resolution.at,
             message: resolution.message,
             rule_id: resolution.rule_id,
+            votes: resolution.votes,
         }
     }
 }
@@ -91,6 +97,7 @@ impl From<ResolutionWire> for Resolution {
             at: wire.at,
             message: wire.message,
             rule_id: wire.rule_id,
+            votes: wire.votes,
         }
     }
 }

@@ -82,8 +82,17 @@ pub fn decide(
 /// Does `rule` decide `question` (about `action`)? It must match the action in its scope, and its
 /// creator must be one who may approve this question: a rule never lets one approver decide for
 /// another's approvals.
+///
+/// An approval with a quorum is decided only by a rule a quorum at least as large made: one
+/// person's "always" never stands in for several people's votes.
 fn decides(rule: &Rule, question: &Question, action: &Action) -> bool {
-    rule.matches(&question.session_id, action) && question.answerers.contains(&rule.created_by)
+    let quorum_kept = question
+        .quorum
+        .as_ref()
+        .is_none_or(|q| rule.quorum >= q.needs);
+    quorum_kept
+        && rule.matches(&question.session_id, action)
+        && question.answerers.contains(&rule.created_by)
 }
 
 impl Bridge {
@@ -93,6 +102,18 @@ impl Bridge {
             return Ok(());
         }
         let configured = &self.options().approvers;
+        if let Some(quorum) = &request.quorum {
+            // A quorum's members are its approvers: each must be one when approvers are set.
+            let stranger = quorum.of.iter().find(|m| !configured.contains(m));
+            if let (false, Some(who)) = (configured.is_empty(), stranger) {
+                return Err(Error::from(askbridge_core::Error::Invalid {
+                    field: "quorum",
+                    reason: format!("{who} is not among ASKBRIDGE_APPROVERS, so cannot approve"),
+                }));
+            }
+            request.answerers = quorum.of.clone();
+            return Ok(());
+        }
         let invalid = |reason: &str| {
             Err(Error::from(askbridge_core::Error::Invalid {
                 field: "answerers",
@@ -191,6 +212,7 @@ impl Bridge {
             created_by: resolution.by(),
             created_at: resolution.at,
             question_id: Some(question.id.clone()),
+            quorum: question.quorum.as_ref().map_or(0, |q| q.needs),
         };
         self.store().put_rule(&rule).await?;
         let mut entry = AuditEntry::resolved(question);

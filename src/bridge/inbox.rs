@@ -110,6 +110,9 @@ pub(super) fn refusal_reply(error: &Error) -> Reply {
         )),
         Error::Model(error) => Reply::refused(error.to_string()),
         Error::Forbidden => Reply::refused("You can't answer this question."),
+        Error::AlreadyVoted(question) => {
+            Reply::refused(error.to_string()).about((**question).clone())
+        }
         Error::UnknownFlow(_) | Error::UnknownRule(_) => Reply::refused(error.to_string()),
         other => {
             tracing::error!(error = %other, "could not handle a chat message");
@@ -419,8 +422,12 @@ impl Plan {
 }
 
 fn done(resolved: Question) -> Reply {
-    let text = format!("✓ {}", render::outcome_line(&resolved));
-    Reply::new(Tone::Done, text).about(resolved)
+    // A vote leaves the question pending: the reply is the quorum's progress.
+    let line = match render::progress_line(&resolved) {
+        Some(progress) if resolved.is_pending() => format!("Vote counted. {progress}"),
+        _ => render::outcome_line(&resolved),
+    };
+    Reply::new(Tone::Done, format!("✓ {line}")).about(resolved)
 }
 
 fn started(flow: &str) -> Reply {

@@ -16,6 +16,7 @@
 //!   crashed process left;
 //! - `nudges.rs`: reminders and escalation steps of unanswered questions, due through the same
 //!   open index as expiry;
+//! - `votes.rs`: votes on questions with a quorum, and the claim that completes one;
 //! - `approvals.rs`: approvers, "always allow" rules and the audit trail;
 //! - `inbox.rs` and `commands.rs`: what a chat message means (`/answer`, `/decline`, `/pending`,
 //!   plain replies, `/run`);
@@ -37,6 +38,7 @@ mod runner;
 mod runs;
 mod session;
 mod sweeper;
+mod votes;
 mod waiters;
 
 pub use approvals::{approval_of, decide};

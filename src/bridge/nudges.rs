@@ -170,7 +170,8 @@ impl Bridge {
             .await
     }
 
-    async fn record(&self, entry: AuditEntry) -> Result<(), Error> {
+    /// Appends `entry` to the audit trail.
+    pub(super) async fn record(&self, entry: AuditEntry) -> Result<(), Error> {
         Ok(self.store().append_audit(&entry).await?)
     }
 }

@@ -11,6 +11,8 @@ use super::{Bridge, EFFECT_RULE, SETTLE_GRACE};
 use crate::Error;
 use crate::store::{ClaimOptions, TakeRun};
 use askbridge_core::audit::AuditEntry;
+use askbridge_core::quorum::Vote;
+use askbridge_core::tally::{self, VoteOutcome};
 use askbridge_core::{
     Actor, Answer, Claim, ClaimOutcome, Millis, Question, QuestionId, Target, Transition,
 };
@@ -72,10 +74,29 @@ pub(crate) struct Checked {
 }
 
 impl Checked {
+    /// The vote this attempt casts, when its question has a quorum and it is a vote (see
+    /// [`tally::vote_of`]) made before the deadline; a late one claims, and so expires it.
+    fn vote(&self) -> Option<Vote> {
+        tally::vote_of(&self.question, &self.claim)
+            .filter(|_| self.claim.at < self.question.expires_at)
+    }
+
     /// The question as claiming would leave it, unless someone else wins first (computed on a
     /// copy: [`Question::apply`] is pure). A claim that would lose gives the error it would.
     pub(crate) fn predicted(&self) -> Result<Question, Error> {
         let mut copy = self.question.clone();
+        if let Some(vote) = self.vote() {
+            return match tally::apply_vote(&mut copy, &vote) {
+                VoteOutcome::Counted => Ok(copy),
+                VoteOutcome::Met => {
+                    let claim = tally::completing_claim(&copy).expect("a met quorum claims");
+                    copy.apply(&claim);
+                    Ok(copy)
+                }
+                VoteOutcome::Duplicate => Err(Error::AlreadyVoted(Box::new(copy))),
+                VoteOutcome::AlreadyResolved => Err(Error::AlreadyResolved(Box::new(copy))),
+            };
+        }
         match copy.apply(&self.claim) {
             ClaimOutcome::Won => Ok(copy),
             ClaimOutcome::Expired | ClaimOutcome::AlreadyResolved => {
@@ -188,7 +209,19 @@ impl Bridge {
         match transition {
             Ok(transition) => {
                 let claim = Claim::new(transition, attempt.actor.clone(), Millis::now());
-                Ok(Checked { question, claim })
+                let checked = Checked { question, claim };
+                // A member's second vote, as far as this reading shows (the store decides).
+                if checked
+                    .vote()
+                    .is_some_and(|v| checked.question.votes.iter().any(|o| o.by == v.by))
+                {
+                    let question = checked.question;
+                    return Err(refused(
+                        Error::AlreadyVoted(Box::new(question.clone())),
+                        question,
+                    ));
+                }
+                Ok(checked)
             }
             Err(error) => Err(refused(error.into(), question)),
         }
@@ -201,7 +234,11 @@ impl Bridge {
             mut claim,
         } = checked;
         claim.at = Millis::now();
-        self.claim(&question, claim).await
+        let checked = Checked { question, claim };
+        if let Some(vote) = checked.vote() {
+            return self.vote(&checked.question, vote).await;
+        }
+        self.claim(&checked.question, checked.claim).await
     }
 
     /// Passes a result on, recording a refusal in the audit trail first: the one place refused

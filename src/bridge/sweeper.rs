@@ -13,6 +13,7 @@ use super::{Bridge, SETTLE_GRACE};
 use crate::Error;
 use crate::store::{Event, EventKind};
 use askbridge_core::run::RunState;
+use askbridge_core::tally;
 use askbridge_core::{Claim, Millis, Question, RunId};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -91,6 +92,13 @@ impl Bridge {
                 Some(question) if question.is_pending() && now >= question.expires_at => {
                     self.metrics().outbox_lag(now.since(question.expires_at));
                     self.expire(&question).await?;
+                }
+                // A quorum met by a vote whose process died before its claim.
+                Some(question) if question.is_pending() && tally::is_met(&question) => {
+                    match self.complete_quorum(&question).await {
+                        Ok(_) | Err(Error::AlreadyResolved(_)) => {}
+                        Err(error) => return Err(error),
+                    }
                 }
                 // Due before its deadline: a reminder or an escalation step (or nothing, when
                 // another process did them; the entry then moves to what is next).

@@ -67,7 +67,7 @@ pub(super) struct AuditQuery {
     limit: Option<usize>,
     /// Only this person's records.
     by: Option<String>,
-    /// Only this outcome: a status, `refused`, `rule` or `nudged`.
+    /// Only this outcome: a status, `refused`, `rule`, `nudged` or `voted`.
     outcome: Option<String>,
     /// `newest` for newest first, paged with `before`.
     order: Option<String>,
@@ -76,7 +76,7 @@ pub(super) struct AuditQuery {
 }
 
 /// The outcomes `GET /api/audit?outcome=` takes.
-const OUTCOMES: [&str; 7] = [
+const OUTCOMES: [&str; 8] = [
     "answered",
     "declined",
     "expired",
@@ -84,6 +84,7 @@ const OUTCOMES: [&str; 7] = [
     "refused",
     "rule",
     "nudged",
+    "voted",
 ];
 
 pub(super) async fn audit(

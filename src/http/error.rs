@@ -53,6 +53,8 @@ impl From<Error> for ApiError {
                 .with("resolution", json!(question.resolution))
                 .with("question", super::view::json(&question)),
             Error::Forbidden => ApiError::new(StatusCode::FORBIDDEN, message),
+            Error::AlreadyVoted(question) => ApiError::new(StatusCode::CONFLICT, message)
+                .with("question", super::view::json(&question)),
             Error::RunNotWaiting {
                 state, waiting_on, ..
             } => ApiError::new(StatusCode::CONFLICT, message)

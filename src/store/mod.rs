@@ -34,6 +34,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use health::{RoundTrips, Topology};
 pub use roles::{
     Admin, AuditLog, Dedupe, Deliveries, Events, Leases, Listings, Outbox, Questions, Rules, Runs,
+    Votes,
 };
 
 /// Every role trait, for code that calls a concrete store's methods (`use
@@ -41,7 +42,7 @@ pub use roles::{
 pub mod prelude {
     pub use super::roles::{
         Admin as _, AuditLog as _, Dedupe as _, Deliveries as _, Events as _, Leases as _,
-        Listings as _, Outbox as _, Questions as _, Rules as _, Runs as _,
+        Listings as _, Outbox as _, Questions as _, Rules as _, Runs as _, Votes as _,
     };
 }
 
@@ -54,6 +55,7 @@ pub use types::*;
 /// A store: every role. Object-safe; the bridge holds an `Arc<dyn Store>`.
 pub trait Store:
     Questions
+    + Votes
     + Deliveries
     + Outbox
     + Dedupe
@@ -70,6 +72,7 @@ pub trait Store:
 
 impl<T> Store for T where
     T: Questions
+        + Votes
         + Deliveries
         + Outbox
         + Dedupe

@@ -12,7 +12,9 @@ use super::{
     ClaimOptions, Claimed, Counts, Event, Inserted, ListFilter, Parked, Saved, Shown, Work,
 };
 use askbridge_core::audit::{AuditEntry, AuditFilter};
+use askbridge_core::quorum::Vote;
 use askbridge_core::run::{Acquire, Run};
+use askbridge_core::tally::VoteOutcome;
 use askbridge_core::{Claim, Millis, Question, QuestionId, Rule, RuleId, RunId};
 use async_trait::async_trait;
 use std::time::Duration;
@@ -50,6 +52,22 @@ pub trait Questions: Send + Sync {
     /// long recent answers took. May count questions resolved in the last moments whose effects
     /// are still running as pending.
     async fn counts(&self, since: Millis) -> Result<Counts>;
+}
+
+/// Votes on questions with a quorum: one per person, decided by the store.
+#[async_trait]
+pub trait Votes: Send + Sync {
+    /// Records `vote` on the pending question `snapshot` names unless its voter has voted
+    /// already, atomically ([`askbridge_core::tally::apply_vote`]), and announces it (`question.voted`). When the
+    /// quorum is met with it, the question's outbox entry becomes due at `due_if_met`, so that
+    /// if the voter's process dies before its completing claim a sweeper makes it. Returns what
+    /// happened and the question with its votes as stored; `None` when it does not exist.
+    async fn vote(
+        &self,
+        snapshot: &Question,
+        vote: &Vote,
+        due_if_met: Millis,
+    ) -> Result<Option<(VoteOutcome, Question)>>;
 }
 
 /// Where questions were shown, so that any process can withdraw them.

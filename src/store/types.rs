@@ -65,6 +65,9 @@ pub enum EventKind {
     /// Its session was stopped.
     #[serde(rename = "question.cancelled")]
     Cancelled,
+    /// A member of its quorum voted; it is still pending, with the vote.
+    #[serde(rename = "question.voted")]
+    Voted,
     /// A run parked on a question nobody has answered yet.
     #[serde(rename = "run.waiting")]
     RunWaiting,
@@ -88,6 +91,7 @@ impl EventKind {
             EventKind::Rejected => "question.rejected",
             EventKind::Expired => "question.expired",
             EventKind::Cancelled => "question.cancelled",
+            EventKind::Voted => "question.voted",
             EventKind::RunWaiting => "run.waiting",
             EventKind::RunFinished => "run.finished",
             EventKind::RuleCreated => "rule.created",

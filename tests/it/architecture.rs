@@ -12,10 +12,12 @@ use askbridge::store::memory::MemoryStore;
 use askbridge::store::{
     Admin, AuditLog, ClaimOptions, Claimed, Counts, Dedupe, Deliveries, Event, Events, Inserted,
     Leases, ListFilter, Outbox, Parked, Questions, Result, Rules, Runs, Saved, Shown, StoreOptions,
-    Work,
+    Votes, Work,
 };
 use askbridge_core::audit::{AuditEntry, AuditFilter};
+use askbridge_core::quorum::Vote;
 use askbridge_core::run::{Acquire, Origin, Run, RunState};
+use askbridge_core::tally::VoteOutcome;
 use askbridge_core::{Claim, Millis, NewQuestion, Question, QuestionId, Rule, RuleId, RunId};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
@@ -67,6 +69,19 @@ impl Questions for CountingStore {
     }
     async fn counts(&self, since: Millis) -> Result<Counts> {
         self.inner.counts(since).await
+    }
+}
+
+#[async_trait]
+impl Votes for CountingStore {
+    async fn vote(
+        &self,
+        snapshot: &Question,
+        vote: &Vote,
+        due_if_met: Millis,
+    ) -> Result<Option<(VoteOutcome, Question)>> {
+        self.note(format!("vote {}", snapshot.id));
+        self.inner.vote(snapshot, vote, due_if_met).await
     }
 }
 

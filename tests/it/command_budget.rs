@@ -209,6 +209,26 @@ async fn every_script_touches_keys_of_one_slot() {
         ))
         .await
         .unwrap();
+    // A quorum: a vote (its own script), then the completing claim.
+    let quorum = bridge
+        .create(
+            NewQuestion::confirm("Both agree?")
+                .session("slots")
+                .targets(["chat:1"])
+                .quorum(2, ["chat:7", "chat:8"]),
+        )
+        .await
+        .unwrap();
+    for voter in ["chat:7", "chat:8"] {
+        bridge
+            .handle(message(
+                voter,
+                "chat:1",
+                &format!("/answer {} yes", quorum.id),
+            ))
+            .await
+            .unwrap();
+    }
     bridge
         .create(NewQuestion::new("slots", "Soon?").timeout(Duration::from_millis(300)))
         .await

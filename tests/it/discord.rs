@@ -980,6 +980,35 @@ async fn slash_commands_answer_and_autocomplete_pending_ids() {
 }
 
 #[tokio::test]
+async fn a_quorums_progress_redraws_the_message_with_its_buttons() {
+    let rig = Rig::start().await;
+    let mut q = rig
+        .ask(json!({"prompt": "Ship?", "kind": "confirm", "quorum": {"needs": 2, "of": ["discord:4242", "api"]}}))
+        .await;
+    let message = rig.shown(&q, channel()).await;
+    q.votes.push(askbridge_core::quorum::Vote {
+        by: "discord:4242".into(),
+        by_name: Some("@alice".into()),
+        via: "discord".into(),
+        at: askbridge_core::Millis::now(),
+        value: askbridge_core::Answer::Bool(true),
+        tally: "yes".into(),
+    });
+    rig.discord
+        .channel()
+        .refresh(&q, &channel().target().into(), &message.to_string())
+        .await
+        .unwrap();
+    let edit = rig.edits(message).pop().expect("the message was edited");
+    let content = edit.body["content"].as_str().unwrap();
+    assert!(content.contains("1 of 2 said yes: @alice"), "{content}");
+    assert!(
+        !edit.body["components"].as_array().unwrap().is_empty(),
+        "buttons kept"
+    );
+}
+
+#[tokio::test]
 async fn a_reminder_replies_to_the_question_and_pings_only_its_discord_answerers() {
     let rig = Rig::start().await;
     let q = rig

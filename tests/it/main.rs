@@ -27,6 +27,7 @@ mod hardening;
 mod http_api;
 mod mcp;
 mod nudges;
+mod quorum;
 mod restart;
 mod runs_crash;
 mod store_conformance;

@@ -3,7 +3,7 @@
 //! killed and restarted in between. Each reminder and each escalation step happens once.
 
 use crate::fakes::telegram::{FakeTelegram, Sent, User};
-use crate::support::{Process, RedisServer, eventually_some, http};
+use crate::support::{Process, RedisServer, eventually_some, get_json, post_json};
 use crate::telegram::{GROUP, alice};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -16,20 +16,6 @@ fn boss() -> User {
         id: 88,
         username: "boss",
     }
-}
-
-async fn post(base: &str, path: &str, body: Value) -> reqwest::Response {
-    http()
-        .post(format!("{base}{path}"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-}
-
-async fn get(base: &str, path: &str) -> Value {
-    let response = http().get(format!("{base}{path}")).send().await.unwrap();
-    response.json().await.unwrap()
 }
 
 fn reminders_in(fake: &FakeTelegram, chat: i64, id: &str) -> Vec<Sent> {
@@ -78,7 +64,7 @@ async fn reminders_and_an_escalation_step_happen_once_across_two_processes_and_a
         "escalate": [{"after_s": 5, "targets": [format!("telegram:{BOSS_CHAT}")], "answerers": [format!("telegram:{}", boss().id)]}],
         "timeout_s": 60,
     });
-    let response = post(&first.base, "/api/questions", ask).await;
+    let response = post_json(&first.base, "/api/questions", ask).await;
     assert_eq!(response.status(), 201, "{:?}", response.text().await);
     let question: Value = response.json().await.unwrap();
     let id = question["id"].as_str().unwrap().to_owned();
@@ -98,7 +84,7 @@ async fn reminders_and_an_escalation_step_happen_once_across_two_processes_and_a
     })
     .await;
     assert_eq!(
-        get(&second.base, &format!("/api/questions/{id}")).await["status"],
+        get_json(&second.base, &format!("/api/questions/{id}")).await["status"],
         "pending"
     );
 
@@ -181,7 +167,7 @@ async fn reminders_and_an_escalation_step_happen_once_across_two_processes_and_a
     let resolved = eventually_some(Duration::from_secs(10), "answered by the boss", || {
         let (base, id) = (second.base.clone(), id.clone());
         async move {
-            let q = get(&base, &format!("/api/questions/{id}")).await;
+            let q = get_json(&base, &format!("/api/questions/{id}")).await;
             (q["status"] == "answered").then_some(q)
         }
     })
@@ -199,7 +185,7 @@ async fn reminders_and_an_escalation_step_happen_once_across_two_processes_and_a
     })
     .await;
 
-    let audit = get(&first.base, "/api/audit?session_id=nudges&outcome=nudged").await;
+    let audit = get_json(&first.base, "/api/audit?session_id=nudges&outcome=nudged").await;
     let events: Vec<String> = audit["entries"]
         .as_array()
         .expect("audit records")
@@ -262,12 +248,12 @@ async fn bad_reminders_and_escalation_steps_are_refused_by_name() {
             "escalate",
         ),
     ] {
-        let response = post(&server.base, "/api/questions", base(extra.clone())).await;
+        let response = post_json(&server.base, "/api/questions", base(extra.clone())).await;
         assert_eq!(response.status(), 422, "{extra}");
         let body: Value = response.json().await.unwrap();
         assert_eq!(body["field"], field, "{extra}: {body}");
     }
-    let listed = get(&server.base, "/api/questions?session_id=bad-nudges").await;
+    let listed = get_json(&server.base, "/api/questions?session_id=bad-nudges").await;
     assert_eq!(listed["questions"], json!([]), "nothing stored: {listed}");
 }
 

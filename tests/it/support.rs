@@ -340,3 +340,19 @@ pub async fn pending_in_session(base: &str, session: &str) -> serde_json::Value 
     })
     .await
 }
+
+/// POSTs `body` as JSON to `path` on `base`.
+pub async fn post_json(base: &str, path: &str, body: serde_json::Value) -> reqwest::Response {
+    http()
+        .post(format!("{base}{path}"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// GETs `path` on `base` as JSON.
+pub async fn get_json(base: &str, path: &str) -> serde_json::Value {
+    let response = http().get(format!("{base}{path}")).send().await.unwrap();
+    response.json().await.unwrap()
+}

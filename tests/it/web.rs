@@ -1202,3 +1202,62 @@ async fn an_open_page_does_not_keep_askbridge_from_shutting_down() {
     )
     .await;
 }
+
+/// A question with a quorum on the page: its progress on the card, the page's vote (as `api`,
+/// one member) counted and shown without a reload, a second vote refused in plain words, and a
+/// member's "no" elsewhere ending it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quorum_shows_its_progress_and_takes_one_vote_from_the_page() {
+    let server = serve_ephemeral();
+    let api = Api::new(&server.base);
+    let browser = Browser::launch().await;
+    let page = open(&browser, &server.base).await;
+    let id = api
+        .ask(
+            json!({"prompt": "Ship it?", "kind": "confirm", "timeout_s": 600,
+            "quorum": {"needs": 2, "of": ["api", "telegram:7"]}}),
+        )
+        .await;
+    let text = page.wait_for("the quorum's card", &pending_card(&id)).await;
+    assert!(
+        text.as_str()
+            .unwrap()
+            .contains("0 of 2 said yes (needs 2 of api, telegram:7)"),
+        "{text}"
+    );
+    click_text(&page, &id, "button", "Yes").await;
+    let progress = format!(
+        "(() => {{ const c = document.getElementById({});
+            const p = c && c.querySelector('.progress'); const n = c && c.querySelector('.notice');
+            return p && n && n.textContent.startsWith('Vote counted') ? p.textContent : null }})()",
+        js(&format!("q-{id}"))
+    );
+    let shown = page
+        .wait_for("the vote counted on the card", &progress)
+        .await;
+    assert_eq!(shown, "1 of 2 said yes: api (needs 2 of api, telegram:7)");
+    click_text(&page, &id, "button", "Yes").await;
+    let refused = page
+        .wait_for("the second vote refused", &card_notice(&id))
+        .await;
+    assert!(
+        refused
+            .as_str()
+            .unwrap()
+            .contains("voted on this question already"),
+        "{refused}"
+    );
+    let (status, _) = api
+        .post(
+            &format!("/api/questions/{id}/reject"),
+            json!({"message": "not yet"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let resolved = shows_outcome(&page, &api, &id).await;
+    assert_eq!(
+        resolved.resolution.unwrap().votes.len(),
+        1,
+        "the vote is listed"
+    );
+}

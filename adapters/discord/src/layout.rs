@@ -268,6 +268,14 @@ pub(crate) fn outcome_edit(question: &Question) -> EditMessage {
         .allowed_mentions(no_pings())
 }
 
+/// The edit that redraws a pending `question` as it stands (a quorum's progress), buttons kept.
+pub(crate) fn progress_edit(question: &Question) -> EditMessage {
+    EditMessage::new()
+        .content(render::question_text(question, CONTENT_CHARS))
+        .components(components(question))
+        .allowed_mentions(no_pings())
+}
+
 /// `text` cut to fit a message.
 pub(crate) fn fit(text: &str) -> String {
     render::shorten(text, CONTENT_CHARS)
@@ -408,6 +416,7 @@ mod tests {
             at: Millis(0),
             message: Some("m".repeat(4000)),
             rule_id: None,
+            votes: Vec::new(),
         });
         assert!(outcome_text(&q).chars().count() <= CONTENT_CHARS);
     }

@@ -24,6 +24,7 @@
 //! Tests hand [`Discord::with_http`] a serenity `Http` pointed at a fake Discord; serenity is
 //! re-exported so that they build it with the very version this crate uses.
 
+mod edits;
 mod endpoint;
 mod error;
 mod events;
@@ -34,7 +35,7 @@ pub use error::Error;
 pub use serenity;
 
 use askbridge_core::{Channel, Inbox, Question, Target};
-use serenity::all::{ChannelId, GatewayIntents, MessageId, UserId};
+use serenity::all::{ChannelId, GatewayIntents, UserId};
 use serenity::builder::CreateMessage;
 use serenity::http::{Http, HttpBuilder};
 use serenity::interactions_endpoint::Verifier;
@@ -338,29 +339,18 @@ impl Channel for Discord {
         target: &Target,
         shown: &str,
     ) -> Result<(), askbridge_core::Error> {
-        let channel_id = Discord::target_channel(target)?;
-        let message_id = shown
-            .parse::<u64>()
-            .ok()
-            .filter(|id| *id != 0)
-            .map(MessageId::new)
-            .ok_or_else(|| Error::BadReference(shown.to_owned()))?;
         let edit = layout::outcome_edit(question);
-        match self
-            .core
-            .rest
-            .edit_message(channel_id, message_id, &edit)
-            .await
-        {
-            Ok(()) => {
-                tracing::info!(question_id = %question.id, %target, message_id = %message_id, status = %question.status, "Discord message edited to the outcome");
-                Ok(())
-            }
-            Err(error) => {
-                tracing::warn!(question_id = %question.id, %target, %error, "cannot edit the Discord message");
-                Err(error.into())
-            }
-        }
+        self.edit_shown(question, target, shown, &edit).await
+    }
+
+    async fn refresh(
+        &self,
+        question: &Question,
+        target: &Target,
+        shown: &str,
+    ) -> Result<(), askbridge_core::Error> {
+        let edit = layout::progress_edit(question);
+        self.edit_shown(question, target, shown, &edit).await
     }
 
     async fn say(&self, target: &Target, text: &str) -> Result<(), askbridge_core::Error> {

@@ -69,6 +69,14 @@ pub(crate) fn to_model_error(redactor: &Redactor, error: RequestError) -> Error 
     }
 }
 
+/// The message id a show returned (see [`Channel::show`]).
+fn message_of(shown: &str) -> Result<MessageId, Error> {
+    shown
+        .parse::<i32>()
+        .map(MessageId)
+        .map_err(|_| Error::permanent(SURFACE, format!("`{shown}` is not a Telegram message id")))
+}
+
 /// The chat id in a `telegram:<chat id>` target.
 pub(crate) fn chat_of(target: &Target) -> Result<ChatId, Error> {
     target
@@ -88,12 +96,21 @@ impl TelegramChannel {
         TelegramChannel { bot, redactor }
     }
 
-    /// Replaces a message's text; without a reply_markup, Telegram also removes its keyboard.
-    async fn edit(&self, chat: ChatId, message: MessageId, text: String) -> Result<(), Error> {
+    /// Replaces a message's text, and its keyboard with `markup`; without one, Telegram removes
+    /// the keyboard.
+    async fn edit(
+        &self,
+        chat: ChatId,
+        message: MessageId,
+        text: String,
+        markup: Option<teloxide::types::InlineKeyboardMarkup>,
+    ) -> Result<(), Error> {
         let result = with_rate_limit(&self.redactor, || {
-            self.bot
-                .edit_message_text(chat, message, text.clone())
-                .send()
+            let edit = self.bot.edit_message_text(chat, message, text.clone());
+            match &markup {
+                Some(markup) => edit.reply_markup(markup.clone()).send(),
+                None => edit.send(),
+            }
         })
         .await;
         match result {
@@ -132,10 +149,9 @@ impl Channel for TelegramChannel {
         shown: &str,
     ) -> Result<(), Error> {
         let chat = chat_of(target)?;
-        let message = shown.parse::<i32>().map(MessageId).map_err(|_| {
-            Error::permanent(SURFACE, format!("`{shown}` is not a Telegram message id"))
-        })?;
-        self.edit(chat, message, resolved_text(question)).await?;
+        let message = message_of(shown)?;
+        self.edit(chat, message, resolved_text(question), None)
+            .await?;
         tracing::info!(question_id = %question.id, %target, "question withdrawn on Telegram");
         Ok(())
     }
@@ -149,6 +165,20 @@ impl Channel for TelegramChannel {
         .await
         .map(drop)
         .map_err(|error| to_model_error(&self.redactor, error))
+    }
+
+    /// The question's message redrawn as it stands (a quorum's progress), keyboard kept.
+    async fn refresh(
+        &self,
+        question: &Question,
+        target: &Target,
+        shown: &str,
+    ) -> Result<(), Error> {
+        let chat = chat_of(target)?;
+        let message = message_of(shown)?;
+        let markup = Some(keyboard(question, &[]));
+        self.edit(chat, message, message_text(question), markup)
+            .await
     }
 
     /// A reply to the question's message, mentioning its Telegram answerers by user id.
@@ -180,7 +210,8 @@ impl TelegramChannel {
         chat: ChatId,
         message: MessageId,
     ) -> Result<(), Error> {
-        self.edit(chat, message, resolved_text(question)).await
+        self.edit(chat, message, resolved_text(question), None)
+            .await
     }
 
     /// Redraws a multi-choice keyboard with `selection` chosen (after a toggle tap).

@@ -428,6 +428,7 @@
       const isNew = !state.pending.has(q.id);
       state.pending.set(q.id, q);
       markStale(q.id, false);
+      if (!isNew) updateProgress(q);
       if (isNew) {
         insertPending(q);
         // The replay right after connecting is not news; later arrivals are.
@@ -557,6 +558,7 @@
         row('ID', el('code', { text: id })),
       ),
     );
+    if (q.quorum) card.append(el('p', { class: 'progress', text: progressText(q) }));
     card.append(controls(q));
     card.append(
       el('p', {
@@ -568,6 +570,25 @@
     card.append(el('p', { class: 'notice', role: 'status' }));
     card.hidden = !matches(q);
     return card;
+  }
+
+  // A quorum's progress, as every surface words it: "1 of 2 approved: @alice".
+  function progressText(q) {
+    const votes = q.votes || [];
+    const counts = new Map();
+    for (const v of votes) counts.set(v.tally, (counts.get(v.tally) || 0) + 1);
+    let lead = null;
+    for (const v of votes) if (!lead || counts.get(v.tally) > counts.get(lead.tally)) lead = v;
+    const agreeing = lead ? votes.filter((v) => v.tally === lead.tally) : [];
+    const verb = q.kind === 'approval' ? 'approved' : q.kind === 'confirm' ? 'said yes' : 'agree';
+    const names = agreeing.map((v) => v.by_name || v.by).join(', ');
+    const { needs, of } = q.quorum;
+    return `${agreeing.length} of ${needs} ${verb}${names ? `: ${names}` : ''} (needs ${needs} of ${of.join(', ')})`;
+  }
+
+  function updateProgress(q) {
+    const node = findCard(q.id)?.querySelector('.progress');
+    if (node && q.quorum) node.textContent = progressText(q);
   }
 
   // Reminders and escalation steps: when each comes, and what a step adds.
@@ -762,6 +783,11 @@
     }
     if (response.ok && body) {
       apply(body);
+      if (body.status === 'pending') {
+        // A vote on a question with a quorum: counted, and the question waits for more.
+        setBusy(id, false);
+        notice(id, `Vote counted. ${progressText(body)}`, 'info');
+      }
       return;
     }
     // 409 carries the question as it is now: show who won before saying why this one lost.

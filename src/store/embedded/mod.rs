@@ -21,6 +21,7 @@ mod listings;
 mod questions;
 mod records;
 mod tables;
+mod votes;
 
 use super::local_leases::LocalLeases;
 use super::{Admin, EVENT_BUFFER, Error, Event, Events, Leases, Result, StoreOptions};

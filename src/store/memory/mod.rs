@@ -9,12 +9,14 @@ mod records;
 use super::local_leases::LocalLeases;
 
 use super::{
-    ClaimOptions, Claimed, Counts, Deliveries, EVENT_BUFFER, Event, FINAL, Inserted, ListFilter,
-    Outbox, Questions, Result, Shown, StoreOptions, Work,
+    ClaimOptions, Claimed, Counts, Deliveries, EVENT_BUFFER, Event, EventKind, FINAL, Inserted,
+    ListFilter, Outbox, Questions, Result, Shown, StoreOptions, Votes, Work,
 };
 use askbridge_core::Status;
 use askbridge_core::audit::AuditEntry;
+use askbridge_core::quorum::Vote;
 use askbridge_core::run::{Acquire, Run};
+use askbridge_core::tally::{self, VoteOutcome};
 use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Rule, RuleId, RunId};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -94,6 +96,36 @@ impl MemoryStore {
     fn announce(&self, question: &Question) {
         // No subscribers is not an error: nobody is listening yet.
         let _ = self.events.send(Event::of(question));
+    }
+}
+
+#[async_trait]
+impl Votes for MemoryStore {
+    async fn vote(
+        &self,
+        snapshot: &Question,
+        vote: &Vote,
+        due_if_met: Millis,
+    ) -> Result<Option<(VoteOutcome, Question)>> {
+        let (outcome, question) = {
+            let mut state = self.state();
+            let Some(question) = state.questions.get_mut(&snapshot.id) else {
+                return Ok(None);
+            };
+            let outcome = tally::apply_vote(question, vote);
+            let question = question.clone();
+            if outcome == VoteOutcome::Met {
+                state.set_due(&question.id, due_if_met);
+            }
+            (outcome, question)
+        };
+        if matches!(outcome, VoteOutcome::Counted | VoteOutcome::Met) {
+            let _ = self.events.send(Event::Question {
+                kind: EventKind::Voted,
+                question: question.clone(),
+            });
+        }
+        Ok(Some((outcome, question)))
     }
 }
 

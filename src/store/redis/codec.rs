@@ -4,14 +4,32 @@
 //! record.
 
 use crate::store::{Error, Result};
+use askbridge_core::quorum::Vote;
 use askbridge_core::run::{Run, RunState};
 use askbridge_core::{Millis, Question, QuestionId, Resolution, Status};
 use std::collections::HashMap;
 
+/// The votes of a question as `lua/vote.lua` keeps them: JSON objects, comma-joined.
+pub(super) fn votes_of(joined: &str) -> Result<Vec<Vote>> {
+    if joined.is_empty() {
+        return Ok(Vec::new());
+    }
+    serde_json::from_str(&format!("[{joined}]"))
+        .map_err(|e| Error::corrupt("a question's votes in Redis", e.to_string()))
+}
+
 /// Rebuilds a question from its hash fields.
-pub(super) fn assemble(json: &str, status: &str, resolution: Option<&str>) -> Result<Question> {
+pub(super) fn assemble(
+    json: &str,
+    status: &str,
+    resolution: Option<&str>,
+    votes: Option<&str>,
+) -> Result<Question> {
     let corrupt = |why: String| Error::corrupt("a question in Redis", why);
     let mut question: Question = serde_json::from_str(json).map_err(|e| corrupt(e.to_string()))?;
+    if let Some(votes) = votes {
+        question.votes = votes_of(votes)?;
+    }
     question.status = Status::parse(status).ok_or_else(|| corrupt(format!("status {status}")))?;
     question.resolution = match resolution.filter(|r| !r.is_empty()) {
         Some(json) => {

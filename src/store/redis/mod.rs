@@ -49,6 +49,7 @@ mod questions;
 mod records;
 mod retry;
 mod scripts;
+mod votes;
 
 use super::{Admin, EVENT_BUFFER, Error, Event, Events, FINAL, Result, StoreOptions};
 use askbridge_core::Millis;

@@ -48,13 +48,19 @@ impl RedisStore {
                     .arg(self.keys.question(id))
                     .arg("q")
                     .arg("status")
-                    .arg("res");
+                    .arg("res")
+                    .arg("votes");
             }
-            let rows: Vec<(Option<String>, Option<String>, Option<String>)> =
-                self.query_pipe("load", &pipe).await?;
+            type Row = (
+                Option<String>,
+                Option<String>,
+                Option<String>,
+                Option<String>,
+            );
+            let rows: Vec<Row> = self.query_pipe("load", &pipe).await?;
             for row in rows {
-                if let (Some(json), Some(status), res) = row {
-                    found.push(assemble(&json, &status, res.as_deref())?);
+                if let (Some(json), Some(status), res, votes) = row {
+                    found.push(assemble(&json, &status, res.as_deref(), votes.as_deref())?);
                 }
             }
         }
@@ -296,7 +302,7 @@ impl Questions for RedisStore {
         };
         Ok(Some(Claimed {
             outcome,
-            question: assemble(&as_asked(snapshot), &status, Some(&stored))?,
+            question: assemble(&as_asked(snapshot), &status, Some(&stored), None)?,
             work: work_of(shown, done),
             run: assemble_run(&pairs(run))?,
             finished: finished == 1,

@@ -31,4 +31,5 @@ scripts! {
     HOLD_LEASE => [] "hold_lease.lua",
     RELEASE_LEASE => [] "release_lease.lua",
     REVOKE_RULE => [] "revoke_rule.lua",
+    VOTE => [] "vote.lua",
 }

@@ -286,7 +286,22 @@ impl FakeTelegram {
         )
     }
 
-    /// The text of the toast answering the callback query of update `update_id`'s tap.
+    /// The text of the toast answering the callback query of update `update_id`'s tap, once
+    /// answered.
+    pub fn toast_of(&self, update_id: i64) -> Option<String> {
+        let suffix = format!("-{update_id}");
+        self.calls()
+            .into_iter()
+            .filter(|c| c.method == "answercallbackquery")
+            .find(|c| {
+                c.body["callback_query_id"]
+                    .as_str()
+                    .is_some_and(|q| q.ends_with(&suffix))
+            })
+            .map(|c| c.body["text"].as_str().unwrap_or_default().to_owned())
+    }
+
+    /// Every toast's text, in order.
     pub fn toasts(&self) -> Vec<String> {
         self.calls()
             .into_iter()

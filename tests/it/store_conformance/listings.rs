@@ -266,6 +266,7 @@ async fn rules_created_and_revoked_are_announced(f: Fixture) {
         created_by: "telegram:1".into(),
         created_at: Millis(5),
         question_id: None,
+        quorum: 0,
     };
     f.store.put_rule(&rule).await.unwrap();
     f.store.delete_rule(&RuleId::new("rule-ev")).await.unwrap();

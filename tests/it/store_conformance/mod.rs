@@ -39,6 +39,7 @@ mod outbox;
 mod questions;
 mod records;
 mod runs;
+mod votes;
 
 /// A claim's outcome and the question afterwards, as most tests look at them.
 pub(crate) trait Pair {

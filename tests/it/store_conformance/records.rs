@@ -14,6 +14,7 @@ async fn rules_are_stored_listed_and_deleted(f: Fixture) {
         created_by: "telegram:1".into(),
         created_at: Millis(5),
         question_id: None,
+        quorum: 0,
     };
 
     f.store.put_rule(&rule).await.unwrap();

@@ -1,0 +1,80 @@
+//! Votes on questions with a quorum.
+//!
+//! A vote is an answer by a quorum member ([`tally::vote_of`]). The store takes one per person
+//! atomically (`Votes::vote`), on any process; while the quorum is not met the question stays
+//! pending and every message showing it is redrawn with its progress ("1 of 2 approved:
+//! @alice"). The vote that meets it is followed by the completing claim, through the same
+//! claim-once path as any answer: of several processes completing at once one wins, and if the
+//! voter's process dies in between, the store has made the question due and a sweeper claims.
+
+use super::{Bridge, SETTLE_GRACE};
+use crate::Error;
+use crate::store::Shown;
+use askbridge_core::audit::AuditEntry;
+use askbridge_core::quorum::Vote;
+use askbridge_core::tally::{self, VoteOutcome};
+use askbridge_core::{Millis, Question, render};
+
+impl Bridge {
+    /// Casts `vote` on `question` and returns the question as it now stands: pending with the
+    /// vote, or resolved when the vote met the quorum.
+    pub(super) async fn vote(&self, question: &Question, vote: Vote) -> Result<Question, Error> {
+        let due_if_met = Millis::now().after(SETTLE_GRACE);
+        let Some((outcome, voted)) = self.store().vote(question, &vote, due_if_met).await? else {
+            return Err(Error::NotFound(question.id.clone()));
+        };
+        let progress = render::progress_line(&voted).unwrap_or_default();
+        match outcome {
+            VoteOutcome::Duplicate => {
+                tracing::info!(question_id = %question.id, by = %vote.by, "refused: voted already");
+                Err(Error::AlreadyVoted(Box::new(voted)))
+            }
+            VoteOutcome::AlreadyResolved => Err(Error::AlreadyResolved(Box::new(voted))),
+            VoteOutcome::Counted => {
+                tracing::info!(question_id = %question.id, by = %vote.by, %progress, "vote counted");
+                self.record(AuditEntry::voted(&voted, &vote, &progress))
+                    .await?;
+                self.spawn_refresh(voted.clone());
+                Ok(voted)
+            }
+            VoteOutcome::Met => {
+                tracing::info!(question_id = %question.id, by = %vote.by, %progress, "vote counted; quorum met");
+                self.record(AuditEntry::voted(&voted, &vote, &progress))
+                    .await?;
+                self.complete_quorum(&voted).await
+            }
+        }
+    }
+
+    /// Resolves a question whose quorum is met: after the vote that met it, or from the sweeper
+    /// when that vote's process died before claiming.
+    pub(super) async fn complete_quorum(&self, question: &Question) -> Result<Question, Error> {
+        match tally::completing_claim(question) {
+            Some(claim) => self.claim(question, claim).await,
+            None => Ok(question.clone()),
+        }
+    }
+
+    /// Redraws every message showing `question` with its progress, in the background (the
+    /// voter's reply does not wait for every platform).
+    fn spawn_refresh(&self, question: Question) {
+        let bridge = self.clone();
+        tokio::spawn(async move {
+            let shown = match bridge.store().shown(&question.id).await {
+                Ok(shown) => shown,
+                Err(error) => {
+                    tracing::warn!(question_id = %question.id, %error, "cannot read where the question is shown");
+                    return;
+                }
+            };
+            for Shown { target, reference } in shown {
+                let Some(channel) = bridge.channel_for(&target) else {
+                    continue;
+                };
+                if let Err(error) = channel.refresh(&question, &target, &reference).await {
+                    tracing::warn!(question_id = %question.id, %target, %error, "cannot show the quorum's progress");
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,49 @@
+//! Votes on questions with a quorum, in the embedded store: the question is read, voted on and
+//! written back in one write transaction, so a second vote by the same person is refused as a
+//! second claim is.
+
+use super::EmbeddedStore;
+use super::tables::{QUESTIONS, decode, encode, set_due};
+use crate::store::{Event, EventKind, Result, Votes};
+use askbridge_core::quorum::Vote;
+use askbridge_core::tally::{self, VoteOutcome};
+use askbridge_core::{Millis, Question};
+use async_trait::async_trait;
+use redb::ReadableTable as _;
+
+#[async_trait]
+impl Votes for EmbeddedStore {
+    async fn vote(
+        &self,
+        snapshot: &Question,
+        vote: &Vote,
+        due_if_met: Millis,
+    ) -> Result<Option<(VoteOutcome, Question)>> {
+        let (id, vote) = (snapshot.id.clone(), vote.clone());
+        let voted = self
+            .write(move |txn| {
+                let mut questions = txn.open_table(QUESTIONS)?;
+                let stored = questions.get(id.as_str())?.map(|json| decode(json.value()));
+                let Some(mut question) = stored.transpose()? else {
+                    return Ok(None);
+                };
+                let outcome = tally::apply_vote(&mut question, &vote);
+                if matches!(outcome, VoteOutcome::Counted | VoteOutcome::Met) {
+                    questions.insert(id.as_str(), encode(&question).as_str())?;
+                }
+                drop(questions);
+                if outcome == VoteOutcome::Met {
+                    set_due(txn, id.as_str(), due_if_met.0)?;
+                }
+                Ok(Some((outcome, question)))
+            })
+            .await?;
+        if let Some((VoteOutcome::Counted | VoteOutcome::Met, question)) = &voted {
+            let _ = self.events.send(Event::Question {
+                kind: EventKind::Voted,
+                question: question.clone(),
+            });
+        }
+        Ok(voted)
+    }
+}

@@ -1,0 +1,65 @@
+//! Votes on questions with a quorum, in Redis: one script in the question's bucket
+//! (`lua/vote.lua`) marks the voter, appends the vote, counts the votes that agree, announces it
+//! and, when the quorum is met, makes the outbox entry due.
+
+use super::RedisStore;
+use super::codec::votes_of;
+use super::events::EVENTS_MAXLEN;
+use super::keys::question_bucket;
+use super::scripts::VOTE;
+use crate::store::{Error, Result, Votes};
+use askbridge_core::quorum::Vote;
+use askbridge_core::tally::VoteOutcome;
+use askbridge_core::{Millis, Question};
+use async_trait::async_trait;
+
+#[async_trait]
+impl Votes for RedisStore {
+    async fn vote(
+        &self,
+        snapshot: &Question,
+        vote: &Vote,
+        due_if_met: Millis,
+    ) -> Result<Option<(VoteOutcome, Question)>> {
+        let id = snapshot.id.as_str();
+        let needs = snapshot.quorum.as_ref().map_or(1, |q| q.needs);
+        let json = serde_json::to_string(vote).expect("a vote serialises");
+        let mut invocation = VOTE.prepare_invoke();
+        invocation
+            .key(self.keys.question(id))
+            .key(self.keys.open(question_bucket(id)))
+            .key(self.keys.events(question_bucket(id)))
+            .arg(vote.by.as_str())
+            .arg(&json)
+            .arg(&vote.tally)
+            .arg(needs)
+            .arg(due_if_met.0)
+            .arg(id)
+            .arg(EVENTS_MAXLEN);
+        let reply: Vec<String> = self.invoke("vote", &invocation).await?;
+        let (outcome, votes) = match reply.as_slice() {
+            [outcome, votes] => (outcome.as_str(), votes.as_str()),
+            _ => return Ok(None),
+        };
+        let outcome = match outcome {
+            "counted" => VoteOutcome::Counted,
+            "met" => VoteOutcome::Met,
+            "duplicate" => VoteOutcome::Duplicate,
+            "resolved" => {
+                // The winner's resolution is what the voter is told: read it.
+                let resolved = self.load_many(&[id.to_owned()]).await?.pop();
+                return Ok(resolved.map(|q| (VoteOutcome::AlreadyResolved, q)));
+            }
+            other => {
+                let why = format!("vote reply {other}");
+                return Err(Error::corrupt(format!("question {id}"), why));
+            }
+        };
+        if outcome != VoteOutcome::Duplicate {
+            self.replicated(&self.keys.question(id)).await;
+        }
+        let mut question = snapshot.clone();
+        question.votes = votes_of(votes)?;
+        Ok(Some((outcome, question)))
+    }
+}
