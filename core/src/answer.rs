@@ -23,6 +23,15 @@ impl Question {
             Kind::Approval => return self.read_approval(raw),
             Kind::Ask if self.multi => Answer::List(self.read_multi(raw)?),
             Kind::Ask => Answer::Text(self.read_single(raw)?),
+            // A whole form typed at once is its JSON; chat fills one field at a time instead.
+            Kind::Form => match serde_json::from_str::<Answer>(raw) {
+                Ok(answer @ Answer::Object(_)) => self.check_answer(answer)?,
+                _ => {
+                    return Err(
+                        self.not_fit("Answer this form field by field, or as one JSON object.")
+                    );
+                }
+            },
         };
         Ok(Transition::Answer { value })
     }
@@ -51,6 +60,13 @@ impl Question {
             (Kind::Ask, Answer::List(_)) => {
                 Err(self.not_fit("This question takes one choice, not a list."))
             }
+            (Kind::Form, Answer::Object(fields)) => match &self.form {
+                Some(form) => form
+                    .fit(&fields)
+                    .map(Answer::Object)
+                    .map_err(|why| self.not_fit(&format!("That does not fit the form: {why}."))),
+                None => Err(self.not_fit("This form has no fields.")),
+            },
             (_, _) => Err(self.not_fit("That kind of answer does not fit this question.")),
         }
     }
@@ -89,6 +105,7 @@ impl Question {
                 "Reply once, always (or always everywhere), or reject with an optional reason."
                     .into()
             }
+            Kind::Form => "Reply with each field's value in turn.".into(),
             Kind::Ask if self.options.is_empty() => "Reply with your answer in words.".into(),
             Kind::Ask => {
                 let n = self.options.len();

@@ -117,11 +117,10 @@ impl Action {
     /// A digest of exactly this action: SHA-256 of its canonical JSON (object keys sorted), as
     /// 16 hex characters.
     pub fn digest(&self) -> String {
-        // serde_json's Value keeps object keys sorted (no `preserve_order`), so equal actions
-        // serialise identically.
-        let canonical =
-            serde_json::to_vec(&serde_json::json!({"tool": self.tool, "args": self.args}))
-                .expect("JSON values serialise");
+        // Objects keep the order they were written in (forms need it), so keys are sorted here:
+        // equal actions serialise identically whoever wrote them.
+        let action = serde_json::json!({"tool": self.tool, "args": sorted(&self.args)});
+        let canonical = serde_json::to_vec(&action).expect("JSON values serialise");
         Sha256::digest(&canonical)[..8]
             .iter()
             .map(|b| format!("{b:02x}"))
@@ -282,6 +281,26 @@ impl Approval {
             | Approval::ByRule { digest, .. } => digest,
         };
         *digest == action.digest()
+    }
+}
+
+/// `value` with every object's keys in sorted order, at every depth.
+fn sorted(value: &serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut entries: Vec<(&String, &serde_json::Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            serde_json::Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k.clone(), sorted(v)))
+                    .collect(),
+            )
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.iter().map(sorted).collect())
+        }
+        other => other.clone(),
     }
 }
 

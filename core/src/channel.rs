@@ -12,6 +12,7 @@
 //! claim loses a race in between, the committed reply says so and differs from the preview.
 
 use crate::Error;
+use crate::button::Button;
 use crate::identity::{Identity, Target};
 use crate::question::Question;
 use async_trait::async_trait;
@@ -59,6 +60,8 @@ pub struct Reply {
     pub tone: Tone,
     /// The question the message was about, when there was one (adapters use it to redraw).
     pub question: Option<Question>,
+    /// Buttons to send with the reply (a form's next field); empty for most replies.
+    pub buttons: Vec<Button>,
 }
 
 impl Reply {
@@ -68,12 +71,19 @@ impl Reply {
             text: text.into(),
             tone,
             question: None,
+            buttons: Vec::new(),
         }
     }
 
     /// A refusal.
     pub fn refused(text: impl Into<String>) -> Self {
         Reply::new(Tone::Refused, text)
+    }
+
+    /// Attaches buttons to send with the reply.
+    pub fn with_buttons(mut self, buttons: Vec<Button>) -> Self {
+        self.buttons = buttons;
+        self
     }
 
     /// Attaches the question the reply is about.

@@ -79,6 +79,9 @@ pub(crate) fn check_shape(
                 "confirm and approval questions take one fixed reply",
             );
         }
+        Kind::Form if !options.is_empty() || multi || allow_custom => {
+            return invalid("options", "a form's fields are in `form`, not options");
+        }
         Kind::Ask if multi && options.is_empty() => {
             return invalid("multi", "a multi-choice question needs options");
         }

@@ -10,6 +10,7 @@
 //! 100-character `custom_id` (see the property test at the bottom).
 
 use crate::Error;
+pub use crate::fill::StepCommand;
 use crate::id::{IdRef, QuestionId};
 use regex::Regex;
 use std::fmt;
@@ -85,6 +86,8 @@ pub enum Command {
     Pick(PickCommand),
     /// `/show <id>`: the whole question, detail included.
     Show(ShowCommand),
+    /// `/back [id]` or `/skip [id]`: a move while filling a form.
+    Step(StepCommand),
     /// `/pending`: what the sender may answer here.
     Pending,
     /// `/run <flow> [input]`: starts a flow.
@@ -107,6 +110,8 @@ impl Command {
             "decline" => Command::Decline(DeclineCommand::parse(args)?),
             "pick" => Command::Pick(PickCommand::parse(args)?),
             "show" => Command::Show(ShowCommand::parse(args)?),
+            "back" => Command::Step(StepCommand::parse(args, true)?),
+            "skip" => Command::Step(StepCommand::parse(args, false)?),
             "pending" => Command::Pending,
             "run" => Command::Run(RunCommand::parse(args)?),
             "rules" => Command::Rules(RulesCommand::parse(args)?),
@@ -127,6 +132,7 @@ impl fmt::Display for Command {
             Command::Decline(c) => c.fmt(f),
             Command::Pick(c) => c.fmt(f),
             Command::Show(c) => c.fmt(f),
+            Command::Step(c) => c.fmt(f),
             Command::Pending => f.write_str("/pending"),
             Command::Run(c) => c.fmt(f),
             Command::Rules(c) => c.fmt(f),

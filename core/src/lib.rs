@@ -15,6 +15,8 @@
 //!   people ([`Identity`]) and places ([`Target`]).
 //! - [`actor`]: who decides an outcome: a person or program, a rule, or the deadline.
 //! - [`approval`]: actions to approve, their digests, approval replies and "always allow" rules.
+//! - [`form`]: a form's flat schema (as MCP elicitation has it), its fields read from replies and
+//!   checked, and a person's draft while filling one in chat.
 //! - [`nudge`]: reminders and escalation steps, and when each falls due.
 //! - [`resolution`]: how a question left `pending`; [`quorum`]: M of N people must agree, and
 //!   their votes.
@@ -34,10 +36,13 @@ pub mod actor;
 pub mod answer;
 pub mod approval;
 pub mod audit;
+pub mod button;
 pub mod channel;
 mod checks;
 pub mod command;
 pub mod error;
+pub mod fill;
+pub mod form;
 pub mod id;
 pub mod identity;
 pub mod nudge;

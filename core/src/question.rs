@@ -8,6 +8,7 @@
 
 use crate::actor::Decider;
 use crate::approval::{Action, ApprovalReply};
+use crate::form::FormSchema;
 use crate::id::{QuestionId, RuleId, RunId};
 use crate::identity::{Identity, Target};
 use crate::nudge::{self, Escalation, Nudge, Reminders};
@@ -50,6 +51,8 @@ pub enum Kind {
     Confirm,
     /// May an action run? Allow once, allow always, or reject.
     Approval,
+    /// Fill in typed fields ([`crate::form`]); the answer is an object.
+    Form,
 }
 
 /// Where a question is in its life. Every state but `Pending` is final.
@@ -162,6 +165,9 @@ pub struct Question {
     /// The votes cast so far on a question with a quorum ([`crate::tally`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub votes: Vec<Vote>,
+    /// A form's fields ([`crate::form`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub form: Option<FormSchema>,
 }
 /// What a resolution does to a question.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,6 +7,7 @@
 
 use crate::actor::Decider;
 use crate::approval::{ApprovalReply, REJECT};
+pub use crate::button::{Button, ButtonRole};
 use crate::command::{AnswerCommand, DeclineCommand, PickCommand};
 use crate::id::IdRef;
 use crate::question::{Kind, Question, Resolution, Status};
@@ -15,49 +16,6 @@ use crate::text::lowercase_first;
 pub use crate::text::shorten;
 use crate::time::Millis;
 
-/// What a button does, so that adapters can colour it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ButtonRole {
-    /// Chooses an option or toggles it (`selected` for a chosen toggle).
-    Choice {
-        /// The toggle is on.
-        selected: bool,
-    },
-    /// Yes, Submit, Allow.
-    Accept,
-    /// No, Decline, Reject.
-    Refuse,
-}
-
-/// One button: a label and the command it sends.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Button {
-    /// What the button says (full length; adapters shorten it to their platform's limit).
-    pub label: String,
-    /// The plain-text command tapping it sends.
-    pub payload: String,
-    /// What it does.
-    pub role: ButtonRole,
-    /// The option it chooses or toggles (1-based), for choice buttons.
-    pub number: Option<usize>,
-}
-
-impl Button {
-    fn new(label: impl Into<String>, payload: impl ToString, role: ButtonRole) -> Self {
-        Button {
-            label: label.into(),
-            payload: payload.to_string(),
-            role,
-            number: None,
-        }
-    }
-
-    fn for_option(mut self, number: usize) -> Self {
-        self.number = Some(number);
-        self
-    }
-}
-
 /// The buttons for `question`. For multi-choice questions they are toggles: each carries the
 /// selection tapping it leads to (so the message itself holds the state), and Submit appears
 /// once something is selected. `selection` is the current one (1-based option numbers).
@@ -65,6 +23,12 @@ pub fn buttons(question: &Question, selection: &[usize]) -> Vec<Button> {
     let id = &question.id;
     let mut buttons = Vec::new();
     match question.kind {
+        // The first field's buttons: tapping one starts filling the form in.
+        Kind::Form => {
+            if let Some(form) = &question.form {
+                buttons.extend(crate::fill::field_buttons(question, form, 0));
+            }
+        }
         Kind::Confirm => {
             buttons.push(Button::new(
                 "Yes",
@@ -228,6 +192,10 @@ fn compose(
             text.push_str(&format!("\n{}. {label}", index + 1));
         }
     }
+    if let Some(form) = question.form.as_ref().filter(|_| hints) {
+        text.push_str("\n\n");
+        text.push_str(&crate::fill::field_line(question, form, 0));
+    }
     if let Some(progress) = progress_line(question) {
         text.push_str("\n\n🗳 ");
         text.push_str(&progress);
@@ -243,6 +211,9 @@ fn compose(
 pub fn commands_hint(question: &Question) -> String {
     let id = &question.id;
     let answer = match question.kind {
+        Kind::Form => {
+            format!("Fill it in field by field: reply with each value, or /answer {id} <value>.")
+        }
         Kind::Confirm => format!("Answer: /answer {id} yes  or  /answer {id} no"),
         Kind::Approval => format!(
             "Allow: /answer {id} once  or  /answer {id} always [everywhere]\nReject: /answer {id} reject [reason]"

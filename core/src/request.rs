@@ -9,6 +9,7 @@ use crate::Error;
 use crate::approval::{Action, ApprovalReply};
 pub use crate::checks::check_session_id;
 use crate::checks::{check_identities, check_shape, check_text, check_url, dedup};
+use crate::form::FormSchema;
 use crate::id::{QuestionId, RunId};
 use crate::identity::{Identity, Target};
 use crate::nudge::{self, Escalation};
@@ -75,6 +76,9 @@ pub struct NewQuestion {
     /// See [`Question::escalate`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub escalate: Vec<Escalation>,
+    /// See [`Question::form`]: the fields of a `form` question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub form: Option<FormSchema>,
     /// See [`Question::quorum`]. Its members become the answerers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quorum: Option<Quorum>,
@@ -201,6 +205,13 @@ impl NewQuestion {
         self
     }
 
+    /// Makes this a form with `schema`'s fields ([`crate::form`]).
+    pub fn form(mut self, schema: FormSchema) -> Self {
+        self.kind = Kind::Form;
+        self.form = Some(schema);
+        self
+    }
+
     /// Needs `needs` of `of` to agree ([`crate::quorum`]); they become the answerers.
     pub fn quorum<I, S>(mut self, needs: u32, of: I) -> Self
     where
@@ -247,6 +258,24 @@ impl NewQuestion {
         check_identities("targets", self.targets.iter().map(Target::as_str))?;
         if let Some(url) = &self.callback_url {
             check_url("callback_url", url)?;
+        }
+        match (&self.kind, &self.form) {
+            (Kind::Form, Some(form)) => form.check()?,
+            (Kind::Form, None) => {
+                return Err(Error::Invalid {
+                    field: "form",
+                    reason:
+                        "a form needs its fields: {\"type\": \"object\", \"properties\": {...}}"
+                            .into(),
+                });
+            }
+            (_, Some(_)) => {
+                return Err(Error::Invalid {
+                    field: "form",
+                    reason: "only questions of kind \"form\" carry a form".into(),
+                });
+            }
+            (_, None) => {}
         }
         let reminders = nudge::check_reminders(self.remind_after_s, self.reminders, timeout)?;
         let mut answerers = self.answerers;
@@ -313,6 +342,7 @@ impl NewQuestion {
             escalate: self.escalate,
             quorum: self.quorum,
             votes: Vec::new(),
+            form: self.form,
         };
         if let Some(default) = self.default {
             let fitted = question.check_answer(default).map_err(|e| Error::Invalid {

@@ -259,6 +259,7 @@ pub fn fingerprint(question: &Question) -> String {
         Kind::Ask => "ask",
         Kind::Confirm => "confirm",
         Kind::Approval => "approval",
+        Kind::Form => "form",
     };
     for part in [kind, question.prompt.as_str()] {
         hasher.update(part.as_bytes());
@@ -271,6 +272,9 @@ pub fn fingerprint(question: &Question) -> String {
     hasher.update([u8::from(question.multi), u8::from(question.allow_custom)]);
     if let Some(action) = &question.action {
         hasher.update(action.digest().as_bytes());
+    }
+    if let Some(form) = &question.form {
+        hasher.update(serde_json::to_string(form).unwrap_or_default().as_bytes());
     }
     hasher.finalize()[..8]
         .iter()

@@ -42,7 +42,7 @@ pub fn vote_of(question: &Question, claim: &Claim) -> Option<Vote> {
         }
         Kind::Confirm if *value == Answer::Bool(true) => "yes".to_owned(),
         Kind::Confirm => return None,
-        Kind::Ask => format!("{value:?}"),
+        Kind::Ask | Kind::Form => format!("{value:?}"),
     };
     Some(Vote {
         by: actor.by.clone(),
@@ -142,7 +142,8 @@ pub fn progress_line(question: &Question) -> Option<String> {
         (Kind::Approval, _) => format!("{n} of {needs} approved"),
         (Kind::Confirm, _) => format!("{n} of {needs} said yes"),
         (Kind::Ask, Some(value)) => format!("{n} of {needs} agree on \"{value}\""),
-        (Kind::Ask, None) => format!("0 of {needs} agree"),
+        (Kind::Ask | Kind::Form, None) => format!("0 of {needs} agree"),
+        (Kind::Form, Some(_)) => format!("{n} of {needs} agree"),
     };
     if !names.is_empty() {
         line.push_str(": ");

@@ -14,6 +14,8 @@ pub enum Answer {
     List(Vec<String>),
     /// One choice or free text.
     Text(String),
+    /// A form's fields, by name.
+    Object(serde_json::Map<String, serde_json::Value>),
 }
 
 impl fmt::Display for Answer {
@@ -23,6 +25,16 @@ impl fmt::Display for Answer {
             Answer::Bool(false) => f.write_str("no"),
             Answer::List(items) => f.write_str(&items.join(", ")),
             Answer::Text(text) => f.write_str(text),
+            Answer::Object(fields) => {
+                let parts: Vec<String> = fields
+                    .iter()
+                    .map(|(name, value)| match value {
+                        serde_json::Value::String(text) => format!("{name}: {text}"),
+                        other => format!("{name}: {other}"),
+                    })
+                    .collect();
+                f.write_str(&parts.join(", "))
+            }
         }
     }
 }

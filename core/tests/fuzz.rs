@@ -190,6 +190,7 @@ fn check_fit(question: &Question, transition: &Transition, input: &str) {
             items.iter().for_each(|t| fits(t));
         }
         Answer::Bool(_) => assert_eq!(question.kind, Kind::Confirm),
+        Answer::Object(_) => assert_eq!(question.kind, Kind::Form, "an object from {input:?}"),
     }
 }
 

@@ -65,7 +65,7 @@ impl Turn {
 
     /// The question a typed id or prefix names, among those the sender may answer here when it
     /// is a prefix.
-    async fn find(&self, id: &IdRef) -> Result<Question, Error> {
+    pub(super) async fn find(&self, id: &IdRef) -> Result<Question, Error> {
         let id = match id {
             IdRef::Full(id) => id.clone(),
             IdRef::Prefix(_) => {
@@ -164,4 +164,38 @@ impl Turn {
             ),
         ))
     }
+}
+
+/// The one line a person gets for an error.
+pub(super) fn refusal_reply(error: &Error) -> Reply {
+    match error {
+        Error::AlreadyResolved(question) => {
+            Reply::refused(render::already_resolved_line(question)).about((**question).clone())
+        }
+        Error::NotFound(id) => Reply::refused(format!(
+            "There is no question {id}. It may have been resolved long ago; send /pending to see what is waiting."
+        )),
+        Error::Model(error) => Reply::refused(error.to_string()),
+        Error::Forbidden => Reply::refused("You can't answer this question."),
+        Error::AlreadyVoted(question) => {
+            Reply::refused(error.to_string()).about((**question).clone())
+        }
+        Error::UnknownFlow(_) | Error::UnknownRule(_) => Reply::refused(error.to_string()),
+        other => {
+            tracing::error!(error = %other, "could not handle a chat message");
+            Reply::refused(
+                "Something went wrong on askbridge's side and nothing was recorded. Please try again in a moment.",
+            )
+        }
+    }
+}
+
+/// The reply to a claim that won, or a vote that counted.
+pub(super) fn done(resolved: Question) -> Reply {
+    // A vote leaves the question pending: the reply is the quorum's progress.
+    let line = match render::progress_line(&resolved) {
+        Some(progress) if resolved.is_pending() => format!("Vote counted. {progress}"),
+        _ => render::outcome_line(&resolved),
+    };
+    Reply::new(Tone::Done, format!("✓ {line}")).about(resolved)
 }

@@ -9,11 +9,14 @@
 //! nothing.
 
 use super::Bridge;
-use super::commands::{Turn, pending_list};
+use super::commands::{Turn, done, pending_list, refusal_reply};
+use super::forms::Filling;
 use super::resolve::{Attempt, Checked, Refusal, Said};
 use crate::Error;
 use crate::store::ListFilter;
+use askbridge_core::Kind;
 use askbridge_core::command::{Command, CommandLine};
+use askbridge_core::fill::Step;
 use askbridge_core::run::Origin;
 use askbridge_core::{
     Actor, IdRef, Identity, Inbound, Inbox, Millis, Prepared, Question, Reply, RuleId, Target,
@@ -28,7 +31,7 @@ const DUPLICATE_WINDOW: Duration = Duration::from_secs(24 * 3600);
 /// What a prepared message will do when committed. One is made and moved once per message, so
 /// the size of its largest variant costs nothing worth boxing for.
 #[allow(clippy::large_enum_variant)]
-enum Plan {
+pub(super) enum Plan {
     /// Nothing but reply (help, a list, a refusal that is not an attempt on a question).
     Reply(Option<Reply>),
     /// Claim what was checked.
@@ -47,6 +50,8 @@ enum Plan {
         input: String,
         origin: Origin,
     },
+    /// A step in filling a form in chat.
+    Fill(Filling),
 }
 
 #[async_trait]
@@ -99,30 +104,6 @@ fn actor_of(message: &Inbound) -> Actor {
     Actor::new(message.sender.clone(), message.via.clone()).named(message.sender_name.clone())
 }
 
-/// The one line a person gets for an error.
-pub(super) fn refusal_reply(error: &Error) -> Reply {
-    match error {
-        Error::AlreadyResolved(question) => {
-            Reply::refused(render::already_resolved_line(question)).about((**question).clone())
-        }
-        Error::NotFound(id) => Reply::refused(format!(
-            "There is no question {id}. It may have been resolved long ago; send /pending to see what is waiting."
-        )),
-        Error::Model(error) => Reply::refused(error.to_string()),
-        Error::Forbidden => Reply::refused("You can't answer this question."),
-        Error::AlreadyVoted(question) => {
-            Reply::refused(error.to_string()).about((**question).clone())
-        }
-        Error::UnknownFlow(_) | Error::UnknownRule(_) => Reply::refused(error.to_string()),
-        other => {
-            tracing::error!(error = %other, "could not handle a chat message");
-            Reply::refused(
-                "Something went wrong on askbridge's side and nothing was recorded. Please try again in a moment.",
-            )
-        }
-    }
-}
-
 impl Turn {
     /// Reads the message and everything it is about; changes nothing.
     async fn plan(&self) -> Plan {
@@ -143,6 +124,7 @@ impl Turn {
             Command::Rules(command) => self.rules_command(command).await,
             Command::Pick(command) => self.pick_command(command).await.map(Plan::reply),
             Command::Show(command) => self.show_command(command).await.map(Plan::reply),
+            Command::Step(command) => self.step_command(command).await.map(Plan::Fill),
             Command::Pending => self.pending_command().await.map(Plan::reply),
             Command::Help => Ok(Plan::reply(Reply::new(Tone::Info, self.help()))),
             Command::Run(command) => self.start_flow(&command.flow, &command.input),
@@ -193,6 +175,19 @@ impl Turn {
         };
         match self.bridge.check(&attempt, known).await {
             Ok(checked) => Plan::Claim { checked, attempted },
+            // On a form, `/answer <id> <value>` (or a field's button) is the field asked now.
+            Err(Refusal {
+                error: Error::Model(askbridge_core::Error::NotFit { .. }),
+                question: Some(question),
+            }) if question.kind == Kind::Form => {
+                let Said::Typed(text) = attempt.said else {
+                    unreachable!("only typed words are read against a form field")
+                };
+                self.fill(question, Step::Value(text))
+                    .await
+                    .map(Plan::Fill)
+                    .unwrap_or_else(|error| Plan::Reply(Some(refusal_reply(&error))))
+            }
             Err(refusal) => self.refuse(refusal, Some(attempted), None),
         }
     }
@@ -218,6 +213,7 @@ impl Turn {
             }),
             Plan::Revoke(id) => Some(Reply::new(Tone::Info, format!("Revoking rule {id}…"))),
             Plan::Start { flow, .. } => Some(started(flow)),
+            Plan::Fill(filling) => Some(filling.preview()),
         }
     }
 
@@ -252,6 +248,7 @@ impl Turn {
                     .await;
                 Some(reply)
             }
+            Plan::Fill(filling) => Some(self.commit_fill(filling).await),
             Plan::Revoke(id) => Some(match self.bridge.revoke_rule(&id, &self.actor).await {
                 Ok(()) => Reply::new(Tone::Done, format!("✓ Rule {id} revoked.")),
                 Err(error) => refusal_reply(&error),
@@ -335,6 +332,14 @@ impl Turn {
     /// The plain message as the answer to `question` (already read: the waiting list is the one
     /// read). An answer that does not fit gets the list of choices.
     async fn plain_answer(&self, question: Question) -> Plan {
+        if question.kind == Kind::Form {
+            let step = Step::Value(self.message.text.clone());
+            return self
+                .fill(question, step)
+                .await
+                .map(Plan::Fill)
+                .unwrap_or_else(|error| Plan::Reply(Some(refusal_reply(&error))));
+        }
         let attempt = Attempt {
             id: question.id.clone(),
             said: Said::Typed(self.message.text.clone()),
@@ -419,15 +424,6 @@ impl Plan {
     fn reply(reply: Reply) -> Plan {
         Plan::Reply(Some(reply))
     }
-}
-
-fn done(resolved: Question) -> Reply {
-    // A vote leaves the question pending: the reply is the quorum's progress.
-    let line = match render::progress_line(&resolved) {
-        Some(progress) if resolved.is_pending() => format!("Vote counted. {progress}"),
-        _ => render::outcome_line(&resolved),
-    };
-    Reply::new(Tone::Done, format!("✓ {line}")).about(resolved)
 }
 
 fn started(flow: &str) -> Reply {

@@ -16,6 +16,7 @@
 //!   crashed process left;
 //! - `nudges.rs`: reminders and escalation steps of unanswered questions, due through the same
 //!   open index as expiry;
+//! - `forms.rs`: forms filled in one field at a time in chat, each person's draft in the store;
 //! - `votes.rs`: votes on questions with a quorum, and the claim that completes one;
 //! - `approvals.rs`: approvers, "always allow" rules and the audit trail;
 //! - `inbox.rs` and `commands.rs`: what a chat message means (`/answer`, `/decline`, `/pending`,
@@ -28,6 +29,7 @@
 mod approvals;
 mod commands;
 mod effects;
+mod forms;
 mod inbox;
 mod nudges;
 mod recent;
@@ -45,7 +47,7 @@ pub use approvals::{approval_of, decide};
 pub use registry::CreateError;
 pub use resolve::{Attempt, ProgramReply, Said};
 pub use runner::{Resume, Runner, Storing};
-pub use session::{Session, outcome_from, outcome_of};
+pub use session::{Session, outcome_from, outcome_of, typed};
 pub use waiters::{RunNews, Waiters};
 
 use crate::Error;

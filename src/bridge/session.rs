@@ -47,6 +47,16 @@ impl Session {
         Ok(outcome_of(done)?)
     }
 
+    /// Asks for a form (`NewQuestion::ask(prompt).form(schema)`) and reads the answer, an
+    /// object checked against the form, into `T` (any `serde` type whose fields match).
+    pub async fn form<T: serde::de::DeserializeOwned>(
+        &self,
+        request: NewQuestion,
+    ) -> Result<T, AskError> {
+        let answer = self.ask(request).await?;
+        typed(answer).map_err(|error| AskError::Failed(error.into()))
+    }
+
     /// Asks yes or no. Never fails: a decline, a timeout without default, a cancellation or an
     /// error all read as `false` (the safe answer), and are logged.
     pub async fn confirm(&self, request: NewQuestion) -> bool {
@@ -113,5 +123,21 @@ pub fn outcome_from(
         Status::Expired => value.ok_or(NoAnswer::Timeout { id }),
         Status::Cancelled => Err(NoAnswer::Cancelled { id }),
         Status::Pending => Err(NoAnswer::Timeout { id }),
+    }
+}
+
+/// A form's answer read into `T`: an object whose fields `T` takes.
+pub fn typed<T: serde::de::DeserializeOwned>(answer: Answer) -> Result<T, askbridge_core::Error> {
+    let not_fit = |reason: String| askbridge_core::Error::NotFit { reason };
+    match answer {
+        Answer::Object(fields) => serde_json::from_value(serde_json::Value::Object(fields))
+            .map_err(|e| {
+                not_fit(format!(
+                    "the form's answer does not read as the type asked for: {e}"
+                ))
+            }),
+        other => Err(not_fit(format!(
+            "expected a form's answer (an object), got {other}"
+        ))),
     }
 }

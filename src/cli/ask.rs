@@ -230,6 +230,10 @@ fn answered(value: Option<&Answer>, as_json: bool, kind: Kind) -> u8 {
                 ExitCode::ANSWERED
             }
         }
+        Some(Answer::Object(fields)) => {
+            print(&serde_json::Value::Object(fields.clone()).to_string());
+            ExitCode::ANSWERED
+        }
         Some(Answer::Text(text)) => {
             print(text);
             ExitCode::ANSWERED

@@ -175,6 +175,16 @@ impl FlowContext {
         )?)
     }
 
+    /// Asks for a form and reads its answer into `T` (see [`crate::Session::form`]); a type
+    /// that does not match the form fails the run, naming the mismatch.
+    pub async fn form<T: serde::de::DeserializeOwned>(
+        &self,
+        request: NewQuestion,
+    ) -> Result<T, Interrupt> {
+        let answer = self.ask(request).await?;
+        crate::bridge::typed(answer).map_err(|error| Interrupt::fail(error.to_string()))
+    }
+
     /// Asks yes or no: `Ok(false)` for no, a decline, or a timeout without default (as
     /// [`crate::Session::confirm`]); `Err(Suspended)` while nobody has answered.
     pub async fn confirm(&self, request: NewQuestion) -> Result<bool, Interrupt> {

@@ -1,7 +1,7 @@
 //! The ops page at `/`: pending questions live in a browser, answerable there.
 //!
-//! Four static files (`ops/index.html`, `ops/ops.js`, `ops/floor.js` for the runs, rules, audit
-//! and history views, `ops/ops.css`) compiled into the binary, so
+//! Five static files (`ops/index.html`, `ops/ops.js`, `ops/floor.js` for the runs, rules, audit
+//! and history views, `ops/forms.js` for forms, `ops/ops.css`) compiled into the binary, so
 //! there is no build step, nothing to deploy beside askbridge, and nothing fetched from another
 //! host. The page holds no data itself: everything it shows comes from `/api` with the token the
 //! person types, so these routes sit outside the token layer.
@@ -20,13 +20,14 @@ const INDEX_HTML: &str = include_str!("ops/index.html");
 const OPS_JS: &str = include_str!("ops/ops.js");
 const OPS_CSS: &str = include_str!("ops/ops.css");
 const FLOOR_JS: &str = include_str!("ops/floor.js");
+const FORMS_JS: &str = include_str!("ops/forms.js");
 
 /// The page's Content-Security-Policy.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
      style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; \
      form-action 'none'; frame-ancestors 'none'";
 
-/// The routes `/`, `/ops.js`, `/floor.js` and `/ops.css`.
+/// The routes `/`, `/ops.js`, `/floor.js`, `/forms.js` and `/ops.css`.
 pub(super) fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
         .route(
@@ -40,6 +41,10 @@ pub(super) fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
         .route(
             "/floor.js",
             get(|| async { asset("text/javascript; charset=utf-8", FLOOR_JS) }),
+        )
+        .route(
+            "/forms.js",
+            get(|| async { asset("text/javascript; charset=utf-8", FORMS_JS) }),
         )
         .route(
             "/ops.css",

@@ -10,6 +10,7 @@ fn value_text(value: &Answer) -> String {
         Answer::List(items) => items.join(", "),
         Answer::Bool(true) => "yes".into(),
         Answer::Bool(false) => "no".into(),
+        Answer::Object(_) => value.to_string(),
     }
 }
 

@@ -33,16 +33,16 @@ pub mod redis;
 pub use error::{Error, ErrorKind, Result};
 pub use health::{RoundTrips, Topology};
 pub use roles::{
-    Admin, AuditLog, Dedupe, Deliveries, Events, Leases, Listings, Outbox, Questions, Rules, Runs,
-    Votes,
+    Admin, AuditLog, Dedupe, Deliveries, Drafts, Events, Leases, Listings, Outbox, Questions,
+    Rules, Runs, Votes,
 };
 
 /// Every role trait, for code that calls a concrete store's methods (`use
 /// askbridge::store::prelude::*`); an `Arc<dyn Store>` needs no import.
 pub mod prelude {
     pub use super::roles::{
-        Admin as _, AuditLog as _, Dedupe as _, Deliveries as _, Events as _, Leases as _,
-        Listings as _, Outbox as _, Questions as _, Rules as _, Runs as _, Votes as _,
+        Admin as _, AuditLog as _, Dedupe as _, Deliveries as _, Drafts as _, Events as _,
+        Leases as _, Listings as _, Outbox as _, Questions as _, Rules as _, Runs as _, Votes as _,
     };
 }
 
@@ -56,6 +56,7 @@ pub use types::*;
 pub trait Store:
     Questions
     + Votes
+    + Drafts
     + Deliveries
     + Outbox
     + Dedupe
@@ -73,6 +74,7 @@ pub trait Store:
 impl<T> Store for T where
     T: Questions
         + Votes
+        + Drafts
         + Deliveries
         + Outbox
         + Dedupe

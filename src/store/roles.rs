@@ -12,10 +12,11 @@ use super::{
     ClaimOptions, Claimed, Counts, Event, Inserted, ListFilter, Parked, Saved, Shown, Work,
 };
 use askbridge_core::audit::{AuditEntry, AuditFilter};
+use askbridge_core::form::Draft;
 use askbridge_core::quorum::Vote;
 use askbridge_core::run::{Acquire, Run};
 use askbridge_core::tally::VoteOutcome;
-use askbridge_core::{Claim, Millis, Question, QuestionId, Rule, RuleId, RunId};
+use askbridge_core::{Claim, Identity, Millis, Question, QuestionId, Rule, RuleId, RunId};
 use async_trait::async_trait;
 use std::time::Duration;
 use tokio::sync::broadcast;
@@ -68,6 +69,23 @@ pub trait Votes: Send + Sync {
         vote: &Vote,
         due_if_met: Millis,
     ) -> Result<Option<(VoteOutcome, Question)>>;
+}
+
+/// Forms filled in one field at a time in chat: each person's draft, in the store, so that any
+/// process takes the next field and a restart loses nothing.
+#[async_trait]
+pub trait Drafts: Send + Sync {
+    /// `who`'s draft of form `id`, if they started one.
+    async fn draft(&self, id: &QuestionId, who: &Identity) -> Result<Option<Draft>>;
+
+    /// Stores `who`'s draft of form `id` for `ttl` (the form's time left, and then some).
+    async fn save_draft(
+        &self,
+        id: &QuestionId,
+        who: &Identity,
+        draft: &Draft,
+        ttl: Duration,
+    ) -> Result<()>;
 }
 
 /// Where questions were shown, so that any process can withdraw them.

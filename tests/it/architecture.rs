@@ -10,11 +10,13 @@ use askbridge::bridge::Bridge;
 use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::{
-    Admin, AuditLog, ClaimOptions, Claimed, Counts, Dedupe, Deliveries, Event, Events, Inserted,
-    Leases, ListFilter, Outbox, Parked, Questions, Result, Rules, Runs, Saved, Shown, StoreOptions,
-    Votes, Work,
+    Admin, AuditLog, ClaimOptions, Claimed, Counts, Dedupe, Deliveries, Drafts, Event, Events,
+    Inserted, Leases, ListFilter, Outbox, Parked, Questions, Result, Rules, Runs, Saved, Shown,
+    StoreOptions, Votes, Work,
 };
+use askbridge_core::Identity;
 use askbridge_core::audit::{AuditEntry, AuditFilter};
+use askbridge_core::form::Draft;
 use askbridge_core::quorum::Vote;
 use askbridge_core::run::{Acquire, Origin, Run, RunState};
 use askbridge_core::tally::VoteOutcome;
@@ -82,6 +84,22 @@ impl Votes for CountingStore {
     ) -> Result<Option<(VoteOutcome, Question)>> {
         self.note(format!("vote {}", snapshot.id));
         self.inner.vote(snapshot, vote, due_if_met).await
+    }
+}
+
+#[async_trait]
+impl Drafts for CountingStore {
+    async fn draft(&self, id: &QuestionId, who: &Identity) -> Result<Option<Draft>> {
+        self.inner.draft(id, who).await
+    }
+    async fn save_draft(
+        &self,
+        id: &QuestionId,
+        who: &Identity,
+        draft: &Draft,
+        ttl: Duration,
+    ) -> Result<()> {
+        self.inner.save_draft(id, who, draft, ttl).await
     }
 }
 

@@ -415,3 +415,71 @@ async fn a_preview_predicts_the_reply_and_changes_nothing() {
         .unwrap();
     assert_eq!(after.text, "Already answered: b, by @chat_7 via chat");
 }
+
+/// A form on the console: each field in turn, a bad value answered with why, the last one
+/// skipped, the whole object submitted.
+#[tokio::test]
+async fn the_console_fills_a_form_one_field_at_a_time() {
+    let (bridge, _chat) = memory_bridge().await;
+    let buffer = Buffer::default();
+    let console = Console::new(Arc::new(Mutex::new(buffer.clone())));
+    bridge.add_channel(Arc::new(console.clone()));
+    let schema = serde_json::from_value(serde_json::json!({
+        "type": "object",
+        "properties": {
+            "env": {"type": "string", "title": "Environment", "enum": ["staging", "production"]},
+            "replicas": {"type": "integer", "title": "Replicas", "minimum": 1, "maximum": 10},
+            "note": {"type": "string", "title": "Note"}
+        },
+        "required": ["env", "replicas"]
+    }))
+    .unwrap();
+    let form = bridge
+        .create(
+            NewQuestion::ask("Deploy settings?")
+                .session("s")
+                .targets(["console"])
+                .form(schema),
+        )
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(5), "the form printed", || async {
+        buffer.text().contains("Field 1 of 3: Environment")
+    })
+    .await;
+    let (mut typing, input) = tokio::io::duplex(1024);
+    let inbox: Arc<dyn Inbox> = Arc::new(bridge.clone());
+    let running = tokio::spawn({
+        let console = console.clone();
+        async move { console.run(inbox, tokio::io::BufReader::new(input)).await }
+    });
+    use tokio::io::AsyncWriteExt;
+    for (line, then) in [
+        (
+            format!("/answer {} production", form.id),
+            "Field 2 of 3: Replicas",
+        ),
+        ("eleven".to_owned(), "That does not fit Replicas"),
+        ("3".to_owned(), "Field 3 of 3: Note"),
+        (
+            format!("/skip {}", form.id),
+            "✓ Answered: env: production, replicas: 3",
+        ),
+    ] {
+        typing
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        eventually(Duration::from_secs(5), then, || async {
+            buffer.text().contains(then)
+        })
+        .await;
+    }
+    let answered = bridge.get(&form.id).await.unwrap();
+    assert_eq!(
+        serde_json::to_value(answered.resolution.unwrap().value).unwrap(),
+        serde_json::json!({"env": "production", "replicas": 3})
+    );
+    drop(typing);
+    running.await.unwrap();
+}

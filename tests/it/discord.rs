@@ -721,6 +721,36 @@ async fn a_strangers_click_is_refused_privately_and_changes_nothing() {
 }
 
 #[tokio::test]
+async fn a_form_clicked_on_asks_the_next_field_privately_with_its_buttons() {
+    let rig = Rig::start().await;
+    let q = rig
+        .ask(json!({"prompt": "Settings?", "kind": "form", "answerers": [alice().identity()],
+            "form": {"type": "object", "properties": {
+                "env": {"type": "string", "title": "Environment", "enum": ["staging", "production"]},
+                "notify": {"type": "boolean", "title": "Notify"}},
+              "required": ["env", "notify"]}}))
+        .await;
+    let message = rig.shown(&q, channel()).await;
+    let click = rig
+        .fake
+        .click(&alice(), channel(), message, &format!("/answer {} 2", q.id));
+    let next = rig.follow_up(&click).await;
+    assert!(next.contains("✓ Environment: production"), "{next}");
+    assert!(next.contains("Field 2 of 2: Notify"), "{next}");
+    let path = format!("/webhooks/{APP_ID}/{}", click.token);
+    let body = rig.fake.requests_to("POST", &path).pop().unwrap().body;
+    let labels: Vec<&str> = body["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row["components"].as_array().unwrap())
+        .map(|b| b["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["Yes", "No", "Back"]);
+    assert_eq!(rig.get(&q.id).await.status, Status::Pending);
+}
+
+#[tokio::test]
 async fn a_replayed_interaction_makes_one_transition_and_a_late_click_is_told() {
     let rig = Rig::start().await;
     let q = rig

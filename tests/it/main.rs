@@ -23,6 +23,7 @@ mod demo;
 mod discord;
 mod faults;
 mod flows;
+mod forms;
 mod hardening;
 mod http_api;
 mod mcp;

@@ -3,7 +3,9 @@
 //! killed and restarted in between. Each reminder and each escalation step happens once.
 
 use crate::fakes::telegram::{FakeTelegram, Sent, User};
-use crate::support::{Process, RedisServer, eventually_some, get_json, post_json};
+use crate::support::{
+    Process, RedisServer, ask_when_connected, eventually_some, found, get_json, post_json,
+};
 use crate::telegram::{GROUP, alice};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -34,23 +36,15 @@ fn questions_in(fake: &FakeTelegram, chat: i64) -> Vec<Sent> {
 }
 
 async fn wait_for<T>(what: &str, within_s: u64, find: impl Fn() -> Option<T>) -> T {
-    eventually_some(Duration::from_secs(within_s), what, || {
-        let found = find();
-        async move { found }
-    })
-    .await
+    found(Duration::from_secs(within_s), what, find).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reminders_and_an_escalation_step_happen_once_across_two_processes_and_a_restart() {
     let redis = RedisServer::start();
     let fake = FakeTelegram::start();
-    let env = vec![
-        ("REDIS_URL", redis.url()),
-        ("TELEGRAM_BOT_TOKEN", "1:fake".to_owned()),
-        ("TELEGRAM_API_URL", fake.base.clone()),
-        ("ASKBRIDGE_REMINDER_GAP_S", "1".to_owned()),
-    ];
+    let mut env = fake.serve_env(&redis);
+    env.push(("ASKBRIDGE_REMINDER_GAP_S", "1".to_owned()));
     let mut first = Process::spawn(&["serve"], &env);
     let second = Process::spawn(&["serve"], &env);
     let ask = json!({
@@ -64,9 +58,7 @@ async fn reminders_and_an_escalation_step_happen_once_across_two_processes_and_a
         "escalate": [{"after_s": 5, "targets": [format!("telegram:{BOSS_CHAT}")], "answerers": [format!("telegram:{}", boss().id)]}],
         "timeout_s": 60,
     });
-    let response = post_json(&first.base, "/api/questions", ask).await;
-    assert_eq!(response.status(), 201, "{:?}", response.text().await);
-    let question: Value = response.json().await.unwrap();
+    let question = ask_when_connected(&first.base, ask).await;
     let id = question["id"].as_str().unwrap().to_owned();
     assert_eq!(question["reminders"], json!({"after_s": 2.0, "times": 2}));
     let shown = wait_for("the question shown in the group", 10, || {

@@ -5,7 +5,9 @@
 //! deciding a quorum.
 
 use crate::fakes::telegram::{FakeTelegram, User};
-use crate::support::{Process, RedisServer, eventually_some, get_json, post_json};
+use crate::support::{
+    Process, RedisServer, ask_when_connected, eventually_some, get_json, post_json,
+};
 use crate::telegram::{GROUP, alice};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -28,15 +30,9 @@ impl Rig {
     fn start() -> Rig {
         let redis = RedisServer::start();
         let fake = FakeTelegram::start();
-        let env = vec![
-            ("REDIS_URL", redis.url()),
-            ("TELEGRAM_BOT_TOKEN", "1:fake".to_owned()),
-            ("TELEGRAM_API_URL", fake.base.clone()),
-            (
-                "ASKBRIDGE_APPROVERS",
-                "telegram:7,telegram:8,api".to_owned(),
-            ),
-        ];
+        let mut env = fake.serve_env(&redis);
+        let approvers = "telegram:7,telegram:8,api".to_owned();
+        env.push(("ASKBRIDGE_APPROVERS", approvers));
         let a = Process::spawn(&["serve"], &env);
         let b = Process::spawn(&["serve"], &env);
         Rig {
@@ -57,9 +53,7 @@ impl Rig {
             "quorum": {"needs": 2, "of": ["telegram:7", "telegram:8", "api"]},
             "timeout_s": 120,
         });
-        let response = post_json(&self.a.base, "/api/questions", body).await;
-        assert_eq!(response.status(), 201, "{:?}", response.text().await);
-        let q: Value = response.json().await.unwrap();
+        let q = ask_when_connected(&self.a.base, body).await;
         q["id"].as_str().unwrap().to_owned()
     }
 
@@ -86,6 +80,15 @@ impl Rig {
 
     async fn question(&self, id: &str) -> Value {
         get_json(&self.b.base, &format!("/api/questions/{id}")).await
+    }
+
+    /// The question once `n` votes are stored (a tap's toast comes before its commit).
+    async fn votes_become(&self, id: &str, n: usize) -> Value {
+        eventually_some(Duration::from_secs(10), "the votes stored", || async move {
+            let q = self.question(id).await;
+            (q["votes"].as_array().map_or(0, Vec::len) == n).then_some(q)
+        })
+        .await
     }
 
     async fn status_becomes(&self, id: &str, status: &str) -> Value {
@@ -135,7 +138,7 @@ async fn two_of_three_approve_across_telegram_and_http_on_two_processes() {
         toast.contains("Vote counted. 1 of 2 approved: @alice"),
         "{toast}"
     );
-    let pending = rig.question(&id).await;
+    let pending = rig.votes_become(&id, 1).await;
     assert_eq!(pending["status"], "pending");
     assert_eq!(pending["votes"][0]["by"], "telegram:7");
     eventually_some(
@@ -325,6 +328,7 @@ async fn racing_votes_resolve_once_and_a_rejection_after_one_approval_ends_it() 
         .fake
         .tap(GROUP, shown.id, &alice(), &shown.payload("Allow once"));
     assert!(rig.toast(tap).await.contains("1 of 2 approved"));
+    rig.votes_become(&id, 1).await;
     rig.fake.say(
         GROUP,
         &bob(),

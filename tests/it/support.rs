@@ -356,3 +356,31 @@ pub async fn get_json(base: &str, path: &str) -> serde_json::Value {
     let response = http().get(format!("{base}{path}")).send().await.unwrap();
     response.json().await.unwrap()
 }
+
+/// [`eventually_some`] for a check that needs no awaiting (a fake's records).
+pub async fn found<T>(within: Duration, what: &str, find: impl Fn() -> Option<T>) -> T {
+    eventually_some(within, what, || {
+        let found = find();
+        async move { found }
+    })
+    .await
+}
+
+/// POSTs a question to a just-started askbridge, again while its chat channel is still
+/// connecting (a target without a channel yet is refused, naming `targets`). The created question.
+pub async fn ask_when_connected(base: &str, body: serde_json::Value) -> serde_json::Value {
+    eventually_some(Duration::from_secs(15), "the question asked", || {
+        let body = body.clone();
+        async move {
+            let response = post_json(base, "/api/questions", body).await;
+            let status = response.status().as_u16();
+            let json: serde_json::Value = response.json().await.unwrap_or_default();
+            match status {
+                201 => Some(json),
+                422 if json["field"] == "targets" => None,
+                other => panic!("asking failed with {other}: {json}"),
+            }
+        }
+    })
+    .await
+}

@@ -1261,3 +1261,61 @@ async fn a_quorum_shows_its_progress_and_takes_one_vote_from_the_page() {
         "the vote is listed"
     );
 }
+
+/// A form on the page: one real form with a control per field; a value that does not fit is
+/// refused in askbridge's words and nothing is answered; the corrected form answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_is_one_real_form_on_the_page() {
+    let server = serve_ephemeral();
+    let api = Api::new(&server.base);
+    let browser = Browser::launch().await;
+    let page = open(&browser, &server.base).await;
+    let id = api
+        .ask(json!({"prompt": "Deploy settings?", "kind": "form", "timeout_s": 600,
+            "form": {"type": "object", "properties": {
+                "environment": {"type": "string", "title": "Environment", "enum": ["staging", "production"]},
+                "replicas": {"type": "integer", "title": "Replicas", "minimum": 1, "maximum": 10},
+                "notify": {"type": "boolean", "title": "Notify the team"}},
+              "required": ["environment", "replicas"]}}))
+        .await;
+    page.wait_for("the form's card", &pending_card(&id)).await;
+    let card = js(&format!("q-{id}"));
+    let controls = page
+        .eval(&format!(
+            "(() => {{ const f = document.getElementById({card}).querySelector('form.form-fields');
+                return [...f.querySelectorAll('select, input')].map(i => i.tagName.toLowerCase() + ':' + (i.type || '') + ':' + i.name) }})()"
+        ))
+        .await;
+    assert_eq!(
+        controls,
+        json!([
+            "select:select-one:environment",
+            "input:number:replicas",
+            "input:checkbox:notify"
+        ])
+    );
+    let fill = |replicas: u32| {
+        format!(
+            "(() => {{ const f = document.getElementById({card}).querySelector('form.form-fields');
+                f.querySelector('[name=environment]').value = 'production';
+                f.querySelector('[name=replicas]').value = '{replicas}';
+                f.querySelector('[name=notify]').checked = true;
+                f.querySelector('button[type=submit]').dataset.testClick = 'submit-{replicas}';
+                return true }})()"
+        )
+    };
+    page.eval(&fill(11)).await;
+    page.click("[data-test-click=\"submit-11\"]").await;
+    let refused = page
+        .wait_for("the bad value refused", &card_notice(&id))
+        .await;
+    assert!(refused.as_str().unwrap().contains("Replicas"), "{refused}");
+    assert!(api.question(&id).await.is_pending(), "nothing answered");
+    page.eval(&fill(3)).await;
+    page.click("[data-test-click=\"submit-3\"]").await;
+    let answered = shows_outcome(&page, &api, &id).await;
+    assert_eq!(
+        serde_json::to_value(value_of(&answered)).unwrap(),
+        json!({"environment": "production", "replicas": 3, "notify": true})
+    );
+}

@@ -207,11 +207,13 @@ impl Core {
         tracing::info!(question_id = %question_id, sender = %sender, tone = ?reply.tone, "Discord click handled");
         // Done: the bridge's withdraw edits the message for everyone, saying who answered what; a
         // private "✓" on top would only be noise. Refusals and information are for the clicker.
-        if reply.tone == Tone::Done {
+        // A form's next field is the clicker's too, with its buttons.
+        if reply.tone == Tone::Done && reply.buttons.is_empty() {
             return;
         }
         let follow_up = CreateInteractionResponseFollowup::new()
             .content(fit(&reply.text))
+            .components(crate::layout::reply_components(&reply.buttons))
             .ephemeral(true)
             .allowed_mentions(no_pings());
         if let Err(error) = self
@@ -235,6 +237,7 @@ impl Core {
         tracing::info!(question_id = %question_id, command = %interaction.data.name, tone = ?reply.tone, "Discord command handled");
         let edit = EditInteractionResponse::new()
             .content(fit(&reply.text))
+            .components(crate::layout::reply_components(&reply.buttons))
             .allowed_mentions(no_pings());
         if let Err(error) = self
             .rest
@@ -307,6 +310,7 @@ impl Core {
         tracing::info!(question_id = %question_id, message_id = %message.id, tone = ?reply.tone, "Discord message handled");
         let answer = CreateMessage::new()
             .content(fit(&reply.text))
+            .components(crate::layout::reply_components(&reply.buttons))
             .reference_message((message.channel_id, message.id))
             .allowed_mentions(no_pings());
         if let Err(error) = self.rest.send_message(message.channel_id, &answer).await {

@@ -72,7 +72,7 @@ fn button(button: Button, kind: Kind) -> Part {
         ButtonRole::Accept => Style::Success,
         // Declining to answer is a normal choice; rejecting an approval or answering "no" is the
         // one that stops something.
-        ButtonRole::Refuse if kind == Kind::Ask => Style::Secondary,
+        ButtonRole::Refuse if matches!(kind, Kind::Ask | Kind::Form) => Style::Secondary,
         ButtonRole::Refuse => Style::Danger,
     };
     Part::Button {
@@ -167,6 +167,18 @@ fn build_row(parts: Vec<Part>) -> CreateActionRow {
         }
     }
     CreateActionRow::Buttons(buttons)
+}
+
+/// The components of a reply's buttons (a form's next field).
+pub(crate) fn reply_components(buttons: &[Button]) -> Vec<CreateActionRow> {
+    let parts: Vec<Part> = buttons
+        .iter()
+        .map(|b| button(b.clone(), Kind::Form))
+        .collect();
+    parts
+        .chunks(BUTTONS_PER_ROW)
+        .map(|row| build_row(row.to_vec()))
+        .collect()
 }
 
 /// The components of `question`'s message.

@@ -40,11 +40,21 @@ pub fn resolved_text(question: &Question) -> String {
 
 /// The inline keyboard for `question` with `selection` (1-based option numbers) chosen.
 pub fn keyboard(question: &Question, selection: &[usize]) -> InlineKeyboardMarkup {
+    let buttons = render::buttons(question, selection);
+    keyboard_of(buttons, question.kind, question.multi)
+}
+
+/// The inline keyboard of `buttons` (a form field's, say), laid out as for a question of `kind`.
+pub(crate) fn keyboard_of(
+    buttons: Vec<render::Button>,
+    kind: Kind,
+    multi: bool,
+) -> InlineKeyboardMarkup {
     let mut rows: Vec<Vec<InlineKeyboardButton>> = Vec::new();
     let mut last_row = Vec::new();
-    for button in render::buttons(question, selection) {
+    for button in buttons {
         let label = match button.number {
-            Some(_) if question.multi => render::shorten(&button.label, BUTTON_LABEL_CHARS),
+            Some(_) if multi => render::shorten(&button.label, BUTTON_LABEL_CHARS),
             Some(number) => format!(
                 "{number}. {}",
                 render::shorten(&button.label, BUTTON_LABEL_CHARS)
@@ -52,7 +62,7 @@ pub fn keyboard(question: &Question, selection: &[usize]) -> InlineKeyboardMarku
             None => button.label.clone(),
         };
         let tg_button = InlineKeyboardButton::callback(label, button.payload);
-        match (button.role, question.kind) {
+        match (button.role, kind) {
             (ButtonRole::Choice { .. }, _) => rows.push(vec![tg_button]),
             // Yes/No and Allow once/Always allow sit side by side; Reject and Decline close.
             (ButtonRole::Accept, Kind::Confirm | Kind::Approval) => last_row.push(tg_button),
@@ -61,7 +71,9 @@ pub fn keyboard(question: &Question, selection: &[usize]) -> InlineKeyboardMarku
                 rows.push(std::mem::take(&mut last_row));
                 rows.push(vec![tg_button]);
             }
-            (ButtonRole::Accept | ButtonRole::Refuse, Kind::Ask) => last_row.push(tg_button),
+            (ButtonRole::Accept | ButtonRole::Refuse, Kind::Ask | Kind::Form) => {
+                last_row.push(tg_button)
+            }
         }
     }
     if !last_row.is_empty() {

@@ -235,24 +235,37 @@ impl TelegramChannel {
         }
     }
 
-    /// Sends `text` in `chat` as a reply to `to` (or plainly when `to` is `None`).
-    pub(crate) async fn reply(
+    /// Sends the bridge's `reply` in `chat` as a reply to `to`, with its buttons when it has
+    /// some (a form's next field).
+    pub(crate) async fn answer(
         &self,
         chat: ChatId,
         to: Option<MessageId>,
-        text: &str,
+        reply: &askbridge_core::Reply,
     ) -> Result<(), Error> {
-        self.reply_mentioning(chat, to, text, &[]).await
+        let markup = (!reply.buttons.is_empty()).then(|| {
+            crate::keyboard::keyboard_of(reply.buttons.clone(), askbridge_core::Kind::Form, false)
+        });
+        self.reply_with(chat, to, &reply.text, &[], markup).await
     }
 
-    /// [`TelegramChannel::reply`], naming `people` on a last line with mentions that notify
-    /// them (text mentions by user id: no username needed).
     async fn reply_mentioning(
         &self,
         chat: ChatId,
         to: Option<MessageId>,
         text: &str,
         people: &[UserId],
+    ) -> Result<(), Error> {
+        self.reply_with(chat, to, text, people, None).await
+    }
+
+    async fn reply_with(
+        &self,
+        chat: ChatId,
+        to: Option<MessageId>,
+        text: &str,
+        people: &[UserId],
+        markup: Option<teloxide::types::InlineKeyboardMarkup>,
     ) -> Result<(), Error> {
         // Room for the mentions (at most ten) when there are any.
         let room = if people.is_empty() { 0 } else { 400 };
@@ -277,7 +290,10 @@ impl TelegramChannel {
                 ),
                 None => request,
             };
-            request.send()
+            match &markup {
+                Some(markup) => request.reply_markup(markup.clone()).send(),
+                None => request.send(),
+            }
         })
         .await
         .map(drop)

@@ -91,7 +91,7 @@ impl Telegram {
         };
         if let Err(error) = self
             .sender()
-            .reply(message.chat.id, Some(message.id), &reply.text)
+            .answer(message.chat.id, Some(message.id), &reply)
             .await
         {
             tracing::warn!(%error, chat = message.chat.id.0, "cannot reply on Telegram");
@@ -132,10 +132,11 @@ impl Telegram {
             self.redraw_selection(inbox.as_ref(), &reply, message, &selection)
                 .await;
         }
-        if predicted.as_ref().is_none_or(|p| p.text != reply.text) {
+        // A reply with buttons (a form's next field) is a message: a toast cannot hold them.
+        if predicted.as_ref().is_none_or(|p| p.text != reply.text) || !reply.buttons.is_empty() {
             if let Err(error) = self
                 .sender()
-                .reply(chat.id, Some(message_id), &reply.text)
+                .answer(chat.id, Some(message_id), &reply)
                 .await
             {
                 tracing::warn!(%error, chat = chat.id.0, "cannot send a tap's reply");

@@ -627,6 +627,14 @@
       box.append(declineForm(q, 'Decline'));
       return box;
     }
+    if (q.kind === 'form') {
+      // One real form, from forms.js; the whole object goes in one reply.
+      const form = hooks.form && q.form
+        ? hooks.form(q, (answer) => send(q, 'reply', { answer }))
+        : el('p', { text: 'This page cannot show this form; answer it over the API.' });
+      box.append(form, declineForm(q, 'Decline'));
+      return box;
+    }
     if (q.kind === 'approval') {
       box.append(
         el(
@@ -993,7 +1001,7 @@
 
   // ---- for floor.js: the other views use the same requests, token and event stream -----------
 
-  const hooks = { events: [], connected: [] };
+  const hooks = { events: [], connected: [], form: null };
   window.askbridgeOps = Object.freeze({
     api,
     el,
@@ -1003,6 +1011,9 @@
     seconds,
     onEvent: (listener) => hooks.events.push(listener),
     onConnect: (listener) => hooks.connected.push(listener),
+    onForm: (render) => {
+      hooks.form = render;
+    },
   });
 
   // ---- start --------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ use askbridge_core::{Question, Rule};
 use redb::{ReadableTable, TableDefinition, WriteTransaction};
 
 pub(super) const QUESTIONS: TableDefinition<&str, &str> = TableDefinition::new("questions");
+/// Forms being filled in chat: (question id, identity) -> the draft's JSON.
+pub(super) const DRAFTS: TableDefinition<(&str, &str), &str> = TableDefinition::new("drafts");
 pub(super) const SHOWN: TableDefinition<(&str, &str), &str> = TableDefinition::new("shown");
 pub(super) const EFFECTS: TableDefinition<(&str, &str), ()> = TableDefinition::new("effects");
 pub(super) const DUE: TableDefinition<(u64, &str), ()> = TableDefinition::new("due");
@@ -34,6 +36,7 @@ pub(super) const ID_END: &str = "~";
 /// Creates every table, so that readers never meet a missing one.
 pub(super) fn create_all(txn: &WriteTransaction) -> Result<()> {
     txn.open_table(QUESTIONS)?;
+    txn.open_table(DRAFTS)?;
     txn.open_table(SHOWN)?;
     txn.open_table(EFFECTS)?;
     txn.open_table(DUE)?;

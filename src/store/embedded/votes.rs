@@ -1,15 +1,18 @@
 //! Votes on questions with a quorum, in the embedded store: the question is read, voted on and
 //! written back in one write transaction, so a second vote by the same person is refused as a
-//! second claim is.
+//! second claim is. And forms' drafts, one row per person and form.
 
 use super::EmbeddedStore;
-use super::tables::{QUESTIONS, decode, encode, set_due};
-use crate::store::{Event, EventKind, Result, Votes};
+use super::tables::{DRAFTS, QUESTIONS, decode, encode, set_due};
+use crate::store::{Drafts, Error, Event, EventKind, Result, Votes};
+use askbridge_core::Identity;
+use askbridge_core::form::Draft;
 use askbridge_core::quorum::Vote;
 use askbridge_core::tally::{self, VoteOutcome};
-use askbridge_core::{Millis, Question};
+use askbridge_core::{Millis, Question, QuestionId};
 use async_trait::async_trait;
 use redb::ReadableTable as _;
+use std::time::Duration;
 
 #[async_trait]
 impl Votes for EmbeddedStore {
@@ -45,5 +48,39 @@ impl Votes for EmbeddedStore {
             });
         }
         Ok(voted)
+    }
+}
+
+#[async_trait]
+impl Drafts for EmbeddedStore {
+    async fn draft(&self, id: &QuestionId, who: &Identity) -> Result<Option<Draft>> {
+        let (id, who) = (id.clone(), who.clone());
+        self.read(move |txn| {
+            let table = txn.open_table(DRAFTS)?;
+            let Some(json) = table.get((id.as_str(), who.as_str()))? else {
+                return Ok(None);
+            };
+            serde_json::from_str(json.value())
+                .map(Some)
+                .map_err(|e| Error::corrupt(format!("draft of {id}"), e.to_string()))
+        })
+        .await
+    }
+
+    async fn save_draft(
+        &self,
+        id: &QuestionId,
+        who: &Identity,
+        draft: &Draft,
+        _ttl: Duration,
+    ) -> Result<()> {
+        let json = serde_json::to_string(draft).expect("a draft serialises");
+        let (id, who) = (id.clone(), who.clone());
+        self.write(move |txn| {
+            txn.open_table(DRAFTS)?
+                .insert((id.as_str(), who.as_str()), json.as_str())?;
+            Ok(())
+        })
+        .await
     }
 }

@@ -9,11 +9,13 @@ mod records;
 use super::local_leases::LocalLeases;
 
 use super::{
-    ClaimOptions, Claimed, Counts, Deliveries, EVENT_BUFFER, Event, EventKind, FINAL, Inserted,
-    ListFilter, Outbox, Questions, Result, Shown, StoreOptions, Votes, Work,
+    ClaimOptions, Claimed, Counts, Deliveries, Drafts, EVENT_BUFFER, Event, EventKind, FINAL,
+    Inserted, ListFilter, Outbox, Questions, Result, Shown, StoreOptions, Votes, Work,
 };
+use askbridge_core::Identity;
 use askbridge_core::Status;
 use askbridge_core::audit::AuditEntry;
+use askbridge_core::form::Draft;
 use askbridge_core::quorum::Vote;
 use askbridge_core::run::{Acquire, Run};
 use askbridge_core::tally::{self, VoteOutcome};
@@ -31,6 +33,7 @@ pub struct MemoryStore {
     events: broadcast::Sender<Event>,
     options: StoreOptions,
     leases: LocalLeases,
+    drafts: Mutex<HashMap<(QuestionId, Identity), Draft>>,
 }
 
 #[derive(Debug, Default)]
@@ -82,6 +85,7 @@ impl MemoryStore {
             events: broadcast::channel(EVENT_BUFFER).0,
             options,
             leases: LocalLeases::default(),
+            drafts: Mutex::default(),
         }
     }
 
@@ -126,6 +130,26 @@ impl Votes for MemoryStore {
             });
         }
         Ok(Some((outcome, question)))
+    }
+}
+
+#[async_trait]
+impl Drafts for MemoryStore {
+    async fn draft(&self, id: &QuestionId, who: &Identity) -> Result<Option<Draft>> {
+        let drafts = self.drafts.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(drafts.get(&(id.clone(), who.clone())).cloned())
+    }
+
+    async fn save_draft(
+        &self,
+        id: &QuestionId,
+        who: &Identity,
+        draft: &Draft,
+        _ttl: Duration,
+    ) -> Result<()> {
+        let mut drafts = self.drafts.lock().unwrap_or_else(|p| p.into_inner());
+        drafts.insert((id.clone(), who.clone()), draft.clone());
+        Ok(())
     }
 }
 

@@ -88,6 +88,9 @@ impl Keys {
     pub(super) fn shown(&self, id: &str) -> String {
         self.in_bucket(question_bucket(id), &format!("shown:{id}"))
     }
+    pub(super) fn draft(&self, id: &str, who: &str) -> String {
+        self.in_bucket(question_bucket(id), &format!("draft:{id}:{who}"))
+    }
     pub(super) fn effects(&self, id: &str) -> String {
         self.in_bucket(question_bucket(id), &format!("fx:{id}"))
     }

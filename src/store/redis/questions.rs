@@ -114,6 +114,7 @@ pub(super) fn kind_name(kind: Kind) -> &'static str {
         Kind::Ask => "ask",
         Kind::Confirm => "confirm",
         Kind::Approval => "approval",
+        Kind::Form => "form",
     }
 }
 

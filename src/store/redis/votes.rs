@@ -1,17 +1,21 @@
 //! Votes on questions with a quorum, in Redis: one script in the question's bucket
 //! (`lua/vote.lua`) marks the voter, appends the vote, counts the votes that agree, announces it
-//! and, when the quorum is met, makes the outbox entry due.
+//! and, when the quorum is met, makes the outbox entry due. And forms' drafts: one string per
+//! person and form, in the form's bucket, expiring with it.
 
 use super::RedisStore;
 use super::codec::votes_of;
 use super::events::EVENTS_MAXLEN;
 use super::keys::question_bucket;
 use super::scripts::VOTE;
-use crate::store::{Error, Result, Votes};
+use crate::store::{Drafts, Error, Result, Votes};
+use askbridge_core::form::Draft;
 use askbridge_core::quorum::Vote;
 use askbridge_core::tally::VoteOutcome;
+use askbridge_core::{Identity, QuestionId};
 use askbridge_core::{Millis, Question};
 use async_trait::async_trait;
+use std::time::Duration;
 
 #[async_trait]
 impl Votes for RedisStore {
@@ -61,5 +65,35 @@ impl Votes for RedisStore {
         let mut question = snapshot.clone();
         question.votes = votes_of(votes)?;
         Ok(Some((outcome, question)))
+    }
+}
+
+#[async_trait]
+impl Drafts for RedisStore {
+    async fn draft(&self, id: &QuestionId, who: &Identity) -> Result<Option<Draft>> {
+        let mut get = redis::cmd("GET");
+        get.arg(self.keys.draft(id.as_str(), who.as_str()));
+        let json: Option<String> = self.query("draft", &get).await?;
+        json.map(|json| {
+            serde_json::from_str(&json)
+                .map_err(|e| Error::corrupt(format!("draft of {id}"), e.to_string()))
+        })
+        .transpose()
+    }
+
+    async fn save_draft(
+        &self,
+        id: &QuestionId,
+        who: &Identity,
+        draft: &Draft,
+        ttl: Duration,
+    ) -> Result<()> {
+        let json = serde_json::to_string(draft).expect("a draft serialises");
+        let mut set = redis::cmd("SET");
+        set.arg(self.keys.draft(id.as_str(), who.as_str()))
+            .arg(json)
+            .arg("PX")
+            .arg(ttl.as_millis().max(1) as u64);
+        self.query::<()>("draft", &set).await
     }
 }

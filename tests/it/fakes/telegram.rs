@@ -160,6 +160,15 @@ impl Sent {
 }
 
 impl FakeTelegram {
+    /// The environment of an `askbridge serve` on `redis` with Telegram against this fake.
+    pub fn serve_env(&self, redis: &crate::support::RedisServer) -> Vec<(&'static str, String)> {
+        vec![
+            ("REDIS_URL", redis.url()),
+            ("TELEGRAM_BOT_TOKEN", "1:fake".to_owned()),
+            ("TELEGRAM_API_URL", self.base.clone()),
+        ]
+    }
+
     pub fn start() -> Self {
         let state = Arc::new(Mutex::new(Inner {
             next_update_id: 1,

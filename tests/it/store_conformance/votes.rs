@@ -117,7 +117,51 @@ async fn votes_race_and_each_person_counts_once(f: Fixture) {
         .unwrap();
 }
 
+/// Forms' drafts: one per person and form, read back as written, replaced by the next write.
+async fn drafts_are_kept_per_person_and_form(f: Fixture) {
+    use askbridge_core::form::Draft;
+    let (q, other) = (two_of_three(), two_of_three());
+    let (alice, bob) = (
+        askbridge_core::Identity::new("chat:1"),
+        askbridge_core::Identity::new("chat:2"),
+    );
+    assert_eq!(f.store.draft(&q.id, &alice).await.unwrap(), None);
+    let mut draft = Draft {
+        at: 1,
+        ..Draft::default()
+    };
+    draft
+        .values
+        .insert("env".into(), serde_json::json!("staging"));
+    let ttl = Duration::from_secs(60);
+    f.store
+        .save_draft(&q.id, &alice, &draft, ttl)
+        .await
+        .unwrap();
+    assert_eq!(
+        f.store.draft(&q.id, &alice).await.unwrap().as_ref(),
+        Some(&draft)
+    );
+    assert_eq!(
+        f.store.draft(&q.id, &bob).await.unwrap(),
+        None,
+        "each person has their own"
+    );
+    assert_eq!(
+        f.store.draft(&other.id, &alice).await.unwrap(),
+        None,
+        "and each form"
+    );
+    draft.at = 2;
+    f.store
+        .save_draft(&q.id, &alice, &draft, ttl)
+        .await
+        .unwrap();
+    assert_eq!(f.store.draft(&q.id, &alice).await.unwrap().unwrap().at, 2);
+}
+
 conformance!(
+    drafts_are_kept_per_person_and_form,
     one_vote_per_person_and_the_quorum_makes_it_due,
     votes_race_and_each_person_counts_once,
 );
