@@ -172,6 +172,7 @@ pub fn step(form: &FormSchema, draft: &mut Draft, step: Step) -> Stepped {
             Ok(value) => {
                 let shown = match &value {
                     serde_json::Value::String(text) => text.clone(),
+                    serde_json::Value::Bool(yes) => if *yes { "yes" } else { "no" }.to_owned(),
                     other => other.to_string(),
                 };
                 draft.values.insert(name.clone(), value);

@@ -15,6 +15,7 @@ multi-choice (1,3 or 1-3), yes/no, or your own words where allowed\n\
 /decline <id> [reason]  decline to answer\n\
 /pending  list the questions waiting for you here\n\
 /show <id>  show a whole question\n\
+/skip [id], /back [id]  while filling in a form: leave an optional field out, go back a field\n\
 /run <flow> [input]  start a flow (also /<flow> [input])\n\
 /rules  the always-allow rules (approvers only; /rules revoke <id>)\n\
 /whoami  your identity and this chat's target, for configuring askbridge\n\
