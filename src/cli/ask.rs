@@ -24,6 +24,21 @@ pub(crate) async fn ask(args: AskArgs) -> u8 {
         "multi": args.multi,
         "allow_custom": args.allow_custom,
     });
+    if let Some(path) = &args.form {
+        let schema = std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str::<Value>(&text).map_err(|e| e.to_string()));
+        match schema {
+            Ok(schema) => {
+                body["kind"] = json!("form");
+                body["form"] = schema;
+            }
+            Err(error) => {
+                eprintln!("askbridge: --form {}: {error}", path.display());
+                return ExitCode::ERROR;
+            }
+        }
+    }
     if let Some(default) = &args.default {
         body["default"] = if args.multi {
             json!(default.split(',').map(str::trim).collect::<Vec<_>>())
@@ -99,6 +114,13 @@ async fn run(mut body: Value, common: &Common) -> Result<Question, u8> {
     }
     if let Some(detail) = &common.detail {
         body["detail"] = json!(detail);
+    }
+    if let Some(after) = common.remind_after {
+        body["remind_after_s"] = json!(after);
+        body["reminders"] = json!(common.reminders.unwrap_or(1));
+    }
+    if let Some(needs) = common.quorum {
+        body["quorum"] = json!({"needs": needs, "of": common.answerers});
     }
     let created = api.post("/api/questions", &body).await.map_err(failed)?;
     let id = created["id"].as_str().unwrap_or_default().to_owned();

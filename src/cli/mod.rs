@@ -119,6 +119,15 @@ pub(crate) struct Common {
     /// More text under the question.
     #[arg(long)]
     pub(crate) detail: Option<String>,
+    /// Re-announce it after this long unanswered: 10m, 1h ... (at least ASKBRIDGE_REMINDER_GAP_S).
+    #[arg(long, value_parser = parse_duration)]
+    pub(crate) remind_after: Option<f64>,
+    /// How many reminders at most (1 to 3; default 1).
+    #[arg(long, requires = "remind_after")]
+    pub(crate) reminders: Option<u32>,
+    /// Needs this many of --answerers to agree (each votes once).
+    #[arg(long, requires = "answerers")]
+    pub(crate) quorum: Option<u32>,
     /// The session (default: ASKBRIDGE_SESSION, else a new one).
     #[arg(long, env = "ASKBRIDGE_SESSION")]
     pub(crate) session: Option<String>,
@@ -146,6 +155,10 @@ pub(crate) struct AskArgs {
     /// The answer when nobody answers in time (for --multi, comma-separated).
     #[arg(long)]
     pub(crate) default: Option<String>,
+    /// Ask for a form: a JSON file with its fields (`{"type": "object", "properties": ...}`);
+    /// the answer is printed as a JSON object.
+    #[arg(long, conflicts_with_all = ["options", "multi", "allow_custom"])]
+    pub(crate) form: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub(crate) common: Common,
 }

@@ -368,3 +368,51 @@ async fn help_and_completions_come_from_the_command_definition() {
         "{stdout}"
     );
 }
+
+#[tokio::test]
+async fn ask_takes_a_form_a_quorum_and_reminders_and_prints_a_forms_answer_as_json() {
+    let base = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let form = dir.path().join("deploy.json");
+    std::fs::write(
+        &form,
+        r#"{"type": "object", "properties": {"env": {"type": "string", "enum": ["staging", "production"]}, "replicas": {"type": "integer", "minimum": 1}}, "required": ["env"]}"#,
+    )
+    .unwrap();
+    let child = cli(
+        &base,
+        &[
+            "ask",
+            "Deploy settings?",
+            "--form",
+            form.to_str().unwrap(),
+            "--session",
+            "c-form",
+            "--answerers",
+            "api,telegram:1",
+            "--quorum",
+            "1",
+            "--remind-after",
+            "10m",
+            "--reminders",
+            "2",
+        ],
+    );
+    let q = pending_in_session(&base, "c-form").await;
+    assert_eq!(q["kind"], "form");
+    assert_eq!(
+        q["quorum"],
+        json!({"needs": 1, "of": ["api", "telegram:1"]})
+    );
+    assert_eq!(q["reminders"], json!({"after_s": 600.0, "times": 2}));
+    let id = q["id"].as_str().unwrap();
+    let answer = json!({"answer": {"env": "production", "replicas": 2}});
+    assert_eq!(
+        post(&base, &format!("/api/questions/{id}/reply"), answer).await,
+        200
+    );
+    let (code, stdout, _) = finish(child).await;
+    assert_eq!(code, 0);
+    let printed: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(printed, json!({"env": "production", "replicas": 2}));
+}
