@@ -107,18 +107,14 @@ impl AuditEntry {
     /// out by askbridge; `message` says what was done ("reminder 1 of 2 on telegram:-100").
     pub fn nudged(question: &Question, event: AuditEvent, message: String) -> Self {
         AuditEntry {
-            at: Millis::now(),
-            event,
-            by: Identity::askbridge(),
-            via: "askbridge".to_owned(),
-            question_id: Some(question.id.to_string()),
-            session_id: Some(question.session_id.clone()),
-            kind: Some(question.kind),
-            status: Some(question.status),
-            value: None,
             message: Some(message),
-            rule_id: None,
-            digest: question.action.as_ref().map(|a| a.digest()),
+            ..AuditEntry::about(
+                question,
+                event,
+                Identity::askbridge(),
+                "askbridge",
+                Millis::now(),
+            )
         }
     }
 
@@ -126,16 +122,32 @@ impl AuditEntry {
     /// the quorum's `progress` as its message.
     pub fn voted(question: &Question, vote: &Vote, progress: &str) -> Self {
         AuditEntry {
-            at: vote.at,
-            event: AuditEvent::Voted,
-            by: vote.by.clone(),
-            via: vote.via.clone(),
+            value: Some(vote.value.clone()),
+            message: Some(progress.to_owned()),
+            ..AuditEntry::about(
+                question,
+                AuditEvent::Voted,
+                vote.by.clone(),
+                &vote.via,
+                vote.at,
+            )
+        }
+    }
+
+    /// A record of `event` by `by` through `via` at `at` about `question`, naming it as it is
+    /// now, with no value or message yet.
+    fn about(question: &Question, event: AuditEvent, by: Identity, via: &str, at: Millis) -> Self {
+        AuditEntry {
+            at,
+            event,
+            by,
+            via: via.to_owned(),
             question_id: Some(question.id.to_string()),
             session_id: Some(question.session_id.clone()),
             kind: Some(question.kind),
             status: Some(question.status),
-            value: Some(vote.value.clone()),
-            message: Some(progress.to_owned()),
+            value: None,
+            message: None,
             rule_id: None,
             digest: question.action.as_ref().map(|a| a.digest()),
         }

@@ -369,6 +369,12 @@ impl Question {
         all
     }
 
+    /// May it ever be shown in `target` (its own targets, or an escalation step's)? What
+    /// [`Question::all_targets`] lists, asked of one target without building the list.
+    pub fn may_show_in(&self, target: &Target) -> bool {
+        self.targets.contains(target) || self.escalate.iter().any(|s| s.targets.contains(target))
+    }
+
     /// Every place it may ever be shown (the stores index it under each, so that a plain reply
     /// in an escalation's chat finds it).
     pub fn all_targets(&self) -> Vec<Target> {

@@ -9,6 +9,7 @@
 
 use crate::actor::{Actor, Decider};
 use crate::approval::ApprovalReply;
+use crate::identity::Identity;
 use crate::question::{Claim, Kind, Question, Transition};
 use crate::quorum::{Vote, count};
 use crate::value::Answer;
@@ -24,6 +25,14 @@ pub enum VoteOutcome {
     Duplicate,
     /// The question is no longer pending; nothing changed.
     AlreadyResolved,
+}
+
+impl VoteOutcome {
+    /// True when the vote was recorded (whether or not it met the quorum): the store writes it
+    /// and announces it.
+    pub fn is_counted(self) -> bool {
+        matches!(self, VoteOutcome::Counted | VoteOutcome::Met)
+    }
 }
 
 /// The vote `claim` casts on `question`, if it is one: an answer by a person on a question with a
@@ -60,7 +69,7 @@ pub fn apply_vote(question: &mut Question, vote: &Vote) -> VoteOutcome {
     if !question.is_pending() {
         return VoteOutcome::AlreadyResolved;
     }
-    if question.votes.iter().any(|v| v.by == vote.by) {
+    if has_voted(question, &vote.by) {
         return VoteOutcome::Duplicate;
     }
     question.votes.push(vote.clone());
@@ -69,6 +78,11 @@ pub fn apply_vote(question: &mut Question, vote: &Vote) -> VoteOutcome {
     } else {
         VoteOutcome::Counted
     }
+}
+
+/// Has `who` voted on `question` already? (Each person votes once.)
+pub fn has_voted(question: &Question, who: &Identity) -> bool {
+    question.votes.iter().any(|v| v.by == *who)
 }
 
 /// True when `needs` of the question's votes agree.

@@ -104,13 +104,7 @@ impl Bridge {
         let configured = &self.options().approvers;
         if let Some(quorum) = &request.quorum {
             // A quorum's members are its approvers: each must be one when approvers are set.
-            let stranger = quorum.of.iter().find(|m| !configured.contains(m));
-            if let (false, Some(who)) = (configured.is_empty(), stranger) {
-                return Err(Error::from(askbridge_core::Error::Invalid {
-                    field: "quorum",
-                    reason: format!("{who} is not among ASKBRIDGE_APPROVERS, so cannot approve"),
-                }));
-            }
+            self.all_approvers("quorum", &quorum.of)?;
             request.answerers = quorum.of.clone();
             return Ok(());
         }
@@ -138,6 +132,27 @@ impl Bridge {
         }
         request.answerers = configured.clone();
         Ok(())
+    }
+
+    /// Refuses (naming `field`) the first of `people` who is not among `ASKBRIDGE_APPROVERS`,
+    /// when approvers are configured: nobody else may approve, whatever a request names.
+    pub(super) fn all_approvers<'a>(
+        &self,
+        field: &'static str,
+        people: impl IntoIterator<Item = &'a Identity>,
+    ) -> Result<(), Error> {
+        let configured = &self.options().approvers;
+        if configured.is_empty() {
+            return Ok(());
+        }
+        match people.into_iter().find(|who| !configured.contains(who)) {
+            None => Ok(()),
+            Some(who) => Err(askbridge_core::Error::Invalid {
+                field,
+                reason: format!("{who} is not among ASKBRIDGE_APPROVERS, so cannot approve"),
+            }
+            .into()),
+        }
     }
 
     /// Allows a new approval at once when a rule matches it. Returns the resolved question then.

@@ -39,19 +39,9 @@ impl Bridge {
         for step in &request.escalate {
             self.check_targets(&step.targets)?;
         }
-        let approvers = &self.options().approvers;
-        if request.kind == Kind::Approval && !approvers.is_empty() {
-            let stranger = request
-                .escalate
-                .iter()
-                .flat_map(|step| &step.answerers)
-                .find(|who| !approvers.contains(who));
-            if let Some(who) = stranger {
-                return Err(invalid(
-                    "escalate",
-                    format!("{who} is not among ASKBRIDGE_APPROVERS, so cannot approve"),
-                ));
-            }
+        if request.kind == Kind::Approval {
+            let answerers = request.escalate.iter().flat_map(|step| &step.answerers);
+            self.all_approvers("escalate", answerers)?;
         }
         Ok(())
     }
@@ -59,14 +49,36 @@ impl Bridge {
     /// The sweeper's work for a pending question whose entry came due before its deadline: the
     /// nudges due by `now` that are not done yet, then the entry moved to the next one.
     pub(super) async fn nudge(&self, question: &Question, now: Millis) -> Result<(), Error> {
+        let reached: Vec<Nudge> = question
+            .nudges()
+            .into_iter()
+            .filter(|(at, _)| *at <= now)
+            .map(|(_, nudge)| nudge)
+            .collect();
+        // Leased before anything was due (its schedule moved): nothing to read, only put back.
+        let done = match reached.is_empty() {
+            true => Vec::new(),
+            false => self.carry_out(question, reached, now).await?,
+        };
+        let next = question.next_due(&done);
+        self.store().reschedule(&question.id, next).await?;
+        self.schedule().offer(next);
+        Ok(())
+    }
+
+    /// Does the `reached` nudges another process has not done, and returns every nudge done.
+    async fn carry_out(
+        &self,
+        question: &Question,
+        reached: Vec<Nudge>,
+        now: Millis,
+    ) -> Result<Vec<String>, Error> {
         let store = self.store();
         let work = store.work(&question.id).await?;
         let mut done = work.done;
-        let due: Vec<Nudge> = question
-            .nudges()
+        let due: Vec<Nudge> = reached
             .into_iter()
-            .filter(|(at, nudge)| *at <= now && !done.contains(&nudge.effect()))
-            .map(|(_, nudge)| nudge)
+            .filter(|nudge| !done.contains(&nudge.effect()))
             .collect();
         // After an outage several reminders may be overdue: only the latest is worth sending.
         let latest_reminder = due
@@ -89,10 +101,7 @@ impl Bridge {
             }
             done.push(effect);
         }
-        let next = question.next_due(&done);
-        store.reschedule(&question.id, next).await?;
-        self.schedule().offer(next);
-        Ok(())
+        Ok(done)
     }
 
     /// Reminder `number`: a reply to each message showing the question, naming who may answer.

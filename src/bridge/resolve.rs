@@ -213,7 +213,7 @@ impl Bridge {
                 // A member's second vote, as far as this reading shows (the store decides).
                 if checked
                     .vote()
-                    .is_some_and(|v| checked.question.votes.iter().any(|o| o.by == v.by))
+                    .is_some_and(|v| tally::has_voted(&checked.question, &v.by))
                 {
                     let question = checked.question;
                     return Err(refused(

@@ -40,10 +40,7 @@ impl ListFilter {
                 .session_id
                 .as_ref()
                 .is_none_or(|s| *s == question.session_id)
-            && self
-                .target
-                .as_ref()
-                .is_none_or(|t| question.all_targets().contains(t))
+            && self.target.as_ref().is_none_or(|t| question.may_show_in(t))
     }
 }
 
@@ -180,6 +177,14 @@ impl Event {
     pub fn of(question: &Question) -> Self {
         Event::Question {
             kind: EventKind::for_status(question.status),
+            question: question.clone(),
+        }
+    }
+
+    /// The event announcing a vote counted on `question` (still pending, with its votes).
+    pub fn voted(question: &Question) -> Self {
+        Event::Question {
+            kind: EventKind::Voted,
             question: question.clone(),
         }
     }

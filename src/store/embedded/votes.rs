@@ -4,7 +4,7 @@
 
 use super::EmbeddedStore;
 use super::tables::{DRAFTS, QUESTIONS, decode, encode, set_due};
-use crate::store::{Drafts, Error, Event, EventKind, Result, Votes};
+use crate::store::{Drafts, Error, Event, Result, Votes};
 use askbridge_core::Identity;
 use askbridge_core::form::Draft;
 use askbridge_core::quorum::Vote;
@@ -31,7 +31,7 @@ impl Votes for EmbeddedStore {
                     return Ok(None);
                 };
                 let outcome = tally::apply_vote(&mut question, &vote);
-                if matches!(outcome, VoteOutcome::Counted | VoteOutcome::Met) {
+                if outcome.is_counted() {
                     questions.insert(id.as_str(), encode(&question).as_str())?;
                 }
                 drop(questions);
@@ -41,11 +41,10 @@ impl Votes for EmbeddedStore {
                 Ok(Some((outcome, question)))
             })
             .await?;
-        if let Some((VoteOutcome::Counted | VoteOutcome::Met, question)) = &voted {
-            let _ = self.events.send(Event::Question {
-                kind: EventKind::Voted,
-                question: question.clone(),
-            });
+        if let Some((outcome, question)) = &voted
+            && outcome.is_counted()
+        {
+            let _ = self.events.send(Event::voted(question));
         }
         Ok(voted)
     }

@@ -9,8 +9,8 @@ mod records;
 use super::local_leases::LocalLeases;
 
 use super::{
-    ClaimOptions, Claimed, Counts, Deliveries, Drafts, EVENT_BUFFER, Event, EventKind, FINAL,
-    Inserted, ListFilter, Outbox, Questions, Result, Shown, StoreOptions, Votes, Work,
+    ClaimOptions, Claimed, Counts, Deliveries, Drafts, EVENT_BUFFER, Event, FINAL, Inserted,
+    ListFilter, Outbox, Questions, Result, Shown, StoreOptions, Votes, Work,
 };
 use askbridge_core::Identity;
 use askbridge_core::Status;
@@ -123,11 +123,8 @@ impl Votes for MemoryStore {
             }
             (outcome, question)
         };
-        if matches!(outcome, VoteOutcome::Counted | VoteOutcome::Met) {
-            let _ = self.events.send(Event::Question {
-                kind: EventKind::Voted,
-                question: question.clone(),
-            });
+        if outcome.is_counted() {
+            let _ = self.events.send(Event::voted(&question));
         }
         Ok(Some((outcome, question)))
     }
