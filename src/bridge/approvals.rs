@@ -198,7 +198,7 @@ impl Bridge {
             .as_ref()
             .is_some_and(|r| r.decider.rule().is_some())
         {
-            self.after_win(claimed);
+            self.after_win(claimed, None);
         }
         Ok(resolved)
     }

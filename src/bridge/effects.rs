@@ -7,7 +7,7 @@
 //! step is recorded in the store as it completes, so a retry (after a channel outage, or in another
 //! process after a crash) does only what is left.
 
-use super::runner::Resume;
+use super::runner::{Ahead, Resume};
 use super::{Bridge, Runner, SETTLE_GRACE};
 use crate::Error;
 use crate::metrics::DeliveryAction;
@@ -95,7 +95,8 @@ impl Bridge {
     /// processes hear of it from the store's events), a run handed over with the claim starts
     /// executing here, and the effects start (the store has made the outbox entry due soon, so
     /// that if this process dies first, any process's sweeper does them within seconds).
-    pub(super) fn after_win(&self, claimed: Claimed) {
+    /// `ahead` is the run the claim saved parked on its next question, which it stored.
+    pub(super) fn after_win(&self, claimed: Claimed, ahead: Option<Ahead>) {
         let Claimed {
             question,
             work,
@@ -105,8 +106,19 @@ impl Bridge {
         } = claimed;
         self.metrics().resolved(&question);
         self.waiters().wake(&question);
-        let handed_over = match (run, self.runner()) {
-            (Some(run), Some(runner)) => {
+        let handed_over = match (run, self.runner(), ahead) {
+            (_, _, Some(Ahead { run, next, .. })) => {
+                tracing::info!(run_id = %run.id, question_id = %question.id, next_question_id = %next.id, "run resumed and waits for an answer (carried ahead with the claim)");
+                self.run_news(&run, Some(&next));
+                let bridge = self.clone();
+                tokio::spawn(async move {
+                    if let Err(error) = bridge.introduce(next).await {
+                        tracing::warn!(run_id = %run.id, %error, "cannot show the run's next question yet");
+                    }
+                });
+                true
+            }
+            (Some(run), Some(runner), None) => {
                 tracing::info!(run_id = %run.id, question_id = %question.id, "run resumed");
                 self.run_news(&run, None);
                 runner.drive(self, run, question.clone());

@@ -46,7 +46,7 @@ mod waiters;
 pub use approvals::{approval_of, decide};
 pub use registry::CreateError;
 pub use resolve::{Attempt, ProgramReply, Said};
-pub use runner::{Resume, Runner, Storing};
+pub use runner::{Ahead, Resume, Runner, Storing};
 pub use session::{Session, outcome_from, outcome_of, typed};
 pub use waiters::{RunNews, Waiters};
 

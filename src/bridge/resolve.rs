@@ -9,9 +9,10 @@
 use super::refusals::Verdict;
 use super::{Bridge, EFFECT_RULE, SETTLE_GRACE};
 use crate::Error;
-use crate::store::{ClaimOptions, TakeRun};
+use crate::store::{AheadRun, ClaimOptions, TakeRun};
 use askbridge_core::audit::AuditEntry;
 use askbridge_core::quorum::Vote;
+use askbridge_core::run::RunState;
 use askbridge_core::tally::{self, VoteOutcome};
 use askbridge_core::{
     Actor, Answer, Claim, ClaimOutcome, Millis, Question, QuestionId, Target, Transition,
@@ -286,6 +287,29 @@ impl Bridge {
         Err(refusal.error)
     }
 
+    /// The run waiting on `question`, carried ahead to its next question with the answer
+    /// `claim` would give (see [`super::Runner::ahead`]), when the store can save that with the
+    /// claim and this process knows the run as it waits. Quorum votes and expiries are left to
+    /// the usual hand-over.
+    fn carry_ahead(&self, question: &Question, claim: &Claim) -> Option<super::Ahead> {
+        let run_id = question.run_id.as_ref()?;
+        if question.quorum.is_some() || !self.store().claims_ahead() {
+            return None;
+        }
+        let run = self.recent().run(run_id)?.run;
+        let waits_here = run.state == RunState::Waiting
+            && run.waiting_on.as_ref() == Some(&question.id)
+            && !run.knows(&question.id);
+        if !waits_here {
+            return None;
+        }
+        let mut answered = question.clone();
+        if answered.apply(claim) != ClaimOutcome::Won {
+            return None;
+        }
+        self.runner()?.ahead(self, &run, &answered)
+    }
+
     /// Applies `claim` in the store and starts the effects of a win. No authorisation check:
     /// expiry, cancellation, and the checked attempts above.
     pub(crate) async fn claim(&self, question: &Question, claim: Claim) -> Result<Question, Error> {
@@ -301,16 +325,24 @@ impl Bridge {
         // A resolution with no effect of its own (no callback, no rule to create) can be finished
         // by the claim itself, when it turns out to have been shown nowhere.
         let (_, resolution) = question.resolution_for(&claim);
+        let finish_when_idle =
+            question.callback_url.is_none() && resolution.rule_to_create().is_none();
+        let ahead = take_run.and_then(|_| self.carry_ahead(question, &claim));
         let options = ClaimOptions {
             take_run,
-            finish_when_idle: question.callback_url.is_none()
-                && resolution.rule_to_create().is_none(),
+            finish_when_idle,
+            ahead: ahead.as_ref().map(|ahead| AheadRun {
+                was: ahead.was,
+                run: &ahead.run,
+                next: &ahead.next,
+            }),
             ..ClaimOptions::new(SETTLE_GRACE)
         };
         let Some(claimed) = self.store().claim(question, &claim, options).await? else {
             return Err(Error::NotFound(question.id.clone()));
         };
         let mut claimed = claimed;
+        let ahead = ahead.filter(|_| claimed.ahead);
         let resolved = claimed.question.clone();
         match claimed.outcome {
             ClaimOutcome::Won => {
@@ -334,12 +366,12 @@ impl Bridge {
                         }
                     }
                 }
-                self.after_win(claimed);
+                self.after_win(claimed, ahead);
                 Ok(resolved)
             }
             ClaimOutcome::Expired => {
                 tracing::info!(question_id = %resolved.id, "question expired (claim arrived after the deadline)");
-                self.after_win(claimed);
+                self.after_win(claimed, None);
                 Err(Error::AlreadyResolved(Box::new(resolved)))
             }
             ClaimOutcome::AlreadyResolved => Err(Error::AlreadyResolved(Box::new(resolved))),

@@ -7,8 +7,8 @@
 
 use super::Bridge;
 use crate::Error;
-use askbridge_core::Question;
 use askbridge_core::run::{Origin, Run};
+use askbridge_core::{Millis, Question};
 use async_trait::async_trait;
 
 /// What a resolved question's resume effect found.
@@ -33,6 +33,18 @@ pub enum Storing {
     WithFirstStep,
 }
 
+/// A run carried ahead past the question it waits on, before the answer is claimed: see
+/// [`Runner::ahead`].
+#[derive(Clone, Debug)]
+pub struct Ahead {
+    /// The run's `updated_at` as it was read (the claim checks it has not changed).
+    pub was: Millis,
+    /// The run parked on `next`, the answer in its journal.
+    pub run: Run,
+    /// The question it asks next, not stored yet.
+    pub next: Question,
+}
+
 /// A flow engine, as the bridge sees it.
 #[async_trait]
 pub trait Runner: Send + Sync {
@@ -53,6 +65,15 @@ pub trait Runner: Send + Sync {
     /// Executes, in the background, a run this process has just taken: a claim on `answered`,
     /// the question it waited on, handed it over.
     fn drive(&self, bridge: &Bridge, run: Run, answered: Question);
+
+    /// Before a claim: executes `run` (parked on `answered`'s question, as this process last
+    /// heard of it) with `answered` — the question as the claim would resolve it — up to its
+    /// next question, without waiting on anything and without writing, so that the claim can
+    /// save the run parked there in the same step. `None` when it cannot (the function reaches
+    /// a step, an end or anything it must wait for): the claim then takes the run as usual.
+    fn ahead(&self, _bridge: &Bridge, _run: &Run, _answered: &Question) -> Option<Ahead> {
+        None
+    }
 
     /// A question of a run was resolved: take the run up again.
     async fn resume(&self, bridge: &Bridge, question: &Question) -> Result<Resume, Error>;

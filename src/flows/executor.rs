@@ -2,6 +2,7 @@
 //! runs whose process died, and reporting their results in their chat.
 
 use super::context::Suspension;
+use super::gate::Gate;
 use super::{Flow, FlowContext, FlowResult, Interrupt, registry};
 use crate::Error;
 use crate::bridge::{Bridge, Resume, Storing};
@@ -115,7 +116,7 @@ async fn drive(
     let ctx = FlowContext::for_run(bridge, run.clone(), &owner);
     let _heartbeat = AbortOnDrop(spawn_heartbeat(bridge, ctx.clone()));
     // A panicking flow ends its run as failed, instead of leaving it running forever.
-    let result = AssertUnwindSafe(flow.run(ctx.clone()))
+    let result = AssertUnwindSafe(Gate::new(flow.run(ctx.clone()), ctx.clone()))
         .catch_unwind()
         .await
         .unwrap_or_else(|panic| {

@@ -149,6 +149,11 @@ impl Flow for HttpFlow {
         })
     }
 
+    fn may_run_ahead(&self) -> bool {
+        // Every turn is a call to the endpoint: one made ahead and dropped would be sent twice.
+        false
+    }
+
     fn description(&self) -> String {
         // Not the URL: `/help` is shown to everyone in a chat, and URLs can carry credentials.
         "(a flow served over HTTP)".to_owned()

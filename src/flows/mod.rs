@@ -35,7 +35,8 @@
 //! its run was taken, so a crash between the answer and the resume is picked up by the sweeper.
 //! An executing run holds a lease it renews; if its process dies, another takes over when the
 //! lease runs out and replays from the journal (a step that was in progress when the process
-//! died runs again; a step that finished never does).
+//! died runs again; a step whose result was written never does — it is written with the run's
+//! next write, before the function waits on anything, see `gate.rs`).
 //!
 //! The same function also runs in *blocking* mode ([`FlowsExt::run_blocking`]): asks wait for
 //! their answers like [`crate::Session::ask`], for callers that are not chats.
@@ -48,11 +49,16 @@
 //! - `context.rs`: [`FlowContext`], the journal replay behind `ask`, `confirm`, `approve` and
 //!   `step`;
 //! - `executor.rs`: starting, resuming, taking over and reporting runs;
+//! - `gate.rs`: writing a step's result with the run's next write, before any wait;
+//! - `ahead.rs`: carrying a run to its next question before its answer is claimed, so that the
+//!   claim saves both in one store step;
 //! - `interrupt.rs`: [`Interrupt`], why a function stopped (waiting is not a failure);
 //! - `http.rs`: flows that are HTTP endpoints, in any language.
 
+mod ahead;
 mod context;
 mod executor;
+mod gate;
 pub mod http;
 mod interrupt;
 mod unstored;
@@ -60,7 +66,7 @@ mod unstored;
 pub use context::FlowContext;
 pub use interrupt::Interrupt;
 
-use crate::bridge::{Bridge, Resume, Runner, Storing};
+use crate::bridge::{Ahead, Bridge, Resume, Runner, Storing};
 use crate::{Error, Session};
 use askbridge_core::Question;
 use askbridge_core::run::{Origin, Run};
@@ -83,6 +89,15 @@ pub trait Flow: Send + Sync {
 
     /// One line for `/help`.
     fn description(&self) -> String;
+
+    /// May askbridge carry a run of this flow ahead: execute it with an answer before the answer
+    /// is claimed, up to its next question (see `ahead.rs`)? Such an attempt runs the code
+    /// between two questions once more, and is dropped at the first thing it would wait for
+    /// (a step, I/O, a timer) — harmless for code that is replay-safe, as code outside steps
+    /// must be. A flow whose every turn is a remote call says no.
+    fn may_run_ahead(&self) -> bool {
+        true
+    }
 }
 
 struct FnFlow<F> {
@@ -194,6 +209,10 @@ impl Runner for Registry {
             .find(name)
             .ok_or_else(|| Error::UnknownFlow(name.to_owned()))?;
         executor::start(bridge, flow, name, input, origin, storing).await
+    }
+
+    fn ahead(&self, bridge: &Bridge, run: &Run, answered: &Question) -> Option<Ahead> {
+        ahead::carry(bridge, self.find(&run.flow)?, run, answered)
     }
 
     fn drive(&self, bridge: &Bridge, run: Run, answered: Question) {

@@ -45,6 +45,12 @@ pub trait Questions: Send + Sync {
         options: ClaimOptions<'_>,
     ) -> Result<Option<Claimed>>;
 
+    /// Does [`Questions::claim`] carry runs ahead ([`ClaimOptions::ahead`])? A store that does
+    /// not ignores it and takes the run; the caller then need not compute it.
+    fn claims_ahead(&self) -> bool {
+        false
+    }
+
     /// Questions passing `filter`, newest first; the cost grows with the limit (and a target's or
     /// session's own questions), not with every question stored.
     async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>>;

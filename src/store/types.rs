@@ -267,6 +267,23 @@ pub struct ClaimOptions<'a> {
     /// create): when the question was shown nowhere and any run waiting on it was handed over,
     /// the claim finishes it at once ([`Claimed::finished`]) instead of leaving it to a settle.
     pub finish_when_idle: bool,
+    /// With `take_run`: the run as the claimer carried it ahead to its next question. A store
+    /// that can ([`crate::store::Questions::claims_ahead`]) saves it and stores that question
+    /// with a winning claim, instead of taking the run ([`Claimed::ahead`]).
+    pub ahead: Option<AheadRun<'a>>,
+}
+
+/// A run carried ahead past the question being claimed: what the claimer's process computed,
+/// before the claim, by executing the run's function with the answer up to its next question.
+#[derive(Clone, Copy, Debug)]
+pub struct AheadRun<'a> {
+    /// The run as it was stored when it was carried ahead (its `updated_at`): if it has changed
+    /// since, the claim takes the run instead.
+    pub was: Millis,
+    /// The run parked on `next`, its journal holding the answer.
+    pub run: &'a Run,
+    /// Its next question, not stored yet.
+    pub next: &'a Question,
 }
 
 impl ClaimOptions<'_> {
@@ -276,6 +293,7 @@ impl ClaimOptions<'_> {
             settle_after,
             take_run: None,
             finish_when_idle: false,
+            ahead: None,
         }
     }
 }
@@ -304,6 +322,8 @@ pub struct Claimed {
     /// Nothing is left to do for the resolution: it left the open index with the claim
     /// ([`ClaimOptions::finish_when_idle`]).
     pub finished: bool,
+    /// The run was saved as [`ClaimOptions::ahead`] carried it, and its next question stored.
+    pub ahead: bool,
 }
 
 impl Claimed {

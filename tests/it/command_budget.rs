@@ -2,13 +2,15 @@
 //! left out, and so are blocking stream reads): the hot path's budget, the idle cost of parked
 //! waiters, and that every script's keys fall in one Redis Cluster slot.
 
-use crate::support::{FakeChannel, bridge_over, eventually, message, redis_store};
+use crate::support::{FakeChannel, api_origin, bridge_over, eventually, message, redis_store};
 use askbridge::FlowsExt;
-use askbridge::bridge::{Bridge, ProgramReply};
+use askbridge::bridge::{Bridge, ProgramReply, Storing};
 use askbridge::store::redis::slot;
+use askbridge_core::run::{JournalEntry, RunState};
 use askbridge_core::{Actor, Answer, Inbox, NewQuestion, QuestionId, Target};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -320,5 +322,125 @@ async fn every_script_touches_keys_of_one_slot() {
         names.len() >= 8,
         "only {} different scripts ran ({scripts} calls)",
         names.len()
+    );
+}
+
+/// Scripts Redis ran: EVALSHAs, less those refused as not loaded yet (each followed by a SCRIPT
+/// LOAD and the same EVALSHA again).
+fn scripts_run(sent: &[Vec<String>]) -> usize {
+    let named = |name: &str| {
+        sent.iter()
+            .filter(|args| args[0].eq_ignore_ascii_case(name))
+            .count()
+    };
+    named("EVALSHA") - named("SCRIPT")
+}
+
+/// The run `id` once it waits on a question other than `after`: that question's id.
+async fn next_question(bridge: &Bridge, id: &str, after: Option<&QuestionId>) -> QuestionId {
+    let news = bridge
+        .wait_run(id, after, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(news.run.state, RunState::Waiting, "{:?}", news.run);
+    news.run.waiting_on.unwrap()
+}
+
+/// An answer to a run's question is carried ahead (flows/ahead.rs): one script stores the
+/// answer, the run parked on its next question, and that question. When the run changed in the
+/// store since this process heard of it, the claim takes the run instead (its next question
+/// costs a second script), and a step still runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_answered_is_carried_to_its_next_question_in_one_script() {
+    let fixture = redis_store().await;
+    let (bridge, _) = bridge_over(fixture.store.clone()).await;
+    let steps = Arc::new(AtomicUsize::new(0));
+    let counted = steps.clone();
+    bridge
+        .flow("three", "asks three times, then a step", move |ctx| {
+            let counted = counted.clone();
+            async move {
+                let a = ctx.ask(NewQuestion::ask("First?")).await?;
+                let b = ctx.ask(NewQuestion::ask("Second?")).await?;
+                let c = ctx.ask(NewQuestion::ask("Third?")).await?;
+                let n = ctx
+                    .step("count", async move {
+                        counted.fetch_add(1, Ordering::SeqCst) + 1
+                    })
+                    .await?;
+                Ok(format!("{a} {b} {c} {n}"))
+            }
+        })
+        .unwrap();
+    let run = bridge
+        .start_run_storing("three", "", api_origin(), Storing::WithFirstStep)
+        .await
+        .unwrap();
+    let id = run.id.as_str();
+    let first = next_question(&bridge, id, None).await;
+    settle_a_moment().await;
+
+    let monitor = Monitor::start(fixture.server.port);
+    answer(&bridge, &first).await;
+    let second = next_question(&bridge, id, Some(&first)).await;
+    settle_a_moment().await;
+    let sent_now = sent(&monitor.take());
+    assert_eq!(scripts_run(&sent_now), 1, "carried ahead: {sent_now:?}");
+    assert!(
+        sent_now
+            .iter()
+            .all(|args| ["EVALSHA", "SCRIPT"].contains(&args[0].to_uppercase().as_str())),
+        "nothing but the script: {sent_now:?}"
+    );
+    let stored = bridge.get_run(id).await.unwrap();
+    assert!(stored.knows(&first), "the answer is in the journal");
+    assert_eq!(stored.waiting_on.as_ref(), Some(&second));
+    assert!(bridge.get(&second).await.unwrap().is_pending());
+
+    // The run as stored changes behind this process's back: its copy must not be carried ahead.
+    let client = redis::Client::open(fixture.server.url()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("*:run:{id}"))
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let _: () = redis::cmd("HSET")
+        .arg(&keys[0])
+        .arg("updated_at")
+        .arg(stored.updated_at.0 + 1)
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    answer(&bridge, &second).await;
+    let third = next_question(&bridge, id, Some(&second)).await;
+    settle_a_moment().await;
+    let scripts = scripts_run(&sent(&monitor.take()));
+    assert!(scripts >= 2, "taken, then parked: {scripts} scripts");
+    assert!(bridge.get_run(id).await.unwrap().knows(&second));
+
+    // The last answer reaches a step: executed after the claim, once, and its result written
+    // with the run's end (flows/gate.rs): two scripts, the claim and the end.
+    answer(&bridge, &third).await;
+    let done = bridge
+        .wait_run(id, Some(&third), Duration::from_secs(10))
+        .await
+        .unwrap()
+        .run;
+    assert_eq!(done.state, RunState::Done, "{done:?}");
+    assert_eq!(done.result.as_deref(), Some("a a a 1"));
+    assert_eq!(steps.load(Ordering::SeqCst), 1);
+    settle_a_moment().await;
+    let scripts = scripts_run(&sent(&monitor.take()));
+    assert_eq!(scripts, 2, "the claim and the end");
+    let stored = bridge.get_run(id).await.unwrap();
+    assert_eq!(stored.state, RunState::Done);
+    assert!(
+        stored
+            .journal
+            .iter()
+            .any(|e| matches!(e, JournalEntry::Step { name, .. } if name == "count")),
+        "the step's result is stored: {stored:?}"
     );
 }

@@ -2,8 +2,8 @@
 //! resumes it; steps run once; crashes and races resume exactly once; HTTP flows and callbacks.
 
 use crate::support::{
-    Call, FakeChannel, RedisServer, bridge_over, eventually, eventually_some, http, memory_bridge,
-    message, serve,
+    Call, FakeChannel, RedisServer, api_origin, bridge_over, eventually, eventually_some, http,
+    memory_bridge, message, serve,
 };
 use askbridge::bridge::Bridge;
 use askbridge::config::Secret;
@@ -528,7 +528,10 @@ async fn two_processes_on_one_redis_resume_a_run_once() {
     })
     .await;
     assert_eq!(counters.side_effects.load(Ordering::SeqCst), 1);
-    assert_eq!(counters.executions.load(Ordering::SeqCst), 4);
+    // One start and one resume per answer (4); a process that knows the run also executes it
+    // once ahead of a claim, and drops that at the step and at the end (flows/ahead.rs).
+    let executions = counters.executions.load(Ordering::SeqCst);
+    assert!((4..=6).contains(&executions), "{executions} executions");
 }
 
 #[tokio::test]
@@ -1206,4 +1209,75 @@ async fn a_run_stored_with_its_first_step_is_stored_by_whichever_write_comes_fir
         .unwrap();
     let failed = settled(broken.id, RunState::Failed).await;
     assert!(failed.result.unwrap().contains("no input"));
+}
+
+/// A step's result is written with the run's next write, but never later than the function's
+/// first wait after it (flows/gate.rs): while the function sleeps, the store has it.
+#[tokio::test]
+async fn a_steps_result_is_written_before_the_function_waits_on_anything() {
+    let (bridge, _) = memory_bridge().await;
+    let works = Arc::new(AtomicUsize::new(0));
+    let counted = works.clone();
+    bridge
+        .flow(
+            "slow",
+            "a step, a pause, a question",
+            move |ctx: FlowContext| {
+                let counted = counted.clone();
+                async move {
+                    let n = ctx
+                        .step(
+                            "work",
+                            async move { counted.fetch_add(1, Ordering::SeqCst) + 1 },
+                        )
+                        .await?;
+                    tokio::time::sleep(Duration::from_millis(800)).await;
+                    let more = ctx.ask(NewQuestion::ask("More?")).await?;
+                    Ok(format!("{n} {more}"))
+                }
+            },
+        )
+        .unwrap();
+    let run = bridge.start_run("slow", "", api_origin()).await.unwrap();
+    let id = run.id.to_string();
+    let during = eventually_some(Duration::from_secs(5), "the step's record", || {
+        let (bridge, id) = (bridge.clone(), id.clone());
+        async move {
+            let run = bridge.get_run(&id).await.unwrap();
+            let recorded = run
+                .journal
+                .iter()
+                .any(|e| matches!(e, askbridge_core::run::JournalEntry::Step { .. }));
+            recorded.then_some(run)
+        }
+    })
+    .await;
+    assert_eq!(
+        during.state,
+        RunState::Running,
+        "written during the pause, before the question"
+    );
+    let news = bridge
+        .wait_run(&id, None, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let question = news.run.waiting_on.expect("parked on More?");
+    bridge
+        .resolve(
+            &question,
+            Transition::Answer {
+                value: Answer::Text("no".into()),
+            },
+            Actor::api(),
+            &"api".into(),
+        )
+        .await
+        .unwrap();
+    let done = bridge
+        .wait_run(&id, Some(&question), Duration::from_secs(5))
+        .await
+        .unwrap()
+        .run;
+    assert_eq!(done.result.as_deref(), Some("1 no"), "{done:?}");
+    assert_eq!(works.load(Ordering::SeqCst), 1);
 }

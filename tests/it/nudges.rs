@@ -256,7 +256,6 @@ async fn a_flow_asks_with_a_reminder_and_one_chat_gets_one_reminder_per_gap() {
     use askbridge::bridge::Storing;
     use askbridge::store::memory::MemoryStore;
     use askbridge::{Bridge, BridgeOptions, FlowsExt};
-    use askbridge_core::run::Origin;
     use askbridge_core::{NewQuestion, audit::AuditFilter};
     use std::sync::Arc;
 
@@ -278,13 +277,13 @@ async fn a_flow_asks_with_a_reminder_and_one_chat_gets_one_reminder_per_gap() {
             Ok(ctx.ask(request).await?.to_string())
         })
         .unwrap();
-    let origin = Origin {
-        chat: None,
-        user: "api".into(),
-        user_name: None,
-    };
     let run = bridge
-        .start_run_storing("nag", "", origin, Storing::WithFirstStep)
+        .start_run_storing(
+            "nag",
+            "",
+            crate::support::api_origin(),
+            Storing::WithFirstStep,
+        )
         .await
         .unwrap();
     let other = bridge

@@ -384,3 +384,12 @@ pub async fn ask_when_connected(base: &str, body: serde_json::Value) -> serde_js
     })
     .await
 }
+
+/// The origin of a run started over the HTTP API (no chat; `api` answers).
+pub fn api_origin() -> askbridge_core::run::Origin {
+    askbridge_core::run::Origin {
+        chat: None,
+        user: "api".into(),
+        user_name: None,
+    }
+}

@@ -171,6 +171,7 @@ impl Questions for EmbeddedStore {
                     work,
                     run,
                     finished,
+                    ahead: false,
                 }))
             })
             .await?;

@@ -217,6 +217,7 @@ impl Questions for MemoryStore {
                 question,
                 run,
                 finished,
+                ahead: false,
             }
         };
         if claimed.outcome != ClaimOutcome::AlreadyResolved {

@@ -174,3 +174,30 @@ pub(super) fn assemble_run(fields: &HashMap<String, String>) -> Result<Option<Ru
     }
     Ok(Some(run))
 }
+
+/// What the claim script returns.
+pub(super) type ClaimReply = (
+    String,
+    Option<String>,
+    Option<String>,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+    i64,
+    String,
+);
+
+/// The claim script's reply: its first eight elements, and whether it carried the run ahead.
+pub(super) fn split_claim_reply(
+    mut reply: Vec<redis::Value>,
+) -> std::result::Result<(ClaimReply, i64), String> {
+    let carried = match reply.pop() {
+        Some(value) if reply.len() == 8 => {
+            redis::FromRedisValue::from_redis_value(value).map_err(|e| e.to_string())?
+        }
+        _ => return Err(format!("{} elements, expected nine", reply.len() + 1)),
+    };
+    let head = redis::FromRedisValue::from_redis_value(redis::Value::Array(reply))
+        .map_err(|e| e.to_string())?;
+    Ok((head, carried))
+}

@@ -2,7 +2,7 @@
 //! outbox are in `outbox.rs`.
 
 use super::RedisStore;
-use super::codec::{as_asked, assemble, assemble_run, pairs};
+use super::codec::{ClaimReply, as_asked, assemble, assemble_run, pairs, split_claim_reply};
 use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, question_bucket, run_bucket};
 use super::scripts::{CLAIM, INSERT};
@@ -24,18 +24,6 @@ const LOAD_CHUNK: usize = 500;
 const ANSWERS_KEPT: usize = 125;
 /// How long a target's set outlives the deadline of the newest question in it.
 const TARGET_GRACE: Duration = Duration::from_secs(24 * 3600);
-
-/// What the claim script returns.
-type ClaimReply = (
-    String,
-    Option<String>,
-    Option<String>,
-    Vec<String>,
-    Vec<String>,
-    Vec<String>,
-    i64,
-    String,
-);
 
 impl RedisStore {
     /// Loads several questions by id, skipping ids whose question is gone.
@@ -278,14 +266,30 @@ impl Questions for RedisStore {
             .arg(if options.finish_when_idle { "1" } else { "0" })
             .arg(if snapshot.run_id.is_some() { "1" } else { "0" })
             .arg(&token);
+        // The run carried ahead and its next question, in the run's (so the question's) slot.
+        let ahead = options.ahead.filter(|ahead| {
+            run.is_some_and(|r| *r == ahead.run.id)
+                && question_bucket(ahead.next.id.as_str()) == bucket
+        });
+        match ahead {
+            Some(ahead) => {
+                invocation.arg(ahead.was.0);
+                self.push_save(ahead.run, "", &mut invocation);
+                self.push_insert(ahead.next, &mut invocation);
+            }
+            None => {
+                invocation.arg("");
+            }
+        }
         let reply: Vec<redis::Value> = self.invoke("claim", &invocation).await?;
         if reply.len() == 1 {
             return Ok(None);
         }
-        let (outcome, status, stored, shown, done, run, finished, winner): ClaimReply =
-            redis::FromRedisValue::from_redis_value(redis::Value::Array(reply)).map_err(|e| {
-                Error::corrupt(format!("question {id}"), format!("claim reply: {e}"))
-            })?;
+        let ((outcome, status, stored, shown, done, run, finished, winner), carried): (
+            ClaimReply,
+            i64,
+        ) = split_claim_reply(reply)
+            .map_err(|e| Error::corrupt(format!("question {id}"), format!("claim reply: {e}")))?;
         let (status, stored) = (status.unwrap_or_default(), stored.unwrap_or_default());
         if outcome != "already_resolved" {
             // An acknowledged claim must survive a failover (a cluster only).
@@ -307,7 +311,12 @@ impl Questions for RedisStore {
             work: work_of(shown, done),
             run: assemble_run(&pairs(run))?,
             finished: finished == 1,
+            ahead: carried == 1,
         }))
+    }
+
+    fn claims_ahead(&self) -> bool {
+        true
     }
 
     async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>> {

@@ -18,7 +18,7 @@ macro_rules! scripts {
 
 scripts! {
     INSERT => ["insert_question.lua"] "insert.lua",
-    CLAIM => [] "claim.lua",
+    CLAIM => ["args.lua", "insert_question.lua", "save_run.lua"] "claim.lua",
     LEASE => [] "lease.lua",
     RECORD_SHOWN => [] "record_shown.lua",
     MARK_EFFECT => [] "mark_effect.lua",

@@ -1,10 +1,12 @@
 -- The claim-once state machine of `Question::apply`, on the server, with everything a
 -- resolution carries: its event, its audit record, its outbox entry made due, its place in the
 -- resolved index, and — when the claimer asks — the run parked on the question, taken for it.
+-- (lib/args.lua, lib/insert_question.lua and lib/save_run.lua are prepended.)
 -- KEYS: 1 question, 2 shown, 3 effects, 4 open index, 5 pending index, 6 resolved index of the
 --       winning status, 7 resolved index of `expired`, 8 events stream, 9 audit stream,
 --       10 recent answer times, 11 the run's fields (the question key again when there is
---       none), 12 the run lease index, 13 the run's data, 14.. the question's target sets.
+--       none), 12 the run lease index, 13 the run's data; with a run carried ahead (ARGV 24),
+--       14-20 save_run's keys for it and 21.. insert_question's for its next question.
 -- ARGV: 1 now ms, 2 status if won, 3 resolution JSON if won, 4 expiry resolution JSON,
 --       5 '1' if the claim is itself an expiry, 6 retention ms, 7 settle-at ms, 8 id,
 --       9 the event's kind if won, 10 session, 11 question kind, 12 action digest ('' none),
@@ -13,18 +15,30 @@
 --       17 owner, 18 lease until ms, 19 run id, 20 answer times kept, 21 '1' when the
 --       resolution has no effect of its own (no callback, no rule): finish it here if it was
 --       shown nowhere and any run waiting on it is handed over, 22 '1' when the question has a
---       run, 23 this attempt's token (a retry after a lost reply sends the same one).
+--       run, 23 this attempt's token (a retry after a lost reply sends the same one),
+--       24 the `updated_at` of the run as the claimer carried it ahead ('' for none): when the
+--       claim wins and the run still waits on the question as it was then, the run is saved
+--       parked on its next question (ARGV 25-39, save_run's) and that question stored (ARGV
+--       40.., insert_question's) instead of being taken: the answer and the next question in
+--       one step. Otherwise (an expiry, a run changed meanwhile, the next id taken) it is taken.
 -- The event is the stored question with its new status and resolution; the audit record keeps
 -- the parts an `AuditEntry` is rebuilt from.
 -- Returns {outcome, status, resolution JSON, shown (target, reference, ...), effects done,
 -- the run's fields and data when taken (field, value, ..., 'data', JSON), 1 when finished here
--- else 0, the token of the attempt that won}, or {'missing'}.
+-- else 0, the token of the attempt that won, 1 when the run was carried ahead else 0}, or
+-- {'missing'}.
 local fields = redis.call('HMGET', KEYS[1], 'status', 'exp', 'res', 'q', 'ct')
 local status, exp = fields[1], fields[2]
 if not status then return {'missing'} end
 if status ~= 'pending' then
+    -- A retry of this very attempt (its reply was lost): say whether it carried the run ahead.
+    local ahead = 0
+    if ARGV[24] ~= '' and fields[5] == ARGV[23] then
+        local r = redis.call('HMGET', KEYS[11], 'waiting_on', 'updated_at')
+        if r[1] == ARGV[28] and r[2] == ARGV[32] then ahead = 1 end
+    end
     return {'already_resolved', status, fields[3], redis.call('HGETALL', KEYS[2]),
-        redis.call('SMEMBERS', KEYS[3]), {}, 0, fields[5] or ''}
+        redis.call('SMEMBERS', KEYS[3]), {}, 0, fields[5] or '', ahead}
 end
 local outcome, new_status, res, kind, done = 'won', ARGV[2], ARGV[3], ARGV[9], KEYS[6]
 if ARGV[5] ~= '1' and tonumber(ARGV[1]) >= tonumber(exp) then
@@ -44,23 +58,30 @@ if outcome == 'won' and ARGV[15] ~= '' then
     redis.call('LPUSH', KEYS[10], ARGV[15])
     redis.call('LTRIM', KEYS[10], 0, tonumber(ARGV[20]) - 1)
 end
-local run = {}
+local run, ahead = {}, 0
 if ARGV[16] == '1' then
-    local r = redis.call('HMGET', KEYS[11], 'state', 'waiting_on')
+    local r = redis.call('HMGET', KEYS[11], 'state', 'waiting_on', 'updated_at', 'owner')
     if r[1] == 'waiting' and r[2] == ARGV[8] then
-        redis.call('HSET', KEYS[11], 'state', 'running', 'owner', ARGV[17],
-            'lease_until', ARGV[18], 'updated_at', ARGV[1])
-        redis.call('ZADD', KEYS[12], ARGV[18], ARGV[19])
-        run = redis.call('HGETALL', KEYS[11])
-        table.insert(run, 'data')
-        table.insert(run, redis.call('GET', KEYS[13]) or '')
+        -- The owner as save_run checks it, so that nothing is inserted that it would not save.
+        if outcome == 'won' and ARGV[24] ~= '' and r[3] == ARGV[24] and r[4] == ARGV[25]
+            and insert_question(from(KEYS, 21), from(ARGV, 40)) == 1 then
+            save_run(from(KEYS, 14), from(ARGV, 25))
+            ahead = 1
+        else
+            redis.call('HSET', KEYS[11], 'state', 'running', 'owner', ARGV[17],
+                'lease_until', ARGV[18], 'updated_at', ARGV[1])
+            redis.call('ZADD', KEYS[12], ARGV[18], ARGV[19])
+            run = redis.call('HGETALL', KEYS[11])
+            table.insert(run, 'data')
+            table.insert(run, redis.call('GET', KEYS[13]) or '')
+        end
     end
 end
 local shown = redis.call('HGETALL', KEYS[2])
 local finished = 0
-if ARGV[21] == '1' and #shown == 0 and (ARGV[22] ~= '1' or #run > 0) then
+if ARGV[21] == '1' and #shown == 0 and (ARGV[22] ~= '1' or #run > 0 or ahead == 1) then
     redis.call('ZREM', KEYS[4], ARGV[8])
-    for i = 14, #KEYS do redis.call('SREM', KEYS[i], ARGV[8]) end
     finished = 1
 end
-return {outcome, new_status, res, shown, redis.call('SMEMBERS', KEYS[3]), run, finished, ARGV[23]}
+return {outcome, new_status, res, shown, redis.call('SMEMBERS', KEYS[3]), run, finished, ARGV[23],
+    ahead}

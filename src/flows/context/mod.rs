@@ -6,13 +6,14 @@ use crate::Session;
 use crate::bridge::{Bridge, decide, outcome_from};
 use crate::store::Saved;
 use askbridge_core::run::{AskRecord, JournalEntry, Origin, Run, fingerprint_of};
-use askbridge_core::{
-    Answer, Approval, Identity, Kind, Millis, NewQuestion, Question, QuestionId, RunId,
-};
+use askbridge_core::{Answer, Approval, Identity, Kind, Millis, NewQuestion, Question, RunId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
+
+mod journal;
+use journal::AskAt;
 
 enum Mode {
     Blocking(Session),
@@ -26,6 +27,12 @@ pub(super) struct Replay {
     owner: String,
     cursor: usize,
     suspended: Option<Suspension>,
+    /// Carried ahead before its answer is claimed (see `ahead.rs`): nothing may be written or
+    /// run for real; `broken` once the function tried.
+    ahead: bool,
+    broken: bool,
+    /// A step's result is in the journal but not yet written (see `gate.rs`).
+    unsaved: bool,
 }
 
 /// The question a run stopped at.
@@ -62,14 +69,17 @@ impl std::fmt::Debug for FlowContext {
     }
 }
 
-/// What the journal says at the cursor, for an ask.
-enum AskAt {
-    Recorded(AskRecord),
-    New(QuestionId),
-}
-
 impl FlowContext {
     pub(super) fn for_run(bridge: &Bridge, run: Run, owner: &str) -> Self {
+        Self::replaying(bridge, run, owner, false)
+    }
+
+    /// A context that carries `run` ahead (see `ahead.rs`).
+    pub(super) fn ahead(bridge: &Bridge, run: Run) -> Self {
+        Self::replaying(bridge, run, "", true)
+    }
+
+    fn replaying(bridge: &Bridge, run: Run, owner: &str, ahead: bool) -> Self {
         FlowContext {
             inner: Arc::new(ContextInner {
                 bridge: bridge.clone(),
@@ -82,6 +92,9 @@ impl FlowContext {
                     owner: owner.to_owned(),
                     cursor: 0,
                     suspended: None,
+                    ahead,
+                    broken: false,
+                    unsaved: false,
                 }))),
             }),
         }
@@ -219,6 +232,8 @@ impl FlowContext {
             });
             return Err(Interrupt::Suspended { question_id });
         }
+        // Stored at once (a rule may decide it): not while carried ahead.
+        self.unless_ahead()?;
         let question = self
             .inner
             .bridge
@@ -242,7 +257,9 @@ impl FlowContext {
     }
 
     /// Runs `work` once: on replay, returns its recorded result instead of running it again.
-    /// The result is written to the store before `step` returns.
+    /// The result is written to the store with the run's next write, which comes before the
+    /// function waits on anything or runs another step (see `gate.rs`): when a step is the last
+    /// thing before the run's end or its next question, it costs no write of its own.
     pub async fn step<T, F>(&self, name: &str, work: F) -> Result<T, Interrupt>
     where
         T: Serialize + DeserializeOwned,
@@ -258,6 +275,12 @@ impl FlowContext {
                 ))
             });
         }
+        // Its work must not run before the answer is claimed, nor before an earlier step's
+        // result is written.
+        self.unless_ahead()?;
+        if self.unsaved() && !self.save(false).await? {
+            return Err(Interrupt::Superseded);
+        }
         let value = work.await;
         let json = serde_json::to_value(&value).map_err(|e| {
             Interrupt::fail(format!("step `{name}`'s result cannot be recorded: {e}"))
@@ -268,33 +291,47 @@ impl FlowContext {
                 value: json,
             });
             replay.cursor += 1;
-        }
-        if !self.save(false).await? {
-            return Err(Interrupt::Superseded);
+            replay.unsaved = true;
         }
         Ok(value)
+    }
+
+    /// Is a step's result waiting for the run's next write?
+    pub(super) fn unsaved(&self) -> bool {
+        self.replay().is_some_and(|r| r.unsaved)
     }
 
     /// Writes the run as it stands (renewing the lease when `renew`). False when another process
     /// has taken the run over.
     pub(super) async fn save(&self, renew: bool) -> Result<bool, crate::store::Error> {
         let _writing = self.inner.saving.lock().await;
-        let (run, owner) = {
+        let (run, owner, was_unsaved) = {
             let Some(mut replay) = self.replay() else {
                 return Ok(true);
             };
+            if replay.ahead {
+                replay.broken = true;
+                return Ok(false);
+            }
             if renew {
                 replay.run.lease_until =
                     Some(Millis::now().after(self.inner.bridge.options().run_lease));
             }
-            (replay.run.clone(), replay.owner.clone())
+            let was_unsaved = std::mem::take(&mut replay.unsaved);
+            (replay.run.clone(), replay.owner.clone(), was_unsaved)
         };
         let bridge = &self.inner.bridge;
         let saved = super::registry(bridge)
             .unstored
             .save(bridge, &run, &owner)
-            .await?;
-        Ok(saved != Saved::Lost)
+            .await;
+        if saved.is_err() {
+            // Not written after all: the next write (or the gate) tries again.
+            if let Some(mut replay) = self.replay() {
+                replay.unsaved |= was_unsaved;
+            }
+        }
+        Ok(saved? != Saved::Lost)
     }
 
     /// Skips the rest of the journal: the next ask is a new question. For flows that read the
@@ -334,60 +371,22 @@ impl FlowContext {
         }
     }
 
-    fn next_ask(&self, request: &NewQuestion, fingerprint: &str) -> Result<AskAt, Interrupt> {
-        let mut replay = self.unsuspended()?;
-        let cursor = replay.cursor;
-        let diverged =
-            |expected: String, found: String| Err(Interrupt::Diverged { expected, found });
-        match replay.run.journal.get(cursor) {
-            Some(JournalEntry::Ask(record)) if record.fingerprint == fingerprint => {
-                let record = record.clone();
-                replay.cursor += 1;
-                Ok(AskAt::Recorded(record))
-            }
-            // Same words, different question: other options, or another action to approve.
-            Some(JournalEntry::Ask(record)) if record.prompt == request.prompt.trim() => diverged(
-                format!("\"{}\" with other options or another action", record.prompt),
-                format!("asks \"{}\" differently", request.prompt),
-            ),
-            Some(JournalEntry::Ask(record)) => diverged(
-                format!("the question \"{}\"", record.prompt),
-                format!("asks \"{}\"", request.prompt),
-            ),
-            Some(JournalEntry::Step { name, .. }) => diverged(
-                format!("step `{name}`"),
-                format!("asks \"{}\"", request.prompt),
-            ),
-            None => Ok(AskAt::New(replay.run.question_id(replay.run.asks()))),
+    /// While carried ahead: marks the attempt broken and stops the function (with `Suspended`,
+    /// which flows pass on; the result is discarded anyway).
+    fn unless_ahead(&self) -> Result<(), Interrupt> {
+        let mut replay = self.replay().expect("run mode");
+        if !replay.ahead {
+            return Ok(());
         }
+        replay.broken = true;
+        Err(Interrupt::Suspended {
+            question_id: replay.run.question_id(replay.run.asks()),
+        })
     }
 
-    fn next_step(&self, name: &str) -> Result<Option<serde_json::Value>, Interrupt> {
-        let mut replay = self.unsuspended()?;
-        let cursor = replay.cursor;
-        let diverged = |expected: String| {
-            Err(Interrupt::Diverged {
-                expected,
-                found: format!("runs step `{name}`"),
-            })
-        };
-        match replay.run.journal.get(cursor) {
-            Some(JournalEntry::Step {
-                name: recorded,
-                value,
-            }) if recorded == name => {
-                let value = value.clone();
-                replay.cursor += 1;
-                Ok(Some(value))
-            }
-            Some(JournalEntry::Step { name: recorded, .. }) => {
-                diverged(format!("step `{recorded}`"))
-            }
-            Some(JournalEntry::Ask(record)) => {
-                diverged(format!("the question \"{}\"", record.prompt))
-            }
-            None => Ok(None),
-        }
+    /// Did a function carried ahead reach something it may not do before the claim?
+    pub(super) fn broken(&self) -> bool {
+        self.replay().is_some_and(|r| r.broken)
     }
 
     /// The run as the function left it, and the question it stopped at, if any.
