@@ -72,9 +72,20 @@ fn command(port: u16, line: &str) -> String {
     String::from_utf8_lossy(&buffer[..read]).into_owned()
 }
 
+/// A free port whose cluster bus port (10,000 higher, as Redis places it) is free too: an
+/// ephemeral port above 55535 has none, and a bus port in use keeps the node from starting.
+fn free_cluster_port() -> u16 {
+    loop {
+        let port = free_port();
+        if port <= 55_535 && std::net::TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return port;
+        }
+    }
+}
+
 fn start() -> RedisCluster {
     let dir = tempfile::tempdir().unwrap();
-    let ports: Vec<u16> = (0..6).map(|_| free_port()).collect();
+    let ports: Vec<u16> = (0..6).map(|_| free_cluster_port()).collect();
     let mut nodes = Vec::new();
     for port in &ports {
         let script = format!(
