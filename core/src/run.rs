@@ -196,6 +196,20 @@ impl Run {
         self.waiting_on = None;
     }
 
+    /// Is it parked on `question` (waiting, nobody executing it)?
+    pub fn waits_on(&self, question: &QuestionId) -> bool {
+        self.state == RunState::Waiting && self.waiting_on.as_ref() == Some(question)
+    }
+
+    /// Parks it on `question` as of `at`: waiting, nobody executing it.
+    pub fn park_on(&mut self, question: QuestionId, at: Millis) {
+        self.state = RunState::Waiting;
+        self.waiting_on = Some(question);
+        self.owner = None;
+        self.lease_until = None;
+        self.updated_at = at;
+    }
+
     /// Does the journal already hold the outcome of `question_id`?
     pub fn knows(&self, question_id: &QuestionId) -> bool {
         self.journal
@@ -224,9 +238,7 @@ impl Run {
         lease_until: Millis,
     ) -> bool {
         let allowed = match why {
-            Acquire::Answer(question) => {
-                self.state == RunState::Waiting && self.waiting_on.as_ref() == Some(question)
-            }
+            Acquire::Answer(question) => self.waits_on(question),
             Acquire::Recovery => {
                 let unfinished =
                     self.state == RunState::Running || (self.state.is_final() && !self.reported);

@@ -12,7 +12,6 @@ use crate::Error;
 use crate::store::{AheadRun, ClaimOptions, TakeRun};
 use askbridge_core::audit::AuditEntry;
 use askbridge_core::quorum::Vote;
-use askbridge_core::run::RunState;
 use askbridge_core::tally::{self, VoteOutcome};
 use askbridge_core::{
     Actor, Answer, Claim, ClaimOutcome, Millis, Question, QuestionId, Target, Transition,
@@ -297,10 +296,7 @@ impl Bridge {
             return None;
         }
         let run = self.recent().run(run_id)?.run;
-        let waits_here = run.state == RunState::Waiting
-            && run.waiting_on.as_ref() == Some(&question.id)
-            && !run.knows(&question.id);
-        if !waits_here {
+        if !run.waits_on(&question.id) || run.knows(&question.id) {
             return None;
         }
         let mut answered = question.clone();

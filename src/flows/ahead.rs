@@ -13,7 +13,7 @@
 use super::context::Suspension;
 use super::{Flow, FlowContext, Interrupt};
 use crate::bridge::{Ahead, Bridge};
-use askbridge_core::run::{Run, RunState};
+use askbridge_core::run::Run;
 use askbridge_core::{Millis, Question};
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
@@ -51,13 +51,10 @@ pub(super) fn carry(
     else {
         return None;
     };
-    // Parked as the executor parks a run (see `executor::park`).
-    carried.state = RunState::Waiting;
-    carried.waiting_on = Some(next.id.clone());
-    carried.owner = None;
-    carried.lease_until = None;
-    carried.updated_at =
-        Millis::now().max(run.updated_at.after(std::time::Duration::from_millis(1)));
+    // A later `updated_at` than the run's, even within its millisecond: the claim tells the
+    // two apart by it.
+    let at = Millis::now().max(run.updated_at.after(std::time::Duration::from_millis(1)));
+    carried.park_on(next.id.clone(), at);
     Some(Ahead {
         was: run.updated_at,
         run: carried,

@@ -191,11 +191,7 @@ fn spawn_heartbeat(bridge: &Bridge, ctx: FlowContext) -> tokio::task::JoinHandle
 /// run busy), the save says so and the run is taken again at once.
 async fn park(bridge: &Bridge, mut run: Run, owner: &str, suspension: Suspension) {
     let Suspension { question, stored } = suspension;
-    run.state = RunState::Waiting;
-    run.waiting_on = Some(question.id.clone());
-    run.owner = None;
-    run.lease_until = None;
-    run.updated_at = Millis::now();
+    run.park_on(question.id.clone(), Millis::now());
     let saved = if stored {
         persist(bridge, &run, owner).await
     } else {

@@ -19,7 +19,7 @@ use std::task::{Context, Poll, ready};
 pub(super) struct Gate {
     function: BoxFuture<FlowResult>,
     ctx: FlowContext,
-    writing: Option<BoxFuture<Result<bool, crate::store::Error>>>,
+    writing: Option<BoxFuture<Result<(), Interrupt>>>,
 }
 
 impl Gate {
@@ -39,17 +39,14 @@ impl Future for Gate {
         let this = &mut *self;
         loop {
             if let Some(writing) = &mut this.writing {
-                match ready!(writing.as_mut().poll(cx)) {
-                    Ok(true) => this.writing = None,
-                    Ok(false) => return Poll::Ready(Err(Interrupt::Superseded)),
-                    Err(error) => return Poll::Ready(Err(error.into())),
-                }
+                ready!(writing.as_mut().poll(cx))?;
+                this.writing = None;
             }
             match this.function.as_mut().poll(cx) {
                 Poll::Ready(result) => return Poll::Ready(result),
                 Poll::Pending if this.ctx.unsaved() => {
                     let ctx = this.ctx.clone();
-                    this.writing = Some(Box::pin(async move { ctx.save(false).await }));
+                    this.writing = Some(Box::pin(async move { ctx.write_unsaved().await }));
                 }
                 Poll::Pending => return Poll::Pending,
             }

@@ -278,9 +278,7 @@ impl FlowContext {
         // Its work must not run before the answer is claimed, nor before an earlier step's
         // result is written.
         self.unless_ahead()?;
-        if self.unsaved() && !self.save(false).await? {
-            return Err(Interrupt::Superseded);
-        }
+        self.write_unsaved().await?;
         let value = work.await;
         let json = serde_json::to_value(&value).map_err(|e| {
             Interrupt::fail(format!("step `{name}`'s result cannot be recorded: {e}"))
@@ -299,6 +297,15 @@ impl FlowContext {
     /// Is a step's result waiting for the run's next write?
     pub(super) fn unsaved(&self) -> bool {
         self.replay().is_some_and(|r| r.unsaved)
+    }
+
+    /// Writes the run if a step's result waits for it (see `gate.rs`); `Superseded` when
+    /// another process has taken the run over.
+    pub(super) async fn write_unsaved(&self) -> Result<(), Interrupt> {
+        if self.unsaved() && !self.save(false).await? {
+            return Err(Interrupt::Superseded);
+        }
+        Ok(())
     }
 
     /// Writes the run as it stands (renewing the lease when `renew`). False when another process
