@@ -321,21 +321,54 @@ impl Monitor {
     }
 }
 
-/// Redis's `used_memory`.
-pub async fn used_memory(url: &str) -> u64 {
+/// A section of Redis's `INFO`.
+async fn info(url: &str, section: &str) -> String {
     let client = redis::Client::open(url).unwrap();
     let mut connection = client.get_multiplexed_async_connection().await.unwrap();
-    let info: String = redis::cmd("INFO")
-        .arg("memory")
+    redis::cmd("INFO")
+        .arg(section)
         .query_async(&mut connection)
         .await
-        .unwrap();
-    info.lines()
+        .unwrap()
+}
+
+/// Redis's `used_memory`.
+pub async fn used_memory(url: &str) -> u64 {
+    info(url, "memory")
+        .await
+        .lines()
         .find_map(|l| l.strip_prefix("used_memory:"))
         .unwrap()
         .trim()
         .parse()
         .unwrap()
+}
+
+/// CPU seconds (user + system) Redis has used, from `INFO cpu`.
+pub async fn redis_cpu_s(url: &str) -> f64 {
+    let info = info(url, "cpu").await;
+    ["used_cpu_sys:", "used_cpu_user:"]
+        .iter()
+        .filter_map(|field| info.lines().find_map(|l| l.strip_prefix(field)))
+        .map(|v| v.trim().parse::<f64>().unwrap())
+        .sum()
+}
+
+/// CPU seconds (user + system) process `pid` (`self` for this one) has used, from
+/// `/proc/<pid>/stat` (clock ticks, taken as the usual 100 per second).
+pub fn process_cpu_s(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// Asks `count` questions with `concurrency` clients.

@@ -253,8 +253,42 @@ async fn waiters(o: &Options) {
     );
 }
 
+/// `o.runs` runs answered one request per step, printing the CPU each process spent per resume:
+/// steadier than resumes/s on a shared machine, and it says which of the three (askbridge,
+/// redis-server, this client) a change made cheaper. Returns resumes/s and each step's time.
+async fn runs_timing_cpu(
+    o: &Options,
+    redis: &redis_server::RedisServer,
+    server: &support::Process,
+    setting: &str,
+) -> (f64, Vec<Duration>) {
+    let askbridge_pid = server.child.id().to_string();
+    let cpu = || async {
+        (
+            load::process_cpu_s(&askbridge_pid),
+            load::redis_cpu_s(&redis.url()).await,
+            load::process_cpu_s("self"),
+        )
+    };
+    let before = cpu().await;
+    let (rate, _, _, steps) =
+        load::runs(&server.base, o.runs, o.concurrency, load::Follow::Answer).await;
+    let after = cpu().await;
+    let per_resume = |a: f64, b: f64| (b - a) * 1e6 / (o.runs * 3) as f64;
+    println!(
+        "  CPU per resume ({setting}): askbridge {:.0} us, redis-server {:.0} us, this client {:.0} us",
+        per_resume(before.0, after.0),
+        per_resume(before.1, after.1),
+        per_resume(before.2, after.2)
+    );
+    (rate, steps)
+}
+
 async fn runs(o: &Options) {
     use load::Follow;
+    // LangGraph is measured before and after askbridge's runs, and the ratio taken to their
+    // mean: on this shared machine one measurement of it alone swings by a third.
+    let first_anchor = anchors::langgraph_resumes_per_s(300);
     let redis = redis_server::RedisServer::start();
     let server = serve(&redis);
     load::runs(&server.base, 50, o.concurrency, Follow::Answer).await;
@@ -271,8 +305,7 @@ async fn runs(o: &Options) {
         summary(&monitor.take_names())
     );
     drop(monitor);
-    let (rate, _, _, mut steps) =
-        load::runs(&server.base, o.runs, o.concurrency, Follow::Answer).await;
+    let (rate, mut steps) = runs_timing_cpu(o, &redis, &server, "fsync on every write").await;
     // The same runs followed with two requests per step (wait for the next question, reply).
     let (two_step, learning, mut waits, mut replies) =
         load::runs(&server.base, o.runs, o.concurrency, Follow::WaitThenReply).await;
@@ -289,11 +322,14 @@ async fn runs(o: &Options) {
     let everysec = redis_server::RedisServer::start_with(&["--appendfsync", "everysec"]);
     let server = serve(&everysec);
     load::runs(&server.base, 50, o.concurrency, Follow::Answer).await;
-    let (relaxed, _, _, _) = load::runs(&server.base, o.runs, o.concurrency, Follow::Answer).await;
-    match anchors::langgraph_resumes_per_s(300) {
-        Ok(anchor) => {
+    let (relaxed, _) = runs_timing_cpu(o, &everysec, &server, "appendfsync everysec").await;
+    let anchor = first_anchor
+        .and_then(|first| anchors::langgraph_resumes_per_s(300).map(|second| (first, second)));
+    match anchor {
+        Ok((first, second)) => {
+            let anchor = (first + second) / 2.0;
             println!(
-                "run resumes/s            {rate:>8.0}   beside LangGraph {anchor:>6.0}/s   ratio {:.1}x (goal >= 11x, >= 5,000/s)   one request per step (POST /api/runs/{{id}}/answer)",
+                "run resumes/s            {rate:>8.0}   beside LangGraph {anchor:>6.0}/s ({first:.0} before, {second:.0} after)   ratio {:.1}x (goal >= 11x, >= 5,000/s)   one request per step (POST /api/runs/{{id}}/answer)",
                 rate / anchor
             );
             println!(

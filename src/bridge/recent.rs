@@ -52,6 +52,10 @@ impl<K: Clone + Eq + Hash, V: Clone> Bounded<K, V> {
     fn get(&self, key: &K) -> Option<V> {
         self.map.get(key).cloned()
     }
+
+    fn get_ref(&self, key: &K) -> Option<&V> {
+        self.map.get(key)
+    }
 }
 
 /// See the module documentation.
@@ -108,9 +112,26 @@ impl Recent {
         true
     }
 
+    /// True when `run` is exactly the latest news remembered of it: the echo, from the store's
+    /// events, of news this process already had (and woke its waiters with).
+    pub(super) fn knows_run(&self, run: &askbridge_core::run::Run) -> bool {
+        self.run_with(&run.id, |known| known.run == *run)
+            .unwrap_or(false)
+    }
+
     /// The latest news of a run, if remembered.
     pub(super) fn run(&self, id: &RunId) -> Option<RunNews> {
         self.runs.lock().unwrap_or_else(|p| p.into_inner()).get(id)
+    }
+
+    /// What `look` finds in the latest news of a run, if remembered, without copying the run
+    /// (every event of a run asks this; most need a field or two).
+    pub(super) fn run_with<R>(&self, id: &RunId, look: impl FnOnce(&RunNews) -> R) -> Option<R> {
+        self.runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_ref(id)
+            .map(look)
     }
 }
 
@@ -177,5 +198,12 @@ mod tests {
         done.state = RunState::Done;
         assert!(recent.run_news(&news(&done)));
         assert!(!recent.run_news(&news(&taken)));
+        // The echo of the latest news is known; any change to it is not.
+        assert!(recent.knows_run(&done));
+        assert!(!recent.knows_run(&taken));
+        let mut later = done.clone();
+        later.reported = true;
+        assert!(!recent.knows_run(&later));
+        assert!(!Recent::default().knows_run(&done));
     }
 }

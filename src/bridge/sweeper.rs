@@ -244,14 +244,21 @@ impl Bridge {
                 }
                 self.waiters().wake(question);
             }
+            // This process's own news coming back: nothing new to remember or to wake with.
+            Event::Run { run, .. } if self.recent().knows_run(run) => {}
             Event::Run { run, .. } => {
                 // Our own park's news came with its question; the event does not carry it. Keep
                 // it rather than make the next waiter read it back.
-                let question = self.recent().run(&run.id).and_then(|known| {
-                    known
-                        .question
-                        .filter(|q| run.waiting_on.as_ref() == Some(&q.id))
-                });
+                let question = self
+                    .recent()
+                    .run_with(&run.id, |known| {
+                        known
+                            .question
+                            .as_ref()
+                            .filter(|q| run.waiting_on.as_ref() == Some(&q.id))
+                            .cloned()
+                    })
+                    .flatten();
                 self.run_news(run, question.as_ref())
             }
             // Rules are read from the store when an approval needs them; nothing to do here.
@@ -268,6 +275,10 @@ impl Bridge {
         let Some(run_id) = question.run_id.clone() else {
             return;
         };
+        // Usually this process's own answer, whose news is already here: nothing to take up.
+        if self.run_moved_on(&run_id, question) {
+            return;
+        }
         let (bridge, question) = (self.clone(), question.clone());
         tokio::spawn(async move {
             // The event can overtake the claim's own reply: if this process won the claim, it
@@ -286,11 +297,13 @@ impl Bridge {
     /// What this process heard says the run is past `question`: executing here, ended, or with
     /// the answer in its journal.
     fn run_moved_on(&self, run_id: &RunId, question: &Question) -> bool {
-        self.recent().run(run_id).is_some_and(|known| {
-            let ours = known.run.state == RunState::Running
-                && known.run.owner.as_deref() == Some(self.owner_id());
-            ours || known.run.state.is_final() || known.run.knows(&question.id)
-        })
+        self.recent()
+            .run_with(run_id, |known| {
+                let ours = known.run.state == RunState::Running
+                    && known.run.owner.as_deref() == Some(self.owner_id());
+                ours || known.run.state.is_final() || known.run.knows(&question.id)
+            })
+            .unwrap_or(false)
     }
 
     async fn recheck_waiters(&self) {
