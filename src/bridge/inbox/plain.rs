@@ -1,0 +1,95 @@
+//! A message that is not a command: the answer to the one question waiting for its sender.
+//! Kept apart from the commands because who a plain message may answer is its own rule (in a
+//! group, an open question does not wait for everyone, or every remark would answer it).
+
+use super::Plan;
+use crate::Error;
+use crate::bridge::commands::{Turn, pending_list, refusal_reply};
+use crate::bridge::resolve::{Attempt, Said};
+use askbridge_core::fill::Step;
+use askbridge_core::{Kind, Millis, Question, Reply, Tone, render};
+
+impl Turn {
+    /// A message that is not a command: the answer to the one question waiting for the sender
+    /// in this chat, if there is exactly one.
+    pub(super) async fn plain_message(&self) -> Plan {
+        let waiting = match self.waiting_for().await {
+            Ok(waiting) => waiting,
+            Err(error) => return Plan::Reply(Some(refusal_reply(&error))),
+        };
+        match waiting.as_slice() {
+            [] if self.message.private => Plan::reply(Reply::new(
+                Tone::Info,
+                "Nothing is waiting for an answer from you. Send /help to see what I can do.",
+            )),
+            // In a group, chatter that answers nothing gets no reply.
+            [] => Plan::Reply(None),
+            [question] => self.plain_answer(question.clone()).await,
+            several => Plan::reply(Reply::new(
+                Tone::Info,
+                format!(
+                    "Several questions are waiting for you; answer one with its command:\n{}",
+                    pending_list(several)
+                ),
+            )),
+        }
+    }
+
+    /// Questions "waiting for" the sender: ones naming them as an answerer, and, in a private
+    /// chat, ones open to anyone there. In groups, an open question is not taken to wait for
+    /// everyone, or every remark would answer it.
+    async fn waiting_for(&self) -> Result<Vec<Question>, Error> {
+        let sender = &self.message.sender;
+        let mut questions = self.bridge.answerable(sender, &self.message.chat).await?;
+        let now = Millis::now();
+        questions.retain(|q| {
+            q.answerers_at(now).contains(sender) || (q.answerers.is_empty() && self.message.private)
+        });
+        Ok(questions)
+    }
+
+    /// The plain message as the answer to `question` (already read: the waiting list is the one
+    /// read). An answer that does not fit gets the list of choices.
+    async fn plain_answer(&self, question: Question) -> Plan {
+        if question.kind == Kind::Form {
+            let step = Step::Value(self.message.text.clone());
+            return self
+                .fill(question, step)
+                .await
+                .map(Plan::Fill)
+                .unwrap_or_else(|error| Plan::Reply(Some(refusal_reply(&error))));
+        }
+        let attempt = Attempt {
+            id: question.id.clone(),
+            said: Said::Typed(self.message.text.clone()),
+            actor: self.actor.clone(),
+            chat: self.message.chat.clone(),
+        };
+        let attempted = Some(question.id.to_string());
+        let prompt = question.prompt.clone();
+        let options = question.options.clone();
+        match self.bridge.check(&attempt, Some(question)).await {
+            Ok(checked) => Plan::Claim {
+                checked,
+                attempted: attempt.id.to_string(),
+            },
+            Err(refusal) if matches!(refusal.error, Error::Model(_)) => {
+                let choices: String = options
+                    .iter()
+                    .enumerate()
+                    .map(|(i, label)| format!("\n{}. {label}", i + 1))
+                    .collect();
+                let mut reply = Reply::refused(format!(
+                    "That doesn't answer \"{}\". {}{choices}",
+                    render::shorten(&prompt, 80),
+                    refusal.error
+                ));
+                if let Some(question) = &refusal.question {
+                    reply = reply.about(question.clone());
+                }
+                self.refuse(refusal, attempted, Some(reply))
+            }
+            Err(refusal) => self.refuse(refusal, attempted, None),
+        }
+    }
+}
