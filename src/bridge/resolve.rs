@@ -295,15 +295,19 @@ impl Bridge {
         if question.quorum.is_some() || !self.store().claims_ahead() {
             return None;
         }
-        let run = self.recent().run(run_id)?.run;
-        if !run.waits_on(&question.id) || run.knows(&question.id) {
-            return None;
-        }
+        // Only the run is copied, and only when it waits on this question.
+        let run = self
+            .recent()
+            .run_with(run_id, |news| {
+                let run = &news.run;
+                (run.waits_on(&question.id) && !run.knows(&question.id)).then(|| run.clone())
+            })
+            .flatten()?;
         let mut answered = question.clone();
         if answered.apply(claim) != ClaimOutcome::Won {
             return None;
         }
-        self.runner()?.ahead(self, &run, &answered)
+        self.runner()?.ahead(self, run, &answered)
     }
 
     /// Applies `claim` in the store and starts the effects of a win. No authorisation check:

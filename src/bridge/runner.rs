@@ -71,7 +71,7 @@ pub trait Runner: Send + Sync {
     /// next question, without waiting on anything and without writing, so that the claim can
     /// save the run parked there in the same step. `None` when it cannot (the function reaches
     /// a step, an end or anything it must wait for): the claim then takes the run as usual.
-    fn ahead(&self, _bridge: &Bridge, _run: &Run, _answered: &Question) -> Option<Ahead> {
+    fn ahead(&self, _bridge: &Bridge, _run: Run, _answered: &Question) -> Option<Ahead> {
         None
     }
 

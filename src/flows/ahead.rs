@@ -24,15 +24,15 @@ use std::sync::Arc;
 pub(super) fn carry(
     bridge: &Bridge,
     flow: Arc<dyn Flow>,
-    run: &Run,
+    mut run: Run,
     answered: &Question,
 ) -> Option<Ahead> {
     if !flow.may_run_ahead() {
         return None;
     }
-    let mut carried = run.clone();
-    carried.absorb(answered);
-    let ctx = FlowContext::ahead(bridge, carried);
+    let was = run.updated_at;
+    run.absorb(answered);
+    let ctx = FlowContext::ahead(bridge, run);
     // One poll: everything up to the next question is replay and pure code. A panic is left to
     // the execution after the claim, which fails the run with it.
     let polled =
@@ -53,10 +53,10 @@ pub(super) fn carry(
     };
     // A later `updated_at` than the run's, even within its millisecond: the claim tells the
     // two apart by it.
-    let at = Millis::now().max(run.updated_at.after(std::time::Duration::from_millis(1)));
+    let at = Millis::now().max(was.after(std::time::Duration::from_millis(1)));
     carried.park_on(next.id.clone(), at);
     Some(Ahead {
-        was: run.updated_at,
+        was,
         run: carried,
         next,
     })

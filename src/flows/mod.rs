@@ -211,8 +211,9 @@ impl Runner for Registry {
         executor::start(bridge, flow, name, input, origin, storing).await
     }
 
-    fn ahead(&self, bridge: &Bridge, run: &Run, answered: &Question) -> Option<Ahead> {
-        ahead::carry(bridge, self.find(&run.flow)?, run, answered)
+    fn ahead(&self, bridge: &Bridge, run: Run, answered: &Question) -> Option<Ahead> {
+        let flow = self.find(&run.flow)?;
+        ahead::carry(bridge, flow, run, answered)
     }
 
     fn drive(&self, bridge: &Bridge, run: Run, answered: Question) {

@@ -18,7 +18,7 @@ use askbridge_core::Identity;
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::form::Draft;
 use askbridge_core::quorum::Vote;
-use askbridge_core::run::{Acquire, Origin, Run, RunState};
+use askbridge_core::run::{Acquire, Run, RunState};
 use askbridge_core::tally::VoteOutcome;
 use askbridge_core::{Claim, Millis, NewQuestion, Question, QuestionId, Rule, RuleId, RunId};
 use async_trait::async_trait;
@@ -328,11 +328,7 @@ async fn a_corrupt_record_met_by_a_flow_fails_its_run_with_a_message() {
         .unwrap();
     // A run whose process died after creating its first question and before parking: the
     // replay meets that question again, and its record is corrupt.
-    let origin = Origin {
-        chat: None,
-        user: "api".into(),
-        user_name: None,
-    };
+    let origin = crate::support::api_origin();
     let run = Run::new("ask", "", origin, "dead-process", Millis(1), Millis(2));
     assert_eq!(store.insert_run(&run).await.unwrap(), Inserted::Created);
     plant_corrupt_question(&fixture.server, &run.question_id(0)).await;

@@ -267,11 +267,7 @@ async fn every_script_touches_keys_of_one_slot() {
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     // A run stored with its first question, as for a caller waiting for it (insert_parked.lua).
-    let origin = askbridge_core::run::Origin {
-        chat: None,
-        user: "api".into(),
-        user_name: None,
-    };
+    let origin = crate::support::api_origin();
     let started = bridge
         .start_run_storing("two", "", origin, askbridge::bridge::Storing::WithFirstStep)
         .await

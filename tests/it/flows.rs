@@ -1153,11 +1153,7 @@ async fn a_run_stored_with_its_first_step_is_stored_by_whichever_write_comes_fir
             Err(Interrupt::fail("no input"))
         })
         .unwrap();
-    let origin = Origin {
-        chat: None,
-        user: "api".into(),
-        user_name: None,
-    };
+    let origin = crate::support::api_origin();
     let settled = |id: askbridge_core::RunId, state: RunState| {
         let bridge = bridge.clone();
         async move {

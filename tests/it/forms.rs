@@ -274,7 +274,7 @@ async fn a_flow_reads_a_forms_answer_into_its_type() {
     use askbridge::FlowsExt;
     use askbridge::bridge::ProgramReply;
     use askbridge_core::form::FormSchema;
-    use askbridge_core::run::{Origin, RunState};
+    use askbridge_core::run::RunState;
     use askbridge_core::{Actor, Answer, NewQuestion, Target};
 
     #[derive(serde::Deserialize)]
@@ -293,11 +293,7 @@ async fn a_flow_reads_a_forms_answer_into_its_type() {
             Ok(format!("{} x{}", deploy.environment, deploy.replicas))
         })
         .unwrap();
-    let origin = Origin {
-        chat: None,
-        user: "api".into(),
-        user_name: None,
-    };
+    let origin = crate::support::api_origin();
     let run = bridge.start_run("deploy", "", origin).await.unwrap();
     let waiting = eventually_some(Duration::from_secs(10), "the run waits on its form", || {
         let (bridge, id) = (bridge.clone(), run.id.clone());

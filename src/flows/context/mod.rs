@@ -223,30 +223,21 @@ impl FlowContext {
             let question = self
                 .inner
                 .bridge
-                .prepare_for_run(request, question_id.clone())
+                .prepare_for_run(request, question_id)
                 .await?;
-            let mut replay = self.replay().expect("run mode");
-            replay.suspended = Some(Suspension {
-                question,
-                stored: false,
-            });
-            return Err(Interrupt::Suspended { question_id });
+            return Err(self.suspend(question, false));
         }
         // Stored at once (a rule may decide it): not while carried ahead.
         self.unless_ahead()?;
         let question = self
             .inner
             .bridge
-            .create_for_run(request, question_id.clone())
+            .create_for_run(request, question_id)
             .await?;
-        let mut replay = self.replay().expect("run mode");
         if question.is_pending() {
-            replay.suspended = Some(Suspension {
-                question,
-                stored: true,
-            });
-            return Err(Interrupt::Suspended { question_id });
+            return Err(self.suspend(question, true));
         }
+        let mut replay = self.replay().expect("run mode");
         // Decided at once (an "always allow" rule): no need to wait.
         replay.run.absorb(&question);
         replay.cursor += 1;
@@ -376,6 +367,14 @@ impl FlowContext {
             }),
             None => Ok(replay),
         }
+    }
+
+    /// Stops the function at `question`, nobody having answered it (`stored` already, or to be
+    /// stored with the run when it parks): what the run parks on, and the `Suspended` to return.
+    fn suspend(&self, question: Question, stored: bool) -> Interrupt {
+        let question_id = question.id.clone();
+        self.replay().expect("run mode").suspended = Some(Suspension { question, stored });
+        Interrupt::Suspended { question_id }
     }
 
     /// While carried ahead: marks the attempt broken and stops the function (with `Suspended`,

@@ -6,16 +6,12 @@ use super::{Fixture, SETTLE, answer, claim, question};
 use askbridge::store::{ClaimOptions, Cursor, Event, EventKind, HistoryFilter, RunFilter};
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::question::DEFAULT_TIMEOUT;
-use askbridge_core::run::{Origin, Run, RunState};
+use askbridge_core::run::{Run, RunState};
 use askbridge_core::{Action, Identity, Millis, Rule, RuleId, Scope, Status, Transition};
 use std::time::Duration;
 
 fn run(created: u64) -> Run {
-    let origin = Origin {
-        chat: None,
-        user: "api".into(),
-        user_name: None,
-    };
+    let origin = crate::support::api_origin();
     Run::new(
         "deploy",
         "x",
