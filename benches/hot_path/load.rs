@@ -1,5 +1,6 @@
 //! The loads: clients of a running `askbridge serve`, and a MONITOR on its Redis.
 
+use crate::lean;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -16,20 +17,11 @@ pub fn client() -> reqwest::Client {
         .unwrap()
 }
 
-pub fn ask_body(session: &str) -> Value {
-    json!({
-        "session_id": session,
-        "prompt": "Which library for date formatting, please?",
-        "options": ["dayjs", "luxon", "date-fns"],
-        "targets": [],
-    })
-}
-
 /// Asks; returns the question's id.
 pub async fn ask(client: &reqwest::Client, base: &str, session: &str) -> String {
     let response = client
         .post(format!("{base}/api/questions"))
-        .json(&ask_body(session))
+        .json(&lean::ask_body(session))
         .send()
         .await
         .unwrap();
@@ -55,19 +47,19 @@ pub async fn cycles(base: &str, total: usize, concurrency: usize) -> (f64, Vec<D
 
 /// [`cycles`] spread over several askbridge replicas: client `n` talks to `bases[n % len]`.
 pub async fn cycles_on(bases: &[String], total: usize, concurrency: usize) -> (f64, Vec<Duration>) {
-    let client = client();
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let mut workers = Vec::new();
     for n in 0..concurrency {
         let base = bases[n % bases.len()].clone();
-        let (client, next) = (client.clone(), next.clone());
+        let next = next.clone();
         workers.push(tokio::spawn(async move {
+            let mut http = lean::Connection::open(&base).await;
             let mut latencies = Vec::new();
             while next.fetch_add(1, Ordering::Relaxed) < total {
                 let t = Instant::now();
-                let id = ask(&client, &base, "bench").await;
-                reply(&client, &base, &id, json!("luxon")).await;
+                let id = http.ask("bench").await;
+                http.reply(&id, json!("luxon")).await;
                 latencies.push(t.elapsed());
             }
             latencies
@@ -83,20 +75,21 @@ pub async fn cycles_on(bases: &[String], total: usize, concurrency: usize) -> (f
 /// `count` waiters parked on `GET /wait`, then their questions answered one at a time: the time
 /// from sending each reply to the waiter's response arriving, client-timed.
 pub async fn waiter_release(base: &str, count: usize) -> Vec<Duration> {
-    let client = client();
+    let mut http = lean::Connection::open(base).await;
     let mut ids = Vec::with_capacity(count);
     for _ in 0..count {
-        ids.push(ask(&client, base, "bench-waiters").await);
+        ids.push(http.ask("bench-waiters").await);
     }
     let (done, mut arrivals) = tokio::sync::mpsc::unbounded_channel();
     for (n, id) in ids.iter().enumerate() {
-        let (client, url, done) = (
-            client.clone(),
-            format!("{base}/api/questions/{id}/wait?timeout_s=120"),
+        let (base, path, done) = (
+            base.to_owned(),
+            format!("/api/questions/{id}/wait?timeout_s=120"),
             done.clone(),
         );
         tokio::spawn(async move {
-            let waited: Value = client.get(url).send().await.unwrap().json().await.unwrap();
+            let mut waiter = lean::Connection::open(&base).await;
+            let (_, waited) = waiter.get(&path).await;
             assert_eq!(waited["status"], "answered");
             let _ = done.send((n, Instant::now()));
         });
@@ -106,7 +99,7 @@ pub async fn waiter_release(base: &str, count: usize) -> Vec<Duration> {
     let mut times = Vec::with_capacity(count);
     for (n, id) in ids.iter().enumerate() {
         let sent = Instant::now();
-        reply(&client, base, id, json!("dayjs")).await;
+        http.reply(id, json!("dayjs")).await;
         let (woken, at) = arrivals.recv().await.unwrap();
         assert_eq!(woken, n);
         times.push(at.saturating_duration_since(sent));
@@ -133,34 +126,22 @@ pub async fn runs(
     concurrency: usize,
     follow: Follow,
 ) -> (f64, f64, Vec<Duration>, Vec<Duration>) {
-    let client = client();
     let next = Arc::new(AtomicUsize::new(0));
     let learning = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let mut workers = Vec::new();
     for _ in 0..concurrency {
-        let (client, base, next, learning) = (
-            client.clone(),
-            base.to_owned(),
-            next.clone(),
-            learning.clone(),
-        );
+        let (base, next, learning) = (base.to_owned(), next.clone(), learning.clone());
         workers.push(tokio::spawn(async move {
+            let mut http = lean::Connection::open(&base).await;
             let (mut waits, mut replies) = (Vec::new(), Vec::new());
             while next.fetch_add(1, Ordering::Relaxed) < total {
                 let start = match follow {
                     Follow::Answer => json!({"flow": "release", "input": "2.0", "wait_s": 60}),
                     Follow::WaitThenReply => json!({"flow": "release", "input": "2.0"}),
                 };
-                let mut step: Value = client
-                    .post(format!("{base}/api/runs"))
-                    .json(&start)
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
+                let (status, mut step) = http.post("/api/runs", &start).await;
+                assert_eq!(status, 201, "{step}");
                 let run_id = step["id"].as_str().unwrap().to_owned();
                 let mut after = String::new();
                 for answer in [json!("beta"), json!("Faster."), json!(true)] {
@@ -168,34 +149,28 @@ pub async fn runs(
                         let question = step["question"]["id"].clone();
                         assert!(question.is_string(), "no next question: {step}");
                         let t = Instant::now();
-                        step = client
-                            .post(format!("{base}/api/runs/{run_id}/answer"))
-                            .json(&json!({"answer": answer, "question_id": question, "timeout_s": 60}))
-                            .send()
-                            .await
-                            .unwrap()
-                            .json()
-                            .await
-                            .unwrap();
+                        let body =
+                            json!({"answer": answer, "question_id": question, "timeout_s": 60});
+                        let (status, next) = http
+                            .post(&format!("/api/runs/{run_id}/answer"), &body)
+                            .await;
+                        assert_eq!(status, 200, "{next}");
+                        step = next;
                         replies.push(t.elapsed());
                         continue;
                     }
                     learning.fetch_add(1, Ordering::Relaxed);
                     let t = Instant::now();
-                    let waited: Value = client
-                        .get(format!(
-                            "{base}/api/runs/{run_id}/wait?after={after}&timeout_s=60"
+                    let (status, waited) = http
+                        .get(&format!(
+                            "/api/runs/{run_id}/wait?after={after}&timeout_s=60"
                         ))
-                        .send()
-                        .await
-                        .unwrap()
-                        .json()
-                        .await
-                        .unwrap();
+                        .await;
+                    assert_eq!(status, 200, "{waited}");
                     waits.push(t.elapsed());
                     after = waited["question"]["id"].as_str().unwrap().to_owned();
                     let t = Instant::now();
-                    reply(&client, &base, &after, answer).await;
+                    http.reply(&after, answer).await;
                     replies.push(t.elapsed());
                 }
                 if follow == Follow::Answer {
@@ -220,7 +195,6 @@ pub async fn runs(
     )
 }
 
-/// Times one GET, in ms.
 pub async fn timed_get(client: &reqwest::Client, url: &str) -> (f64, Value) {
     let started = Instant::now();
     let response = client.get(url).send().await.unwrap();

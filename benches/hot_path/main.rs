@@ -31,6 +31,7 @@
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod anchors;
+mod lean;
 mod load;
 mod process;
 mod views;

@@ -26,19 +26,36 @@ pub(super) fn assemble(
     resolution: Option<&str>,
     votes: Option<&str>,
 ) -> Result<Question> {
-    let corrupt = |why: String| Error::corrupt("a question in Redis", why);
-    let mut question: Question = serde_json::from_str(json).map_err(|e| corrupt(e.to_string()))?;
+    let mut question: Question = serde_json::from_str(json)
+        .map_err(|e| Error::corrupt("a question in Redis", e.to_string()))?;
     if let Some(votes) = votes {
         question.votes = votes_of(votes)?;
     }
+    set_outcome(&mut question, status, resolution, &[])?;
+    Ok(question)
+}
+
+/// Gives `question` its stored `status` and `resolution` (JSON). A resolution that is one of
+/// `known` — the JSON a claimer sent beside the value it was made from — is taken from there
+/// instead of being parsed again: a claim's reply is most often its own resolution.
+pub(super) fn set_outcome(
+    question: &mut Question,
+    status: &str,
+    resolution: Option<&str>,
+    known: &[(&str, &Resolution)],
+) -> Result<()> {
+    let corrupt = |why: String| Error::corrupt("a question in Redis", why);
     question.status = Status::parse(status).ok_or_else(|| corrupt(format!("status {status}")))?;
     question.resolution = match resolution.filter(|r| !r.is_empty()) {
-        Some(json) => {
-            Some(serde_json::from_str::<Resolution>(json).map_err(|e| corrupt(e.to_string()))?)
-        }
+        Some(json) => match known.iter().find(|(sent, _)| *sent == json) {
+            Some((_, value)) => Some((*value).clone()),
+            None => {
+                Some(serde_json::from_str::<Resolution>(json).map_err(|e| corrupt(e.to_string()))?)
+            }
+        },
         None => None,
     };
-    Ok(question)
+    Ok(())
 }
 
 /// The JSON of a question as asked, for its `q` field: an object without its status and
@@ -265,5 +282,47 @@ mod tests {
             (read.input, read.journal.len(), read.result),
             (String::new(), 0, None)
         );
+    }
+
+    /// A claim's reply builds its question from the claimer's snapshot rather than from the
+    /// stored JSON: the two must be the same question, with the resolution taken from what the
+    /// claimer sent when the store kept it, and parsed when another claim's won.
+    #[test]
+    fn a_claimed_question_from_its_snapshot_is_the_stored_one() {
+        let snapshot = askbridge_core::NewQuestion::ask("Which library?")
+            .options(["dayjs", "luxon"])
+            .session("s")
+            .into_question(
+                QuestionId::random(),
+                Millis(1_000),
+                std::time::Duration::from_secs(60),
+            )
+            .unwrap();
+        let (status, ours) = snapshot.expiry_resolution(Millis(2_000));
+        let (_, theirs) = snapshot.expiry_resolution(Millis(3_000));
+        let (ours_json, theirs_json) = (
+            serde_json::to_string(&ours).unwrap(),
+            serde_json::to_string(&theirs).unwrap(),
+        );
+        for stored in [&ours_json, &theirs_json] {
+            let from_store =
+                assemble(&as_asked(&snapshot), status.as_str(), Some(stored), None).unwrap();
+            let mut from_snapshot = snapshot.clone();
+            set_outcome(
+                &mut from_snapshot,
+                status.as_str(),
+                Some(stored),
+                &[(&ours_json, &ours)],
+            )
+            .unwrap();
+            assert_eq!(from_snapshot, from_store);
+        }
+        assert_eq!(
+            assemble(&as_asked(&snapshot), "answered", Some(&theirs_json), None)
+                .unwrap()
+                .resolution,
+            Some(theirs)
+        );
+        assert!(set_outcome(&mut snapshot.clone(), "gone", None, &[]).is_err());
     }
 }

@@ -2,7 +2,9 @@
 //! outbox are in `outbox.rs`.
 
 use super::RedisStore;
-use super::codec::{ClaimReply, as_asked, assemble, assemble_run, pairs, split_claim_reply};
+use super::codec::{
+    ClaimReply, as_asked, assemble, assemble_run, pairs, set_outcome, split_claim_reply,
+};
 use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, question_bucket, run_bucket};
 use super::scripts::{CLAIM, INSERT};
@@ -305,9 +307,17 @@ impl Questions for RedisStore {
             _ if winner == token && stored == expiry_json => ClaimOutcome::Expired,
             _ => ClaimOutcome::AlreadyResolved,
         };
+        // The question as asked is the snapshot's (its `q` never changes once stored).
+        let mut question = snapshot.clone();
+        set_outcome(
+            &mut question,
+            &status,
+            Some(&stored),
+            &[(&resolution_json, &resolution), (&expiry_json, &expiry)],
+        )?;
         Ok(Some(Claimed {
             outcome,
-            question: assemble(&as_asked(snapshot), &status, Some(&stored), None)?,
+            question,
             work: work_of(shown, done),
             run: assemble_run(&pairs(run))?,
             finished: finished == 1,

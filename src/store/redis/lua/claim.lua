@@ -46,9 +46,13 @@ if ARGV[5] ~= '1' and tonumber(ARGV[1]) >= tonumber(exp) then
 end
 local event = '{"kind":"' .. kind .. '","question":' .. string.sub(fields[4], 1, -2) ..
     ',"status":"' .. new_status .. '","resolution":' .. res .. '}}' 
+-- Where it was shown and which effects are done: most questions have neither, and a key that
+-- does not exist needs no TTL (record_shown.lua and mark_effect.lua copy the question's).
+local shown, effects = redis.call('HGETALL', KEYS[2]), redis.call('SMEMBERS', KEYS[3])
 redis.call('HSET', KEYS[1], 'status', new_status, 'res', res, 'ct', ARGV[23])
-for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[6]) end
-redis.call('ZADD', KEYS[4], ARGV[7], ARGV[8])
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+if #shown > 0 then redis.call('PEXPIRE', KEYS[2], ARGV[6]) end
+if #effects > 0 then redis.call('PEXPIRE', KEYS[3], ARGV[6]) end
 redis.call('ZREM', KEYS[5], ARGV[8])
 redis.call('ZADD', done, ARGV[1], ARGV[8])
 redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[13], '*', 'data', event)
@@ -65,7 +69,7 @@ if ARGV[16] == '1' then
         -- The owner as save_run checks it, so that nothing is inserted that it would not save.
         if outcome == 'won' and ARGV[24] ~= '' and r[3] == ARGV[24] and r[4] == ARGV[25]
             and insert_question(from(KEYS, 21), from(ARGV, 40)) == 1 then
-            save_run(from(KEYS, 14), from(ARGV, 25))
+            save_run(from(KEYS, 14), from(ARGV, 25), true)
             ahead = 1
         else
             redis.call('HSET', KEYS[11], 'state', 'running', 'owner', ARGV[17],
@@ -77,11 +81,12 @@ if ARGV[16] == '1' then
         end
     end
 end
-local shown = redis.call('HGETALL', KEYS[2])
+-- Out of the open index when nothing is left to do; otherwise due when the effects settle.
 local finished = 0
 if ARGV[21] == '1' and #shown == 0 and (ARGV[22] ~= '1' or #run > 0 or ahead == 1) then
     redis.call('ZREM', KEYS[4], ARGV[8])
     finished = 1
+else
+    redis.call('ZADD', KEYS[4], ARGV[7], ARGV[8])
 end
-return {outcome, new_status, res, shown, redis.call('SMEMBERS', KEYS[3]), run, finished, ARGV[23],
-    ahead}
+return {outcome, new_status, res, shown, effects, run, finished, ARGV[23], ahead}

@@ -9,4 +9,4 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 if insert_question(from(KEYS, 8), from(ARGV, 16)) == 0 then return -1 end
 -- Created held by its owner, so that save_run's fence lets the owner write it.
 redis.call('HSET', KEYS[1], 'owner', ARGV[1])
-return save_run(KEYS, ARGV)
+return save_run(KEYS, ARGV, true)

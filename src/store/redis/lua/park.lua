@@ -8,4 +8,4 @@
 -- that id exists: then nothing is written, and the caller checks the stored one.
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
 if insert_question(from(KEYS, 8), from(ARGV, 16)) == 0 then return -1 end
-return save_run(KEYS, ARGV)
+return save_run(KEYS, ARGV, true)

@@ -1,2 +1,2 @@
 -- Entry point: see lib/save_run.lua (prepended to this file).
-return save_run(KEYS, ARGV)
+return save_run(KEYS, ARGV, false)

@@ -6,10 +6,13 @@
 --       8 updated_at, 9 TTL ms (0 for none), 10 lease score ('' when it needs no executor),
 --       11 run id, 12 the event's kind ('' for none), 13 events maxlen, 14 the fields kept
 --       apart as JSON members (`,"state":...`), for the event, 15 created_at.
+-- `fresh`: the caller has checked that `owner` holds the run and has just stored the question
+-- it waits on (parking with the question, or a claim carrying the run ahead), so neither is
+-- looked at again.
 -- Returns 0 when `owner` no longer holds it, 1 when written, 2 when written waiting on a
 -- question that is no longer pending.
-local function save_run(K, A)
-    if redis.call('HGET', K[1], 'owner') ~= A[1] then return 0 end
+local function save_run(K, A, fresh)
+    if not fresh and redis.call('HGET', K[1], 'owner') ~= A[1] then return 0 end
     redis.call('SET', K[2], A[2])
     redis.call('HSET', K[1], 'state', A[3], 'waiting_on', A[4],
         'owner', A[5], 'lease_until', A[6], 'reported', A[7], 'updated_at', A[8])
@@ -34,7 +37,7 @@ local function save_run(K, A)
             A[14] .. '}}'
         redis.call('XADD', K[4], 'MAXLEN', '~', A[13], '*', 'data', event)
     end
-    if A[3] == 'waiting' and K[5] ~= K[1] then
+    if not fresh and A[3] == 'waiting' and K[5] ~= K[1] then
         local status = redis.call('HGET', K[5], 'status')
         if status and status ~= 'pending' then return 2 end
     end
