@@ -2,23 +2,25 @@
 //! measured in the same run (the machine is shared and noisy; the ratio is the figure that counts).
 //!
 //! It starts a real redis-server and the real `askbridge serve` (the binary this benchmark is
-//! built with), and drives it over HTTP like a client would:
+//! built with), and drives it over HTTP like a client would (the loops whose figures are goals
+//! through `lean.rs`, a client that costs little of the cores it shares with what it measures):
 //!
 //! 1. commands askbridge sends to Redis per ask and per answer (MONITOR; a script's own lines
 //!    and blocking stream reads left out), and per second with 1,000 idle waiters;
 //! 2. ask+answer cycles/s with 16 connections, beside redis-benchmark EVALSHA of a claim-shaped
 //!    script at the same concurrency;
 //! 3. reply -> waiter released with 1,000 waiters parked, beside Redis PING;
-//! 4. resumes/s of the example `release` flow followed with `GET /api/runs/{id}/wait`, beside
-//!    LangGraph's interrupt/resume (scripts/bench installs it into a venv);
+//! 4. resumes/s of the example `release` flow, one request per step and as wait + reply, beside
+//!    LangGraph's interrupt/resume (scripts/bench installs it into a venv), with the CPU each
+//!    process spends per resume (`runs.rs`);
 //! 5. Redis memory per pending question and per waiting run, and the latency of `/api/stats`,
 //!    a page of `/api/questions` and the SSE replay with that many pending;
 //! 6. the embedded store's cycles/s, beside the disk's fsyncs/s;
 //! 7. the release binary's size;
-//! 9. (`--only cluster`) cycles on a Redis Cluster beside one node, with 1 and 3 askbridge
-//!    replicas, with and without the replica wait;
 //! 8. the process under stress on each store (`--only process`): RSS after list and stats with
 //!    `--pending` questions, threads with 1,000 waiters, idle connections closed;
+//! 9. (`--only cluster`) cycles on a Redis Cluster beside one node, with 1 and 3 askbridge
+//!    replicas, with and without the replica wait;
 //! 10. (`--only views`) the ops page's runs, rules, audit and history first pages with
 //!     `--pending` items of each, beside the same pages with five.
 //!
@@ -34,6 +36,7 @@ mod anchors;
 mod lean;
 mod load;
 mod process;
+mod runs;
 mod views;
 
 #[path = "../../tests/it/redis_cluster.rs"]
@@ -254,100 +257,6 @@ async fn waiters(o: &Options) {
     );
 }
 
-/// `o.runs` runs answered one request per step, printing the CPU each process spent per resume:
-/// steadier than resumes/s on a shared machine, and it says which of the three (askbridge,
-/// redis-server, this client) a change made cheaper. Returns resumes/s and each step's time.
-async fn runs_timing_cpu(
-    o: &Options,
-    redis: &redis_server::RedisServer,
-    server: &support::Process,
-    setting: &str,
-) -> (f64, Vec<Duration>) {
-    let askbridge_pid = server.child.id().to_string();
-    let cpu = || async {
-        (
-            load::process_cpu_s(&askbridge_pid),
-            load::redis_cpu_s(&redis.url()).await,
-            load::process_cpu_s("self"),
-        )
-    };
-    let before = cpu().await;
-    let (rate, _, _, steps) =
-        load::runs(&server.base, o.runs, o.concurrency, load::Follow::Answer).await;
-    let after = cpu().await;
-    let per_resume = |a: f64, b: f64| (b - a) * 1e6 / (o.runs * 3) as f64;
-    println!(
-        "  CPU per resume ({setting}): askbridge {:.0} us, redis-server {:.0} us, this client {:.0} us",
-        per_resume(before.0, after.0),
-        per_resume(before.1, after.1),
-        per_resume(before.2, after.2)
-    );
-    (rate, steps)
-}
-
-async fn runs(o: &Options) {
-    use load::Follow;
-    // LangGraph is measured before and after askbridge's runs, and the ratio taken to their
-    // mean: on this shared machine one measurement of it alone swings by a third.
-    let first_anchor = anchors::langgraph_resumes_per_s(300);
-    let redis = redis_server::RedisServer::start();
-    let server = serve(&redis);
-    load::runs(&server.base, 50, o.concurrency, Follow::Answer).await;
-    // What a resume costs in Redis commands (a run of three asks: start + three answers).
-    let monitor = load::Monitor::start(redis.port);
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let before = monitor.count();
-    monitor.take_names();
-    load::runs(&server.base, 100, 1, Follow::Answer).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    println!(
-        "commands per resume      {:>8.2}   (a run: its start and three answers, 100 runs)   {}",
-        (monitor.count() - before) as f64 / 300.0,
-        summary(&monitor.take_names())
-    );
-    drop(monitor);
-    let (rate, mut steps) = runs_timing_cpu(o, &redis, &server, "fsync on every write").await;
-    // The same runs followed with two requests per step (wait for the next question, reply).
-    let (two_step, learning, mut waits, mut replies) =
-        load::runs(&server.base, o.runs, o.concurrency, Follow::WaitThenReply).await;
-    println!(
-        "  per step: answer + next question p50 {:.2} ms; as two requests: wait p50 {:.2} ms, reply p50 {:.2} ms",
-        percentile(&mut steps, 0.5),
-        percentile(&mut waits, 0.5),
-        percentile(&mut replies, 0.5)
-    );
-    drop(server);
-    // The same with Redis as the README recommends for most deployments (AOF, fsync once a
-    // second): the tests' Redis fsyncs every write, which on this 2-core machine competes with
-    // askbridge and the client for the same cores.
-    let everysec = redis_server::RedisServer::start_with(&["--appendfsync", "everysec"]);
-    let server = serve(&everysec);
-    load::runs(&server.base, 50, o.concurrency, Follow::Answer).await;
-    let (relaxed, _) = runs_timing_cpu(o, &everysec, &server, "appendfsync everysec").await;
-    let anchor = first_anchor
-        .and_then(|first| anchors::langgraph_resumes_per_s(300).map(|second| (first, second)));
-    match anchor {
-        Ok((first, second)) => {
-            let anchor = (first + second) / 2.0;
-            println!(
-                "run resumes/s            {rate:>8.0}   beside LangGraph {anchor:>6.0}/s ({first:.0} before, {second:.0} after)   ratio {:.1}x (goal >= 11x, >= 5,000/s)   one request per step (POST /api/runs/{{id}}/answer)",
-                rate / anchor
-            );
-            println!(
-                "  two requests per step  {two_step:>6.0}   ratio {:.1}x   (GET .../wait + POST .../reply; {learning:.2} requests to learn each next question)",
-                two_step / anchor
-            );
-            println!(
-                "  with appendfsync everysec {relaxed:>6.0}   ratio {:.1}x",
-                relaxed / anchor
-            );
-        }
-        Err(why) => println!(
-            "run resumes/s            {rate:>8.0}   (two requests per step {two_step:.0}, everysec {relaxed:.0})   (LangGraph anchor not measured: {why})"
-        ),
-    }
-}
-
 async fn memory(o: &Options) {
     let redis = redis_server::RedisServer::start();
     let server = serve(&redis);
@@ -436,7 +345,7 @@ async fn main() {
         waiters(&o).await;
     }
     if o.wants("runs") {
-        runs(&o).await;
+        runs::runs(&o).await;
     }
     if o.wants("memory") {
         memory(&o).await;
