@@ -84,7 +84,8 @@ pub trait Drafts: Send + Sync {
     /// `who`'s draft of form `id`, if they started one.
     async fn draft(&self, id: &QuestionId, who: &Identity) -> Result<Option<Draft>>;
 
-    /// Stores `who`'s draft of form `id` for `ttl` (the form's time left, and then some).
+    /// Stores `who`'s draft of form `id` for `ttl` (the form's time left, and then some). A store
+    /// that keeps no TTLs keeps it until [`Admin::purge`] takes its question.
     async fn save_draft(
         &self,
         id: &QuestionId,

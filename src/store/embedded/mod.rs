@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tables::{
-    AUDIT, BY_SESSION, DUE_AT, EFFECTS, QUESTIONS, RUNS, SEEN, SHOWN, decode, decode_run,
+    AUDIT, BY_SESSION, DRAFTS, DUE_AT, EFFECTS, QUESTIONS, RUNS, SEEN, SHOWN, decode, decode_run,
 };
 use tokio::sync::broadcast;
 
@@ -249,6 +249,11 @@ impl Admin for EmbeddedStore {
                 shown.retain_in((id, "")..(id, "\u{10FFFF}"), |_, _| false)?;
                 effects.retain_in((id, "")..(id, "\u{10FFFF}"), |_, _| false)?;
             }
+            // Forms' drafts go with their question: a draft is only read while its form is
+            // pending, and without this they stayed for good (Redis gives each a TTL). A draft
+            // whose question is gone already (purged before drafts were) goes too.
+            txn.open_table(DRAFTS)?
+                .retain(|(id, _), _| !matches!(questions.get(id), Ok(None)))?;
             txn.open_table(SEEN)?.retain(|_, until| until > now.0)?;
             txn.open_table(AUDIT)?
                 .retain_in((0, 0)..(audit_cutoff, 0), |_, _| false)?;

@@ -248,6 +248,11 @@ impl Admin for MemoryStore {
             state.shown.remove(id);
             state.effects.remove(id);
         }
+        // Forms' drafts go with their question (Redis gives each a TTL instead).
+        self.drafts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(id, _), _| state.questions.contains_key(id));
         state.seen.retain(|_, until| *until > now);
         let audit_retention = self.options.audit_retention;
         state.audit.retain(|e| e.at.after(audit_retention) > now);

@@ -160,8 +160,51 @@ async fn drafts_are_kept_per_person_and_form(f: Fixture) {
     assert_eq!(f.store.draft(&q.id, &alice).await.unwrap().unwrap().at, 2);
 }
 
+/// A draft does not outlive its question's record: once its time is up and the question,
+/// resolved, is purged, the draft is gone too (Redis by its TTL, the others with the purge). A
+/// pending form's draft stays.
+async fn purge_takes_forms_drafts_with_their_question(f: Fixture) {
+    use askbridge_core::form::Draft;
+    let (q, pending) = (
+        super::question("s1", &[], DEFAULT_TIMEOUT),
+        super::question("s1", &[], DEFAULT_TIMEOUT),
+    );
+    let alice = askbridge_core::Identity::new("chat:1");
+    let draft = Draft {
+        at: 1,
+        ..Draft::default()
+    };
+    for (question, ttl) in [(&q, 500), (&pending, 60_000)] {
+        f.store.insert(question).await.unwrap();
+        f.store
+            .save_draft(&question.id, &alice, &draft, Duration::from_millis(ttl))
+            .await
+            .unwrap();
+    }
+    f.store
+        .claim(
+            &q,
+            &claim(Transition::Cancel { reason: None }, "api"),
+            ClaimOptions::new(SETTLE),
+        )
+        .await
+        .unwrap();
+    f.store.finish(&q.id, Some(&q), &[], None).await.unwrap();
+    // The fixture's retention is 1 s.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    f.store.purge(Millis::now()).await.unwrap();
+    assert_eq!(f.store.get(&q.id).await.unwrap(), None);
+    assert_eq!(f.store.draft(&q.id, &alice).await.unwrap(), None);
+    assert_eq!(
+        f.store.draft(&pending.id, &alice).await.unwrap(),
+        Some(draft),
+        "a pending form's draft is kept"
+    );
+}
+
 conformance!(
     drafts_are_kept_per_person_and_form,
+    purge_takes_forms_drafts_with_their_question,
     one_vote_per_person_and_the_quorum_makes_it_due,
     votes_race_and_each_person_counts_once,
 );
