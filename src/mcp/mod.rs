@@ -20,6 +20,7 @@ mod words;
 
 pub use backend::{Backend, BridgeBackend, HttpBackend};
 
+use askbridge_core::quorum::Quorum;
 use askbridge_core::{Answer, NewQuestion, Question};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -91,6 +92,13 @@ pub struct Audience {
     pub detail: Option<String>,
     /// false: return at once with the question's id, and call `get_answer` later.
     pub wait: Option<bool>,
+    /// Seconds before a reminder is sent if nobody has answered (default: none).
+    pub remind_after_s: Option<f64>,
+    /// How many reminders at most, each `remind_after_s` after the last (default 1).
+    pub reminders: Option<u32>,
+    /// How many of `answerers` must agree before the answer counts, like 2 for "two of
+    /// three" (default: the first answer decides).
+    pub quorum: Option<u32>,
 }
 
 /// `ask_user`'s arguments.
@@ -271,6 +279,13 @@ impl AskServer {
         request.answerers = audience.answerers.into_iter().map(Into::into).collect();
         request.timeout_s = audience.timeout_s;
         request.detail = audience.detail;
+        request.remind_after_s = audience.remind_after_s;
+        request.reminders = audience.reminders;
+        // The answerers are the voters; a quorum they cannot reach is refused when asked.
+        request.quorum = audience.quorum.map(|needs| Quorum {
+            needs,
+            of: request.answerers.clone(),
+        });
         let question = match self.backend.ask(request).await {
             Ok(question) => question,
             Err(why) => return Ok(words::failure(&why)),

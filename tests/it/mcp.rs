@@ -2,7 +2,7 @@
 //! `/mcp` over streamable HTTP. (The official Python SDK drives both in `scripts/mcp-check`.)
 
 use crate::support::{
-    askbridge_binary, eventually_some, http, memory_bridge, pending_in_session, serve,
+    askbridge_binary, eventually_some, get_json, http, memory_bridge, pending_in_session, serve,
 };
 use askbridge::http::{AppState, app};
 use askbridge_core::Secret;
@@ -249,6 +249,46 @@ async fn an_agent_asks_waits_with_progress_and_gets_the_answer() {
         text(&result),
         "Rejected by api: keep the cache. Do not run the action."
     );
+}
+
+/// `ask_user` takes reminders and a quorum of its answerers, as the HTTP API does; a quorum the
+/// answerers cannot reach is refused with the reason, and nothing is asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_asks_with_reminders_and_a_quorum() {
+    let (bridge, _) = memory_bridge().await;
+    let base = serve(app(AppState::new(bridge, None))).await;
+    let mut client = Client::spawn(&base, "agent-q");
+    client.initialize("2025-06-18").await;
+    let refused = client
+        .call(
+            2,
+            "ask_user",
+            json!({"prompt": "Ship?", "answerers": ["api"], "quorum": 2, "wait": false}),
+        )
+        .await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(text(&refused).contains("quorum"), "{}", text(&refused));
+    let result = client
+        .call(
+            3,
+            "ask_user",
+            json!({"prompt": "Ship?", "answerers": ["api", "telegram:1"], "quorum": 2,
+                   "remind_after_s": 60, "reminders": 2, "wait": false}),
+        )
+        .await;
+    assert!(text(&result).starts_with("Pending"), "{}", text(&result));
+    let q = pending_in_session(&base, "agent-q").await;
+    let listed = get_json(&base, "/api/questions?session_id=agent-q").await;
+    assert_eq!(
+        listed["questions"].as_array().unwrap().len(),
+        1,
+        "the refused ask stored nothing"
+    );
+    assert_eq!(
+        q["quorum"],
+        json!({"needs": 2, "of": ["api", "telegram:1"]})
+    );
+    assert_eq!(q["reminders"], json!({"after_s": 60.0, "times": 2}));
 }
 
 #[tokio::test]
