@@ -300,6 +300,7 @@ async fn embedded(o: &Options) {
         &["serve"],
         &[
             ("ASKBRIDGE_DATA_DIR", dir.path().display().to_string()),
+            ("ASKBRIDGE_EXAMPLE_FLOWS", "true".to_owned()),
             ("ASKBRIDGE_LOG", "warn".to_owned()),
         ],
     );
@@ -311,6 +312,15 @@ async fn embedded(o: &Options) {
         percentile(&mut latencies, 0.5),
         percentile(&mut latencies, 0.99),
     );
+    // The example flow's runs on it, one request per step, as the runs section does on Redis.
+    let (resumes, _, _, _) = load::runs(
+        &server.base,
+        o.runs / 4,
+        o.concurrency,
+        load::Follow::Answer,
+    )
+    .await;
+    println!("embedded run resumes/s   {resumes:>8.0}   (the example flow, one request per step)");
 }
 
 #[tokio::main]

@@ -201,6 +201,12 @@ impl Run {
         self.state == RunState::Waiting && self.waiting_on.as_ref() == Some(question)
     }
 
+    /// Is it still parked on `question` as it was at `was` (its `updated_at`), held by nobody?
+    /// What a claim checks before it saves the run as the claimer carried it ahead.
+    pub fn still_waits_on(&self, question: &QuestionId, was: Millis) -> bool {
+        self.waits_on(question) && self.updated_at == was && self.owner.is_none()
+    }
+
     /// Parks it on `question` as of `at`: waiting, nobody executing it.
     pub fn park_on(&mut self, question: QuestionId, at: Millis) {
         self.state = RunState::Waiting;

@@ -3,21 +3,17 @@
 use super::EmbeddedStore;
 use super::records::append_audit_in;
 use super::tables::{
-    BY_SESSION, BY_TARGET, CREATED, DONE, DUE, DUE_AT, EFFECTS, ID_END, QUESTIONS, RUNS, SHOWN,
-    decode, decode_run, encode, ids_under, index_state, insert_question, put_run, set_due,
+    BY_SESSION, BY_TARGET, CREATED, DONE, DUE, DUE_AT, EFFECTS, ID_END, QUESTIONS, SHOWN, decode,
+    encode, ids_under, index_state, insert_question, set_due,
 };
 use crate::store::{
-    ClaimOptions, Claimed, Counts, Deliveries, Error, FINAL, Inserted, ListFilter, Outbox,
-    Questions, Result, Shown, TakeRun, Work,
+    AheadRun, ClaimOptions, Claimed, Counts, Deliveries, Error, Event, FINAL, Inserted, ListFilter,
+    Outbox, Questions, Result, Shown, TakeRun, Work,
 };
 use askbridge_core::audit::AuditEntry;
-use askbridge_core::run::Acquire;
 use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Status, Target};
 use async_trait::async_trait;
-use redb::{
-    ReadTransaction, ReadableDatabase as _, ReadableTable, ReadableTableMetadata as _,
-    WriteTransaction,
-};
+use redb::{ReadTransaction, ReadableDatabase as _, ReadableTable, ReadableTableMetadata as _};
 use std::time::Duration;
 
 /// How many recent answers the time-to-answer percentiles are read from.
@@ -41,35 +37,6 @@ fn work_in(
         work.done.push(entry?.0.value().1.to_owned());
     }
     Ok(work)
-}
-
-/// Takes the run parked on `question` for the claimer, inside the claim's transaction.
-fn take_parked_run(
-    txn: &WriteTransaction,
-    question: &Question,
-    take: TakeRun<'_>,
-    at: Millis,
-) -> Result<Option<askbridge_core::run::Run>> {
-    let Some(run_id) = &question.run_id else {
-        return Ok(None);
-    };
-    let stored = txn
-        .open_table(RUNS)?
-        .get(run_id.as_str())?
-        .map(|json| decode_run(json.value()));
-    let Some(mut run) = stored.transpose()? else {
-        return Ok(None);
-    };
-    if !run.acquire(
-        Acquire::Answer(&question.id),
-        take.owner,
-        at,
-        take.lease_until,
-    ) {
-        return Ok(None);
-    }
-    put_run(txn, &run)?;
-    Ok(Some(run))
 }
 
 /// Reads the questions with these ids (skipping any that are gone).
@@ -116,6 +83,11 @@ impl Questions for EmbeddedStore {
             .take_run
             .map(|t| (t.owner.to_owned(), t.lease_until));
         let (settle_after, finish_when_idle) = (options.settle_after, options.finish_when_idle);
+        // Owned, for the write's thread.
+        let ahead = options
+            .ahead
+            .filter(|_| take.is_some())
+            .map(|a| (a.was, a.run.clone(), a.next.clone()));
         let result = self
             .write(move |txn| {
                 let mut questions = txn.open_table(QUESTIONS)?;
@@ -124,7 +96,7 @@ impl Questions for EmbeddedStore {
                     return Ok(None);
                 };
                 let outcome = question.apply(&claim);
-                let mut run = None;
+                let (mut run, mut carried) = (None, false);
                 if outcome != ClaimOutcome::AlreadyResolved {
                     questions.insert(id.as_str(), encode(&question).as_str())?;
                     drop(questions);
@@ -136,12 +108,20 @@ impl Questions for EmbeddedStore {
                     )?;
                     append_audit_in(txn, &AuditEntry::resolved(&question))?;
                     set_due(txn, id.as_str(), Millis::now().after(settle_after).0)?;
-                    if let Some((owner, lease_until)) = &take {
+                    if let (ClaimOutcome::Won, Some((was, carried_run, next))) = (outcome, &ahead) {
+                        let ahead = AheadRun {
+                            was: *was,
+                            run: carried_run,
+                            next,
+                        };
+                        carried = super::parked::carry(txn, &question, &ahead)?;
+                    }
+                    if let (false, Some((owner, lease_until))) = (carried, &take) {
                         let take = TakeRun {
                             owner,
                             lease_until: *lease_until,
                         };
-                        run = take_parked_run(txn, &question, take, claim.at)?;
+                        run = super::parked::take(txn, &question, take, claim.at)?;
                     }
                 }
                 let work = work_in(
@@ -154,7 +134,7 @@ impl Questions for EmbeddedStore {
                     ..ClaimOptions::new(settle_after)
                 };
                 let finished = outcome != ClaimOutcome::AlreadyResolved
-                    && Claimed::idle(&question, &work, run.is_some(), &options);
+                    && Claimed::idle(&question, &work, run.is_some() || carried, &options);
                 if finished {
                     let mut due_at = txn.open_table(DUE_AT)?;
                     if let Some(old) = due_at.remove(id.as_str())? {
@@ -171,7 +151,7 @@ impl Questions for EmbeddedStore {
                     work,
                     run,
                     finished,
-                    ahead: false,
+                    ahead: carried,
                 }))
             })
             .await?;
@@ -179,8 +159,19 @@ impl Questions for EmbeddedStore {
             if claimed.outcome != ClaimOutcome::AlreadyResolved {
                 self.announce(&claimed.question);
             }
+            // In the order Redis's script appends them: the next question, then the run.
+            if let (true, Some(ahead)) = (claimed.ahead, &options.ahead) {
+                self.announce(ahead.next);
+                if let Some(event) = Event::of_run(ahead.run) {
+                    let _ = self.events.send(event);
+                }
+            }
         }
         Ok(result)
+    }
+
+    fn claims_ahead(&self) -> bool {
+        true
     }
 
     async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>> {

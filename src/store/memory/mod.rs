@@ -9,8 +9,8 @@ mod records;
 use super::local_leases::LocalLeases;
 
 use super::{
-    ClaimOptions, Claimed, Counts, Deliveries, Drafts, EVENT_BUFFER, Event, FINAL, Inserted,
-    ListFilter, Outbox, Questions, Result, Shown, StoreOptions, Votes, Work,
+    AheadRun, ClaimOptions, Claimed, Counts, Deliveries, Drafts, EVENT_BUFFER, Event, FINAL,
+    Inserted, ListFilter, Outbox, Questions, Result, Shown, StoreOptions, Votes, Work,
 };
 use askbridge_core::Identity;
 use askbridge_core::Status;
@@ -74,6 +74,25 @@ impl State {
         if let Some(old) = self.due_at.remove(id) {
             self.due.remove(&(old, id.clone()));
         }
+    }
+
+    /// Saves `ahead`'s run and stores its next question when the run, parked on `question`, is
+    /// still as the claimer carried it and the next question's id is free (see
+    /// `embedded/ahead.rs`, which does the same in a transaction). False: nothing written.
+    fn carry(&mut self, question: &Question, ahead: &AheadRun<'_>) -> bool {
+        let (run, next) = (ahead.run, ahead.next);
+        let waits = question.run_id.as_ref() == Some(&run.id)
+            && self
+                .runs
+                .get(&run.id)
+                .is_some_and(|stored| stored.still_waits_on(&question.id, ahead.was));
+        if !waits || self.questions.contains_key(&next.id) {
+            return false;
+        }
+        self.questions.insert(next.id.clone(), next.clone());
+        self.set_due(&next.id, next.next_due(&[]));
+        self.runs.insert(run.id.clone(), run.clone());
+        true
     }
 }
 
@@ -190,12 +209,19 @@ impl Questions for MemoryStore {
             };
             let outcome = question.apply(claim);
             let question = question.clone();
-            let mut run = None;
+            let (mut run, mut carried) = (None, false);
             let mut finished = false;
             if outcome != ClaimOutcome::AlreadyResolved {
                 state.audit.push(AuditEntry::resolved(&question));
                 state.set_due(&question.id, Millis::now().after(options.settle_after));
-                if let (Some(take), Some(run_id)) = (options.take_run, &question.run_id) {
+                if let (ClaimOutcome::Won, Some(_), Some(ahead)) =
+                    (outcome, options.take_run, &options.ahead)
+                {
+                    carried = state.carry(&question, ahead);
+                }
+                if let (false, Some(take), Some(run_id)) =
+                    (carried, options.take_run, &question.run_id)
+                {
                     if let Some(stored) = state.runs.get_mut(run_id) {
                         let why = Acquire::Answer(&question.id);
                         if stored.acquire(why, take.owner, claim.at, take.lease_until) {
@@ -206,7 +232,7 @@ impl Questions for MemoryStore {
             }
             let work = state.work(&question.id);
             if outcome != ClaimOutcome::AlreadyResolved
-                && Claimed::idle(&question, &work, run.is_some(), &options)
+                && Claimed::idle(&question, &work, run.is_some() || carried, &options)
             {
                 state.remove_due(&question.id);
                 finished = true;
@@ -217,13 +243,24 @@ impl Questions for MemoryStore {
                 question,
                 run,
                 finished,
-                ahead: false,
+                ahead: carried,
             }
         };
         if claimed.outcome != ClaimOutcome::AlreadyResolved {
             self.announce(&claimed.question);
         }
+        // In the order Redis's script appends them: the next question, then the run.
+        if let (true, Some(ahead)) = (claimed.ahead, &options.ahead) {
+            self.announce(ahead.next);
+            if let Some(event) = Event::of_run(ahead.run) {
+                let _ = self.events.send(event);
+            }
+        }
         Ok(Some(claimed))
+    }
+
+    fn claims_ahead(&self) -> bool {
+        true
     }
 
     async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>> {

@@ -2,7 +2,7 @@
 //! written only by their holder.
 
 use super::Fixture;
-use askbridge::store::ClaimOptions;
+use askbridge::store::{AheadRun, ClaimOptions, TakeRun};
 use askbridge::store::{Inserted, ListFilter, Parked, Saved};
 use askbridge_core::run::{Acquire, JournalEntry, Origin, Run, RunState};
 use askbridge_core::{Millis, RunId};
@@ -205,6 +205,7 @@ async fn an_abandoned_run_leaves_recovery(f: Fixture) {
 }
 
 conformance!(
+    a_claim_saves_a_run_carried_ahead_with_its_next_question,
     runs_are_stored_without_overwriting,
     a_run_is_taken_for_its_answer_once,
     runs_are_recovered_only_after_their_lease,
@@ -299,6 +300,82 @@ async fn parking_stores_the_new_question_with_the_run(f: Fixture) {
         f.store.get_run(&r.id).await.unwrap().unwrap().state,
         RunState::Running
     );
+}
+
+/// A claim with the run carried ahead (`ClaimOptions::ahead`) stores the answer, the run parked
+/// on its next question and that question in one step when the run is still stored as it was
+/// carried; when it has changed since, the claim takes the run as usual and stores nothing of
+/// what was carried.
+async fn a_claim_saves_a_run_carried_ahead_with_its_next_question(f: Fixture) {
+    assert!(f.store.claims_ahead(), "every store carries runs ahead");
+    let parked_on = |r: &Run, q: &askbridge_core::Question, at: Millis| {
+        let mut parked = r.clone();
+        parked.park_on(q.id.clone(), at);
+        parked
+    };
+    for changed in [false, true] {
+        let started = run();
+        let mut question = first_question(&started);
+        question.run_id = Some(started.id.clone());
+        let parked = parked_on(&started, &question, started.updated_at);
+        assert_eq!(
+            f.store
+                .insert_parked(&started, &parked, "p1", &question)
+                .await
+                .unwrap(),
+            Parked::Saved(Saved::Written)
+        );
+        let mut next = askbridge_core::NewQuestion::ask("And then?")
+            .session(started.session_id())
+            .into_question(
+                started.question_id(1),
+                Millis::now(),
+                askbridge_core::question::DEFAULT_TIMEOUT,
+            )
+            .unwrap();
+        next.run_id = Some(started.id.clone());
+        let carried = parked_on(&parked, &next, Millis(parked.updated_at.0 + 1));
+        let was = if changed {
+            Millis(parked.updated_at.0 - 1)
+        } else {
+            parked.updated_at
+        };
+        let claimed = f
+            .store
+            .claim(
+                &question,
+                &super::claim(super::answer("yes"), "api"),
+                ClaimOptions {
+                    take_run: Some(TakeRun {
+                        owner: "p2",
+                        lease_until: Millis(40_000),
+                    }),
+                    ahead: Some(AheadRun {
+                        was,
+                        run: &carried,
+                        next: &next,
+                    }),
+                    ..ClaimOptions::new(super::SETTLE)
+                },
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(claimed.outcome, askbridge_core::ClaimOutcome::Won);
+        if changed {
+            assert!(!claimed.ahead);
+            let taken = claimed.run.expect("taken as usual instead");
+            assert_eq!(
+                (taken.state, taken.owner.as_deref()),
+                (RunState::Running, Some("p2"))
+            );
+            assert_eq!(f.store.get(&next.id).await.unwrap(), None);
+        } else {
+            assert!(claimed.ahead && claimed.run.is_none());
+            assert_eq!(f.store.get(&next.id).await.unwrap(), Some(next.clone()));
+            assert_eq!(f.store.get_run(&carried.id).await.unwrap(), Some(carried));
+        }
+    }
 }
 
 async fn a_new_run_is_stored_parked_on_its_first_question_at_once(f: Fixture) {
