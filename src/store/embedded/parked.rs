@@ -3,11 +3,11 @@
 //! `crate::store::AheadRun`) — saves it parked on its next question and stores that question,
 //! in the same write (and the same fsync) as the answer, as Redis's claim script does.
 
-use super::tables::{RUNS, decode_run, insert_question, put_run};
+use super::tables::{insert_question, put_run, run_in};
 use crate::store::{AheadRun, Inserted, Result, TakeRun};
 use askbridge_core::run::Acquire;
 use askbridge_core::{Millis, Question};
-use redb::{ReadableTable as _, WriteTransaction};
+use redb::WriteTransaction;
 
 /// Saves `ahead`'s run and stores its next question when the run, parked on `question`, is
 /// still stored as the claimer carried it (`ahead.was`) and the next question's id is free.
@@ -20,11 +20,7 @@ pub(super) fn carry(
     if question.run_id.as_ref() != Some(&ahead.run.id) {
         return Ok(false);
     }
-    let stored = txn
-        .open_table(RUNS)?
-        .get(ahead.run.id.as_str())?
-        .map(|json| decode_run(json.value()))
-        .transpose()?;
+    let stored = run_in(txn, ahead.run.id.as_str())?;
     if !stored.is_some_and(|run| run.still_waits_on(&question.id, ahead.was)) {
         return Ok(false);
     }
@@ -45,11 +41,7 @@ pub(super) fn take(
     let Some(run_id) = &question.run_id else {
         return Ok(None);
     };
-    let stored = txn
-        .open_table(RUNS)?
-        .get(run_id.as_str())?
-        .map(|json| decode_run(json.value()));
-    let Some(mut run) = stored.transpose()? else {
+    let Some(mut run) = run_in(txn, run_id.as_str())? else {
         return Ok(None);
     };
     if !run.acquire(

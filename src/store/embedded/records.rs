@@ -3,7 +3,7 @@
 use super::EmbeddedStore;
 use super::tables::{
     AUDIT, ID_END, QUESTIONS, RULES, RUN_LEASE_AT, RUN_LEASES, RUNS, SEEN, decode, decode_rule,
-    decode_run, insert_question, put_run,
+    decode_run, insert_question, put_run, run_in,
 };
 use crate::store::{
     AuditLog, Dedupe, Error, Event, EventKind, Inserted, Parked, Result, Rules, Runs, Saved,
@@ -31,13 +31,7 @@ pub(super) fn append_audit_in(txn: &WriteTransaction, entry: &AuditEntry) -> Res
 
 /// Whether `owner` holds the stored run.
 fn holds(txn: &WriteTransaction, run: &Run, owner: &str) -> Result<bool> {
-    let stored = txn
-        .open_table(RUNS)?
-        .get(run.id.as_str())?
-        .map(|json| decode_run(json.value()));
-    Ok(stored
-        .transpose()?
-        .is_some_and(|s| s.owner.as_deref() == Some(owner)))
+    Ok(run_in(txn, run.id.as_str())?.is_some_and(|s| s.owner.as_deref() == Some(owner)))
 }
 
 /// Writes `run` if `owner` holds it (see [`Runs::save_run`]).
@@ -101,11 +95,7 @@ impl Runs for EmbeddedStore {
             Acquire::Recovery => None,
         };
         self.write(move |txn| {
-            let stored = txn
-                .open_table(RUNS)?
-                .get(id.as_str())?
-                .map(|json| decode_run(json.value()));
-            let Some(mut run) = stored.transpose()? else {
+            let Some(mut run) = run_in(txn, id.as_str())? else {
                 return Ok(None);
             };
             let why = match &question {

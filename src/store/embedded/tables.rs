@@ -139,6 +139,13 @@ pub(super) fn set_due(txn: &WriteTransaction, id: &str, at: u64) -> Result<()> {
     Ok(())
 }
 
+/// The run stored under `id`, read inside a write.
+pub(super) fn run_in(txn: &WriteTransaction, id: &str) -> Result<Option<Run>> {
+    let runs = txn.open_table(RUNS)?;
+    let json = runs.get(id)?;
+    json.map(|json| decode_run(json.value())).transpose()
+}
+
 /// Writes a run and keeps the lease index in step with it: runs that need an executor are
 /// indexed by lease end, others not at all.
 pub(super) fn put_run(txn: &WriteTransaction, run: &Run) -> Result<()> {

@@ -217,6 +217,13 @@ conformance!(
 );
 
 /// The question a run asks first.
+/// `r` parked on `q` as of `at`.
+fn parked_on(r: &Run, q: &askbridge_core::Question, at: Millis) -> Run {
+    let mut parked = r.clone();
+    parked.park_on(q.id.clone(), at);
+    parked
+}
+
 fn first_question(r: &Run) -> askbridge_core::Question {
     askbridge_core::NewQuestion::ask("Go?")
         .session(r.session_id())
@@ -308,11 +315,6 @@ async fn parking_stores_the_new_question_with_the_run(f: Fixture) {
 /// what was carried.
 async fn a_claim_saves_a_run_carried_ahead_with_its_next_question(f: Fixture) {
     assert!(f.store.claims_ahead(), "every store carries runs ahead");
-    let parked_on = |r: &Run, q: &askbridge_core::Question, at: Millis| {
-        let mut parked = r.clone();
-        parked.park_on(q.id.clone(), at);
-        parked
-    };
     for changed in [false, true] {
         let started = run();
         let mut question = first_question(&started);
@@ -381,15 +383,7 @@ async fn a_claim_saves_a_run_carried_ahead_with_its_next_question(f: Fixture) {
 async fn a_new_run_is_stored_parked_on_its_first_question_at_once(f: Fixture) {
     let started = run();
     let question = first_question(&started);
-    let parked_on = |r: &Run, q: &askbridge_core::Question| {
-        let mut parked = r.clone();
-        parked.state = RunState::Waiting;
-        parked.waiting_on = Some(q.id.clone());
-        parked.owner = None;
-        parked.lease_until = None;
-        parked
-    };
-    let parked = parked_on(&started, &question);
+    let parked = parked_on(&started, &question, started.updated_at);
     assert_eq!(
         f.store
             .insert_parked(&started, &parked, "p1", &question)
@@ -420,7 +414,12 @@ async fn a_new_run_is_stored_parked_on_its_first_question_at_once(f: Fixture) {
     second.id = other.question_id(1);
     assert_eq!(
         f.store
-            .insert_parked(&other, &parked_on(&other, &second), "p2", &second)
+            .insert_parked(
+                &other,
+                &parked_on(&other, &second, other.updated_at),
+                "p2",
+                &second
+            )
             .await
             .unwrap(),
         Parked::Saved(Saved::Lost)
@@ -434,7 +433,12 @@ async fn a_new_run_is_stored_parked_on_its_first_question_at_once(f: Fixture) {
     taken.id = question.id.clone();
     assert_eq!(
         f.store
-            .insert_parked(&fresh, &parked_on(&fresh, &taken), "p1", &taken)
+            .insert_parked(
+                &fresh,
+                &parked_on(&fresh, &taken, fresh.updated_at),
+                "p1",
+                &taken
+            )
             .await
             .unwrap(),
         Parked::QuestionTaken
