@@ -15,7 +15,7 @@
 //!    process spends per resume (`runs.rs`);
 //! 5. Redis memory per pending question and per waiting run, and the latency of `/api/stats`,
 //!    a page of `/api/questions` and the SSE replay with that many pending;
-//! 6. the embedded store's cycles/s, beside the disk's fsyncs/s;
+//! 6. the embedded store's cycles/s, beside the disk's fsyncs/s, and its run resumes/s;
 //! 7. the release binary's size;
 //! 8. the process under stress on each store (`--only process`): RSS after list and stats with
 //!    `--pending` questions, threads with 1,000 waiters, idle connections closed;
