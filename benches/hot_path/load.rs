@@ -195,6 +195,7 @@ pub async fn runs(
     )
 }
 
+/// Times one GET, in ms.
 pub async fn timed_get(client: &reqwest::Client, url: &str) -> (f64, Value) {
     let started = Instant::now();
     let response = client.get(url).send().await.unwrap();

@@ -202,6 +202,13 @@ impl Event {
         })
     }
 
+    /// The events of a run parked on a question it has just asked, in the order every store
+    /// publishes them (the question exists before the run waits on it, as a script appends
+    /// them): the question asked, then the run waiting.
+    pub fn of_parked(run: &Run, question: &Question) -> impl Iterator<Item = Self> {
+        std::iter::once(Event::of(question)).chain(Event::of_run(run))
+    }
+
     /// What happened.
     pub fn kind(&self) -> EventKind {
         match self {

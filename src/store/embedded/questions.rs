@@ -159,10 +159,8 @@ impl Questions for EmbeddedStore {
             if claimed.outcome != ClaimOutcome::AlreadyResolved {
                 self.announce(&claimed.question);
             }
-            // In the order Redis's script appends them: the next question, then the run.
             if let (true, Some(ahead)) = (claimed.ahead, &options.ahead) {
-                self.announce(ahead.next);
-                if let Some(event) = Event::of_run(ahead.run) {
+                for event in Event::of_parked(ahead.run, ahead.next) {
                     let _ = self.events.send(event);
                 }
             }

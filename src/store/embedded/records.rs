@@ -122,22 +122,20 @@ impl Runs for EmbeddedStore {
     }
 
     async fn park_run(&self, run: &Run, owner: &str, question: &Question) -> Result<Parked> {
-        let event = Event::of_run(run);
-        let (run, owner, stored) = (run.clone(), owner.to_owned(), question.clone());
+        let (saved, owner, stored) = (run.clone(), owner.to_owned(), question.clone());
         let parked = self
             .write(move |txn| {
-                if !holds(txn, &run, &owner)? {
+                if !holds(txn, &saved, &owner)? {
                     return Ok(Parked::Saved(Saved::Lost));
                 }
                 if insert_question(txn, &stored)? == Inserted::Taken {
                     return Ok(Parked::QuestionTaken);
                 }
-                Ok(Parked::Saved(save_run(txn, &run, &owner)?))
+                Ok(Parked::Saved(save_run(txn, &saved, &owner)?))
             })
             .await?;
         if let Parked::Saved(Saved::Written | Saved::WaitsOnResolved) = parked {
-            self.announce(question);
-            if let Some(event) = event {
+            for event in Event::of_parked(run, question) {
                 let _ = self.events.send(event);
             }
         }

@@ -76,21 +76,29 @@ impl State {
         }
     }
 
+    /// Stores `question`, due at its first deadline or nudge, unless its id is taken.
+    pub(super) fn insert_question(&mut self, question: &Question) -> Inserted {
+        if self.questions.contains_key(&question.id) {
+            return Inserted::Taken;
+        }
+        self.questions.insert(question.id.clone(), question.clone());
+        self.set_due(&question.id, question.next_due(&[]));
+        Inserted::Created
+    }
+
     /// Saves `ahead`'s run and stores its next question when the run, parked on `question`, is
     /// still as the claimer carried it and the next question's id is free (see
-    /// `embedded/ahead.rs`, which does the same in a transaction). False: nothing written.
+    /// `embedded/parked.rs`, which does the same in a transaction). False: nothing written.
     fn carry(&mut self, question: &Question, ahead: &AheadRun<'_>) -> bool {
-        let (run, next) = (ahead.run, ahead.next);
+        let run = ahead.run;
         let waits = question.run_id.as_ref() == Some(&run.id)
             && self
                 .runs
                 .get(&run.id)
                 .is_some_and(|stored| stored.still_waits_on(&question.id, ahead.was));
-        if !waits || self.questions.contains_key(&next.id) {
+        if !waits || self.insert_question(ahead.next) == Inserted::Taken {
             return false;
         }
-        self.questions.insert(next.id.clone(), next.clone());
-        self.set_due(&next.id, next.next_due(&[]));
         self.runs.insert(run.id.clone(), run.clone());
         true
     }
@@ -178,18 +186,11 @@ impl Default for MemoryStore {
 #[async_trait]
 impl Questions for MemoryStore {
     async fn insert(&self, question: &Question) -> Result<Inserted> {
-        {
-            let mut state = self.state();
-            if state.questions.contains_key(&question.id) {
-                return Ok(Inserted::Taken);
-            }
-            state
-                .questions
-                .insert(question.id.clone(), question.clone());
-            state.set_due(&question.id, question.next_due(&[]));
+        let inserted = self.state().insert_question(question);
+        if inserted == Inserted::Created {
+            self.announce(question);
         }
-        self.announce(question);
-        Ok(Inserted::Created)
+        Ok(inserted)
     }
 
     async fn get(&self, id: &QuestionId) -> Result<Option<Question>> {
@@ -249,10 +250,8 @@ impl Questions for MemoryStore {
         if claimed.outcome != ClaimOutcome::AlreadyResolved {
             self.announce(&claimed.question);
         }
-        // In the order Redis's script appends them: the next question, then the run.
         if let (true, Some(ahead)) = (claimed.ahead, &options.ahead) {
-            self.announce(ahead.next);
-            if let Some(event) = Event::of_run(ahead.run) {
+            for event in Event::of_parked(ahead.run, ahead.next) {
                 let _ = self.events.send(event);
             }
         }

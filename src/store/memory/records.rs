@@ -103,13 +103,9 @@ impl Runs for MemoryStore {
             if !held {
                 return Ok(Parked::Saved(Saved::Lost));
             }
-            if state.questions.contains_key(&question.id) {
+            if state.insert_question(question) == Inserted::Taken {
                 return Ok(Parked::QuestionTaken);
             }
-            state
-                .questions
-                .insert(question.id.clone(), question.clone());
-            state.set_due(&question.id, question.next_due(&[]));
         }
         // Announced before the run's event, as a script would: the question exists first.
         self.announce(question);

@@ -216,7 +216,6 @@ conformance!(
     a_new_run_is_stored_parked_on_its_first_question_at_once,
 );
 
-/// The question a run asks first.
 /// `r` parked on `q` as of `at`.
 fn parked_on(r: &Run, q: &askbridge_core::Question, at: Millis) -> Run {
     let mut parked = r.clone();
@@ -224,6 +223,21 @@ fn parked_on(r: &Run, q: &askbridge_core::Question, at: Millis) -> Run {
     parked
 }
 
+/// Stores `started` parked on `question` at once (`insert_parked`), which must succeed: the
+/// run as stored.
+async fn insert_parked_on(f: &Fixture, started: &Run, question: &askbridge_core::Question) -> Run {
+    let parked = parked_on(started, question, started.updated_at);
+    assert_eq!(
+        f.store
+            .insert_parked(started, &parked, "p1", question)
+            .await
+            .unwrap(),
+        Parked::Saved(Saved::Written)
+    );
+    parked
+}
+
+/// The question a run asks first.
 fn first_question(r: &Run) -> askbridge_core::Question {
     askbridge_core::NewQuestion::ask("Go?")
         .session(r.session_id())
@@ -319,14 +333,7 @@ async fn a_claim_saves_a_run_carried_ahead_with_its_next_question(f: Fixture) {
         let started = run();
         let mut question = first_question(&started);
         question.run_id = Some(started.id.clone());
-        let parked = parked_on(&started, &question, started.updated_at);
-        assert_eq!(
-            f.store
-                .insert_parked(&started, &parked, "p1", &question)
-                .await
-                .unwrap(),
-            Parked::Saved(Saved::Written)
-        );
+        let parked = insert_parked_on(&f, &started, &question).await;
         let mut next = askbridge_core::NewQuestion::ask("And then?")
             .session(started.session_id())
             .into_question(
@@ -383,14 +390,7 @@ async fn a_claim_saves_a_run_carried_ahead_with_its_next_question(f: Fixture) {
 async fn a_new_run_is_stored_parked_on_its_first_question_at_once(f: Fixture) {
     let started = run();
     let question = first_question(&started);
-    let parked = parked_on(&started, &question, started.updated_at);
-    assert_eq!(
-        f.store
-            .insert_parked(&started, &parked, "p1", &question)
-            .await
-            .unwrap(),
-        Parked::Saved(Saved::Written)
-    );
+    let parked = insert_parked_on(&f, &started, &question).await;
     assert_eq!(
         f.store.get_run(&parked.id).await.unwrap(),
         Some(parked.clone())
