@@ -232,6 +232,8 @@ pub async fn replay_ms(base: &str, expect: usize) -> f64 {
 /// marked `lua`, and blocking stream reads are left out).
 pub struct Monitor {
     counted: Arc<AtomicUsize>,
+    /// Lines scripts ran inside Redis.
+    inside: Arc<AtomicUsize>,
     names: Arc<std::sync::Mutex<Vec<String>>>,
     /// Closed on drop, which ends MONITOR (it slows Redis down while it runs).
     stream: TcpStream,
@@ -248,13 +250,17 @@ impl Monitor {
         let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream.write_all(b"MONITOR\r\n").unwrap();
         let kept = stream.try_clone().unwrap();
-        let counted = Arc::new(AtomicUsize::new(0));
+        let (counted, inside) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let names = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (c, n) = (counted.clone(), names.clone());
+        let (c, n, i) = (counted.clone(), names.clone(), inside.clone());
         std::thread::spawn(move || {
             for line in BufReader::new(stream).lines() {
                 let Ok(line) = line else { return };
-                if line.contains(" lua] ") || !line.starts_with('+') || line == "+OK" {
+                if line.contains(" lua] ") {
+                    i.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                if !line.starts_with('+') || line == "+OK" {
                     continue;
                 }
                 let command = line
@@ -280,6 +286,7 @@ impl Monitor {
         });
         Monitor {
             counted,
+            inside,
             names,
             stream: kept,
         }
@@ -288,6 +295,11 @@ impl Monitor {
     /// Commands counted so far.
     pub fn count(&self) -> usize {
         self.counted.load(Ordering::Relaxed)
+    }
+
+    /// Commands scripts ran inside Redis so far.
+    pub fn inside(&self) -> usize {
+        self.inside.load(Ordering::Relaxed)
     }
 
     /// The names of the commands counted since the last call.
@@ -327,6 +339,16 @@ pub async fn redis_cpu_s(url: &str) -> f64 {
         .filter_map(|field| info.lines().find_map(|l| l.strip_prefix(field)))
         .map(|v| v.trim().parse::<f64>().unwrap())
         .sum()
+}
+
+/// The bytes of redis-server's append-only file (`aof_current_size`: its base and what was
+/// appended since), 0 without AOF.
+pub async fn aof_bytes(url: &str) -> u64 {
+    let info = info(url, "persistence").await;
+    info.lines()
+        .find_map(|l| l.strip_prefix("aof_current_size:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// CPU seconds (user + system) process `pid` (`self` for this one) has used, from

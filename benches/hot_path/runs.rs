@@ -47,7 +47,8 @@ pub async fn runs(o: &Options) {
     // What a resume costs in Redis commands (a run of three asks: start + three answers).
     let monitor = load::Monitor::start(redis.port);
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let before = monitor.count();
+    let (before, inside) = (monitor.count(), monitor.inside());
+    let aof_before = load::aof_bytes(&redis.url()).await;
     monitor.take_names();
     load::runs(&server.base, 100, 1, Follow::Answer).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -55,6 +56,13 @@ pub async fn runs(o: &Options) {
         "commands per resume      {:>8.2}   (a run: its start and three answers, 100 runs)   {}",
         (monitor.count() - before) as f64 / 300.0,
         summary(&monitor.take_names())
+    );
+    // What Redis does for it: the commands scripts run, and what the AOF grows by (Redis
+    // writes and fsyncs it, and rewrites it as it grows).
+    println!(
+        "  inside Redis per run   {:>8.1}   commands run by scripts; {:.0} AOF bytes",
+        (monitor.inside() - inside) as f64 / 100.0,
+        (load::aof_bytes(&redis.url()).await - aof_before) as f64 / 100.0
     );
     drop(monitor);
     let (rate, mut steps) = runs_timing_cpu(o, &redis, &server, "fsync on every write").await;

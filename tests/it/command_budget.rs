@@ -440,3 +440,60 @@ async fn a_run_answered_is_carried_to_its_next_question_in_one_script() {
         "the step's result is stored: {stored:?}"
     );
 }
+
+/// The answer times kept for the percentiles: a claim trims their list only once it holds twice
+/// what is read (one command fewer per answer the rest of the time), and reading takes the
+/// newest only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answer_times_are_trimmed_in_steps_and_read_newest_first() {
+    use askbridge::store::Questions;
+    let fixture = redis_store().await;
+    let (bridge, _) = bridge_over(fixture.store.clone()).await;
+    let question = bridge
+        .create(NewQuestion::new("times", "How long?"))
+        .await
+        .unwrap();
+    let client = redis::Client::open(fixture.server.url()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("askbridge:*:q:{}", question.id))
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    let bucket = keys[0].rsplit_once(":q:").unwrap().0.to_owned();
+    let times = format!("{bucket}:answers");
+    let old = vec!["999999"; 249];
+    let length: usize = redis::cmd("LPUSH")
+        .arg(&times)
+        .arg(&old)
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    assert_eq!(length, 249);
+    let counts = fixture
+        .store
+        .counts(askbridge_core::Millis(0))
+        .await
+        .unwrap();
+    assert_eq!(counts.answer_ms.len(), 125, "only the newest are read");
+
+    // The 250th time reaches twice what is kept: the list is cut back to the newest 125.
+    answer(&bridge, &question.id).await;
+    let length: usize = redis::cmd("LLEN")
+        .arg(&times)
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    assert_eq!(length, 125);
+    let counts = fixture
+        .store
+        .counts(askbridge_core::Millis(0))
+        .await
+        .unwrap();
+    assert_eq!(counts.answer_ms.len(), 125);
+    assert!(
+        counts.answer_ms[0] < 999_999,
+        "the newest answer time comes first: {:?}",
+        &counts.answer_ms[..3]
+    );
+}

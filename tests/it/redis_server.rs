@@ -100,6 +100,11 @@ impl RedisServer {
         panic!("redis-server on port {} did not answer PING", self.port);
     }
 
+    /// Where redis-server keeps its files (the AOF is under `appendonlydir/`).
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }

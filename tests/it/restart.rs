@@ -112,6 +112,94 @@ async fn sigkill_and_restart_on_the_embedded_store_loses_nothing() {
     .await;
 }
 
+/// Everything in the AOF's files, as text (its base is an RDB preamble: binary, read lossily).
+fn aof_text(redis: &RedisServer) -> String {
+    let mut text = String::new();
+    for file in std::fs::read_dir(redis.dir().join("appendonlydir")).unwrap() {
+        let bytes = std::fs::read(file.unwrap().path()).unwrap();
+        text.push_str(&String::from_utf8_lossy(&bytes));
+    }
+    text
+}
+
+/// Events announce what their script wrote into the records: the records go into the AOF, the
+/// events only to the stream (and replicas). After Redis restarts, what was acknowledged is
+/// there, and a waiter in one process still hears at once of an answer given in another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_stay_out_of_the_aof_and_waiters_hear_of_answers_after_a_restart() {
+    let mut redis = RedisServer::start();
+    let env = vec![("REDIS_URL", redis.url())];
+    let (a, b) = (
+        Process::spawn(&["serve"], &env),
+        Process::spawn(&["serve"], &env),
+    );
+    let answered = create(&a.base, "Answered before Redis restarts", 600.0).await;
+    let r = http()
+        .post(format!("{}/api/questions/{answered}/reply", a.base))
+        .json(&json!({"answer": "yes"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let aof = aof_text(&redis);
+    assert!(
+        aof.contains(&answered),
+        "the question's records are in the AOF"
+    );
+    assert!(
+        aof.contains("Answered before Redis restarts"),
+        "the question itself is in the AOF"
+    );
+    assert!(
+        !aof.contains("question.asked") && !aof.contains("question.replied"),
+        "an event went into the AOF"
+    );
+
+    redis.restart();
+    eventually(
+        Duration::from_secs(10),
+        "the answer survived the restart",
+        || {
+            let (base, id) = (b.base.clone(), answered.clone());
+            async move { status(&base, &id).await == "answered" }
+        },
+    )
+    .await;
+    // Both processes' event readers are back: a waiter in `a` hears of `b`'s answer as it lands.
+    let later = create(&a.base, "Asked after Redis restarted", 600.0).await;
+    let waiter = tokio::spawn({
+        let (base, id) = (a.base.clone(), later.clone());
+        async move {
+            http()
+                .get(format!("{base}/api/questions/{id}/wait?timeout_s=20"))
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let began = std::time::Instant::now();
+    let r = http()
+        .post(format!("{}/api/questions/{later}/reply", b.base))
+        .json(&json!({"answer": "no"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let waited = waiter.await.unwrap();
+    assert_eq!(waited["status"], "answered", "{waited}");
+    assert_eq!(waited["resolution"]["value"], "no", "{waited}");
+    // The waiters' safety net rereads once a minute: this came from the event stream.
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "the waiter heard after {:?}",
+        began.elapsed()
+    );
+}
+
 async fn pending_cli(base: &str, extra: &[&str]) -> String {
     let output = tokio::process::Command::new(crate::support::askbridge_binary())
         .args(["pending", "--url", base])

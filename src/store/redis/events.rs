@@ -11,8 +11,9 @@ use super::EventSource;
 use super::RedisStore;
 use super::keys::BUCKETS;
 use crate::store::{Error, Event, Result};
+use redis::Value;
 use redis::aio::{ConnectionLike, ConnectionManagerConfig};
-use redis::streams::{StreamRangeReply, StreamReadOptions, StreamReadReply};
+use redis::streams::StreamRangeReply;
 use std::sync::Weak;
 use std::time::Duration;
 use tokio::sync::broadcast;
@@ -89,33 +90,37 @@ async fn read_events<C: ConnectionLike + Send + Sync>(
     events: broadcast::Sender<Event>,
     alive: Weak<()>,
 ) {
-    let options = StreamReadOptions::default()
-        .block(EVENTS_BLOCK.as_millis() as usize)
-        .count(256);
+    let count = 256;
+    let block = EVENTS_BLOCK.as_millis() as usize;
     let mut failures = 0u32;
     while alive.strong_count() > 0 {
-        let reply: redis::RedisResult<Option<StreamReadReply>> =
-            redis::AsyncCommands::xread_options(&mut connection, &keys, &last_ids, &options).await;
+        let mut xread = redis::cmd("XREAD");
+        xread
+            .arg("COUNT")
+            .arg(count)
+            .arg("BLOCK")
+            .arg(block)
+            .arg("STREAMS");
+        xread.arg(&keys).arg(&last_ids);
+        let reply: redis::RedisResult<Value> = xread.query_async(&mut connection).await;
         match reply {
             Ok(reply) => {
                 failures = 0;
-                for stream in reply.into_iter().flat_map(|r| r.keys) {
-                    let Some(at) = keys.iter().position(|k| *k == stream.key) else {
+                for (key, entries) in stream_entries(reply) {
+                    let Some(at) = keys.iter().position(|k| k.as_bytes() == key) else {
                         continue;
                     };
-                    for entry in stream.ids {
-                        last_ids[at] = entry.id.clone();
-                        let Some(data) = entry.get::<String>("data") else {
-                            continue;
-                        };
-                        match serde_json::from_str::<Event>(&data) {
-                            Ok(event) => {
+                    for (id, data) in entries {
+                        match data.map(|data| serde_json::from_slice::<Event>(&data)) {
+                            Some(Ok(event)) => {
                                 let _ = events.send(event);
                             }
-                            Err(error) => {
-                                tracing::warn!(%error, id = %entry.id, "skipping an unreadable event")
+                            Some(Err(error)) => {
+                                tracing::warn!(%error, %id, "skipping an unreadable event")
                             }
+                            None => {}
                         }
+                        last_ids[at] = id;
                     }
                 }
             }
@@ -127,5 +132,95 @@ async fn read_events<C: ConnectionLike + Send + Sync>(
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         }
+    }
+}
+
+/// One stream's part of an XREAD reply: its key, and each entry's id and `data` field.
+type StreamEntries = (Vec<u8>, Vec<(String, Option<Vec<u8>>)>);
+
+/// The entries of an XREAD reply, taken apart without a map per entry or a copy of its data:
+/// every process reads every event, and the `data` field is all it needs. A reply the reader
+/// does not recognise reads as no entries (RESP2 gives the streams as an array, RESP3 as a map).
+fn stream_entries(reply: Value) -> Vec<StreamEntries> {
+    let streams: Vec<(Value, Value)> = match reply {
+        Value::Array(streams) => streams
+            .into_iter()
+            .filter_map(|stream| match stream {
+                Value::Array(pair) if pair.len() == 2 => {
+                    let mut pair = pair.into_iter();
+                    Some((pair.next()?, pair.next()?))
+                }
+                _ => None,
+            })
+            .collect(),
+        Value::Map(streams) => streams,
+        _ => Vec::new(),
+    };
+    streams
+        .into_iter()
+        .filter_map(|(key, entries)| {
+            let (Value::BulkString(key), Value::Array(entries)) = (key, entries) else {
+                return None;
+            };
+            Some((key, entries.into_iter().filter_map(entry).collect()))
+        })
+        .collect()
+}
+
+/// An entry's id and its `data` field (`None` when it has none).
+fn entry(entry: Value) -> Option<(String, Option<Vec<u8>>)> {
+    let Value::Array(parts) = entry else {
+        return None;
+    };
+    let mut parts = parts.into_iter();
+    let (Some(Value::BulkString(id)), Some(Value::Array(fields))) = (parts.next(), parts.next())
+    else {
+        return None;
+    };
+    let id = String::from_utf8(id).ok()?;
+    let mut fields = fields.into_iter();
+    let mut data = None;
+    while let (Some(name), Some(value)) = (fields.next(), fields.next()) {
+        if let (Value::BulkString(name), Value::BulkString(value)) = (name, value)
+            && name == b"data"
+        {
+            data = Some(value);
+        }
+    }
+    Some((id, data))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(text: &str) -> Value {
+        Value::BulkString(text.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn an_xread_reply_gives_each_entry_its_id_and_data() {
+        let entries = Value::Array(vec![
+            Value::Array(vec![
+                bulk("1-0"),
+                Value::Array(vec![bulk("data"), bulk("{}")]),
+            ]),
+            Value::Array(vec![
+                bulk("1-1"),
+                Value::Array(vec![bulk("other"), bulk("x")]),
+            ]),
+        ]);
+        let expected = vec![(
+            b"k".to_vec(),
+            vec![
+                ("1-0".to_owned(), Some(b"{}".to_vec())),
+                ("1-1".to_owned(), None),
+            ],
+        )];
+        let resp2 = Value::Array(vec![Value::Array(vec![bulk("k"), entries.clone()])]);
+        assert_eq!(stream_entries(resp2), expected);
+        let resp3 = Value::Map(vec![(bulk("k"), entries)]);
+        assert_eq!(stream_entries(resp3), expected);
+        assert!(stream_entries(Value::Nil).is_empty());
     }
 }

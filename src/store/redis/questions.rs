@@ -22,7 +22,8 @@ use std::time::Duration;
 
 /// How many questions one pipelined read loads.
 const LOAD_CHUNK: usize = 500;
-/// Answer times each bucket keeps for the percentiles (16 buckets: about 2,000 in all).
+/// Answer times each bucket keeps for the percentiles (16 buckets: about 2,000 in all). Its list
+/// may hold as many older ones besides, which nobody reads: claim.lua trims it in steps.
 const ANSWERS_KEPT: usize = 125;
 /// How long a target's set outlives the deadline of the newest question in it.
 const TARGET_GRACE: Duration = Duration::from_secs(24 * 3600);
@@ -374,7 +375,7 @@ impl Questions for RedisStore {
             pipe.cmd("LRANGE")
                 .arg(self.keys.answers(bucket))
                 .arg(0)
-                .arg(-1);
+                .arg(ANSWERS_KEPT - 1);
         }
         let replies: Vec<redis::Value> = self.query_pipe("counts", &pipe).await?;
         let mut counts = Counts::default();

@@ -17,19 +17,19 @@ macro_rules! scripts {
 }
 
 scripts! {
-    INSERT => ["insert_question.lua"] "insert.lua",
-    CLAIM => ["args.lua", "insert_question.lua", "save_run.lua"] "claim.lua",
+    INSERT => ["announce.lua", "insert_question.lua"] "insert.lua",
+    CLAIM => ["args.lua", "announce.lua", "insert_question.lua", "save_run.lua"] "claim.lua",
     LEASE => [] "lease.lua",
     RECORD_SHOWN => [] "record_shown.lua",
     MARK_EFFECT => [] "mark_effect.lua",
     FINISH => [] "finish.lua",
     INSERT_RUN => [] "insert_run.lua",
     ACQUIRE_RUN => [] "acquire_run.lua",
-    SAVE_RUN => ["save_run.lua"] "save_run.lua",
-    PARK => ["args.lua", "insert_question.lua", "save_run.lua"] "park.lua",
-    INSERT_PARKED => ["args.lua", "insert_question.lua", "save_run.lua"] "insert_parked.lua",
+    SAVE_RUN => ["announce.lua", "save_run.lua"] "save_run.lua",
+    PARK => ["args.lua", "announce.lua", "insert_question.lua", "save_run.lua"] "park.lua",
+    INSERT_PARKED => ["args.lua", "announce.lua", "insert_question.lua", "save_run.lua"] "insert_parked.lua",
     HOLD_LEASE => [] "hold_lease.lua",
     RELEASE_LEASE => [] "release_lease.lua",
-    REVOKE_RULE => [] "revoke_rule.lua",
-    VOTE => [] "vote.lua",
+    REVOKE_RULE => ["announce.lua"] "revoke_rule.lua",
+    VOTE => ["announce.lua"] "vote.lua",
 }

@@ -1,7 +1,7 @@
 -- The claim-once state machine of `Question::apply`, on the server, with everything a
 -- resolution carries: its event, its audit record, its outbox entry made due, its place in the
 -- resolved index, and — when the claimer asks — the run parked on the question, taken for it.
--- (lib/args.lua, lib/insert_question.lua and lib/save_run.lua are prepended.)
+-- (lib/args.lua, lib/announce.lua, lib/insert_question.lua and lib/save_run.lua are prepended.)
 -- KEYS: 1 question, 2 shown, 3 effects, 4 open index, 5 pending index, 6 resolved index of the
 --       winning status, 7 resolved index of `expired`, 8 events stream, 9 audit stream,
 --       10 recent answer times, 11 the run's fields (the question key again when there is
@@ -46,21 +46,29 @@ if ARGV[5] ~= '1' and tonumber(ARGV[1]) >= tonumber(exp) then
 end
 local event = '{"kind":"' .. kind .. '","question":' .. string.sub(fields[4], 1, -2) ..
     ',"status":"' .. new_status .. '","resolution":' .. res .. '}}' 
--- Where it was shown and which effects are done: most questions have neither, and a key that
--- does not exist needs no TTL (record_shown.lua and mark_effect.lua copy the question's).
-local shown, effects = redis.call('HGETALL', KEYS[2]), redis.call('SMEMBERS', KEYS[3])
+-- Where it was shown and which effects are done: most questions have neither (one EXISTS tells),
+-- and a key that does not exist needs no TTL (record_shown.lua and mark_effect.lua copy the
+-- question's).
+local shown, effects = {}, {}
+if redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
+    shown, effects = redis.call('HGETALL', KEYS[2]), redis.call('SMEMBERS', KEYS[3])
+end
 redis.call('HSET', KEYS[1], 'status', new_status, 'res', res, 'ct', ARGV[23])
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
 if #shown > 0 then redis.call('PEXPIRE', KEYS[2], ARGV[6]) end
 if #effects > 0 then redis.call('PEXPIRE', KEYS[3], ARGV[6]) end
 redis.call('ZREM', KEYS[5], ARGV[8])
 redis.call('ZADD', done, ARGV[1], ARGV[8])
-redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[13], '*', 'data', event)
+announce(KEYS[8], ARGV[13], event)
 redis.call('XADD', KEYS[9], 'MINID', '~', ARGV[14], '*', 'q', ARGV[8], 'st', new_status,
     'r', res, 's', ARGV[10], 'k', ARGV[11], 'd', ARGV[12])
+-- The list holds the newest ARGV[20] times (read with LRANGE to that length) and up to as many
+-- older ones: trimmed once it holds twice that, not on every answer.
 if outcome == 'won' and ARGV[15] ~= '' then
-    redis.call('LPUSH', KEYS[10], ARGV[15])
-    redis.call('LTRIM', KEYS[10], 0, tonumber(ARGV[20]) - 1)
+    local kept = tonumber(ARGV[20])
+    if redis.call('LPUSH', KEYS[10], ARGV[15]) >= 2 * kept then
+        redis.call('LTRIM', KEYS[10], 0, kept - 1)
+    end
 end
 local run, ahead = {}, 0
 if ARGV[16] == '1' then
@@ -69,7 +77,7 @@ if ARGV[16] == '1' then
         -- The owner as save_run checks it, so that nothing is inserted that it would not save.
         if outcome == 'won' and ARGV[24] ~= '' and r[3] == ARGV[24] and r[4] == ARGV[25]
             and insert_question(from(KEYS, 21), from(ARGV, 40)) == 1 then
-            save_run(from(KEYS, 14), from(ARGV, 25), true)
+            save_run(from(KEYS, 14), from(ARGV, 25), true, 'parked')
             ahead = 1
         else
             redis.call('HSET', KEYS[11], 'state', 'running', 'owner', ARGV[17],

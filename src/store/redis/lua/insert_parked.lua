@@ -1,12 +1,11 @@
 -- Stores a new run already parked on its first question, and the question, in one step: what
 -- insert_run.lua and then park.lua would write, for a caller that waits for the first question
--- anyway (lib/args.lua, lib/insert_question.lua and lib/save_run.lua are prepended). Nothing is
--- written when a run with that id exists. The question shares the run's bucket.
+-- anyway (lib/args.lua, lib/announce.lua, lib/insert_question.lua and lib/save_run.lua are
+-- prepended). Nothing is written when a run with that id exists. The question shares the run's
+-- bucket. The run is created with save_run's fields at once: `fresh` needs no owner to fence on.
 -- KEYS and ARGV: as park.lua's (ARGV 1 is the owner the run is created for).
 -- Returns 0 when a run with that id exists, -1 when a question with that id does, else
 -- save_run's code.
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 if insert_question(from(KEYS, 8), from(ARGV, 16)) == 0 then return -1 end
--- Created held by its owner, so that save_run's fence lets the owner write it.
-redis.call('HSET', KEYS[1], 'owner', ARGV[1])
-return save_run(KEYS, ARGV, true)
+return save_run(KEYS, ARGV, true, 'new')

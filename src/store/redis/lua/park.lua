@@ -1,5 +1,5 @@
 -- Parks a run on a new question and stores the question, in one step (lib/args.lua,
--- lib/insert_question.lua and lib/save_run.lua are prepended): a run never waits on a question
+-- lib/announce.lua, lib/insert_question.lua and lib/save_run.lua are prepended): a run never waits on a question
 -- that is not stored, and nothing is written when `owner` no longer holds the run. The question
 -- shares the run's bucket.
 -- KEYS: 1-7 as save_run's, then insert_question's from 8 on.

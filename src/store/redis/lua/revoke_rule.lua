@@ -1,4 +1,5 @@
--- Deletes a rule and announces it, in one step: every process's rules view drops it.
+-- Deletes a rule and announces it, in one step: every process's rules view drops it
+-- (lib/announce.lua is prepended).
 -- KEYS: 1 the rules hash of its bucket, 2 the bucket's events stream, 3 the bucket's rules by
 -- creation time.
 -- ARGV: 1 rule id, 2 events maxlen.
@@ -7,6 +8,5 @@ local rule = redis.call('HGET', KEYS[1], ARGV[1])
 if not rule then return false end
 redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'data',
-    '{"kind":"rule.revoked","rule":' .. rule .. '}')
+announce(KEYS[2], ARGV[2], '{"kind":"rule.revoked","rule":' .. rule .. '}')
 return rule

@@ -1,5 +1,6 @@
 -- One vote per person on a pending question with a quorum (`tally::apply_vote`), announced, and
--- the outbox entry made due when the quorum is met, in one step in the question's bucket.
+-- the outbox entry made due when the quorum is met, in one step in the question's bucket
+-- (lib/announce.lua is prepended).
 -- The voter's mark (`v:<identity>`, HSETNX) is what refuses a second vote by the same person, on
 -- any process; `t:<tally>` counts the votes that agree; `votes` holds the votes' JSON objects,
 -- comma-joined, so that reading the question and building the event need no decoding here.
@@ -23,5 +24,5 @@ if redis.call('HINCRBY', KEYS[1], 't:' .. ARGV[3], 1) >= tonumber(ARGV[4]) then
 end
 local event = '{"kind":"question.voted","question":' .. string.sub(f[2], 1, -2) ..
     ',"status":"pending","votes":[' .. votes .. ']}}'
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[7], '*', 'data', event)
+announce(KEYS[3], ARGV[7], event)
 return {outcome, votes}

@@ -23,6 +23,6 @@ local function insert_question(K, A)
     end
     local event = '{"kind":"question.asked","question":' .. string.sub(A[1], 1, -2) ..
         ',"status":"pending"}}'
-    redis.call('XADD', K[5], 'MAXLEN', '~', A[7], '*', 'data', event)
+    announce(K[5], A[7], event)
     return 1
 end

@@ -8,10 +8,13 @@
 --       apart as JSON members (`,"state":...`), for the event, 15 created_at.
 -- `fresh`: the caller has checked that `owner` holds the run and has just stored the question
 -- it waits on (parking with the question, or a claim carrying the run ahead), so neither is
--- looked at again.
+-- looked at again. `was` says where the run is in the indexes already, so that they are not
+-- written again: 'parked' when it waits on a question now and is saved waiting on another (a
+-- claim carrying it ahead: in the live-runs index, out of the lease index); 'new' when it is
+-- being created (in neither); nil when the caller does not know.
 -- Returns 0 when `owner` no longer holds it, 1 when written, 2 when written waiting on a
 -- question that is no longer pending.
-local function save_run(K, A, fresh)
+local function save_run(K, A, fresh, was)
     if not fresh and redis.call('HGET', K[1], 'owner') ~= A[1] then return 0 end
     redis.call('SET', K[2], A[2])
     redis.call('HSET', K[1], 'state', A[3], 'waiting_on', A[4],
@@ -22,20 +25,20 @@ local function save_run(K, A, fresh)
     end
     if A[10] ~= '' then
         redis.call('ZADD', K[3], A[10], A[11])
-    else
+    elseif was == nil then
         redis.call('ZREM', K[3], A[11])
     end
     -- The ops page's indexes: live runs by start, ended ones by their last change.
     if A[3] == 'done' or A[3] == 'failed' then
         redis.call('ZREM', K[6], A[11])
         redis.call('ZADD', K[7], A[8], A[11])
-    else
+    elseif was ~= 'parked' then
         redis.call('ZADD', K[6], A[15], A[11])
     end
     if A[12] ~= '' then
         local event = '{"kind":"' .. A[12] .. '","run":' .. string.sub(A[2], 1, -2) ..
             A[14] .. '}}'
-        redis.call('XADD', K[4], 'MAXLEN', '~', A[13], '*', 'data', event)
+        announce(K[4], A[13], event)
     end
     if not fresh and A[3] == 'waiting' and K[5] ~= K[1] then
         local status = redis.call('HGET', K[5], 'status')
