@@ -17,7 +17,7 @@ use askbridge_core::tally;
 use askbridge_core::{Claim, Millis, Question, RunId};
 use std::sync::Mutex;
 use std::time::Duration;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 
 /// The sweeper never runs more often than this (under load, due work is taken in batches).
 const SWEEP_AT_MOST_EVERY: Duration = Duration::from_millis(250);
@@ -212,6 +212,7 @@ impl Bridge {
     /// tells the sweeper when something will be due.
     pub(super) async fn pump_events(self) {
         let mut events = self.store().subscribe();
+        let mut missed = self.store().missed();
         let mut shutdown = self.shutdown_signal();
         let mut recheck = tokio::time::interval(RECHECK_WAITERS_EVERY);
         recheck.tick().await;
@@ -219,6 +220,7 @@ impl Bridge {
             let pumped = tokio::select! {
                 pumped = next_event(&mut events) => pumped,
                 _ = recheck.tick() => Pumped::Lagged,
+                _ = changed(&mut missed) => Pumped::Lagged,
                 _ = shutdown.changed() => return,
             };
             match pumped {
@@ -318,4 +320,16 @@ impl Bridge {
             }
         }
     }
+}
+
+/// Resolves when the store says events may have been missed; never for a store that cannot
+/// miss any (or once it is gone).
+async fn changed(missed: &mut Option<watch::Receiver<u64>>) {
+    if let Some(receiver) = missed
+        && receiver.changed().await.is_ok()
+    {
+        return;
+    }
+    *missed = None;
+    std::future::pending::<()>().await
 }

@@ -19,7 +19,7 @@ use askbridge_core::tally::VoteOutcome;
 use askbridge_core::{Claim, Identity, Millis, Question, QuestionId, Rule, RuleId, RunId};
 use async_trait::async_trait;
 use std::time::Duration;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 /// Questions: the registry and the claim-once rule.
 #[async_trait]
@@ -265,6 +265,14 @@ pub trait AuditLog: Send + Sync {
 pub trait Events: Send + Sync {
     /// Events published from now on, by any process sharing this store.
     fn subscribe(&self) -> broadcast::Receiver<Event>;
+
+    /// Changes each time this process may have missed events (its reader lost the store and
+    /// came back: Redis keeps events out of its AOF, so a restart can drop some unread), so that
+    /// waiters re-read the store then rather than at their next periodic check. `None` for
+    /// stores whose events cannot be missed.
+    fn missed(&self) -> Option<watch::Receiver<u64>> {
+        None
+    }
 }
 
 /// Paged listings for people (the ops page's runs and history views): newest first, a page at

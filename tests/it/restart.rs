@@ -112,6 +112,32 @@ async fn sigkill_and_restart_on_the_embedded_store_loses_nothing() {
     .await;
 }
 
+/// `GET .../wait` for question `id`, in the background: its JSON once it returns.
+fn wait_in_background(base: &str, id: &str) -> tokio::task::JoinHandle<Value> {
+    let url = format!("{base}/api/questions/{id}/wait?timeout_s=20");
+    tokio::spawn(async move {
+        http()
+            .get(url)
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()
+    })
+}
+
+/// Answers question `id` through `base`'s API.
+async fn reply(base: &str, id: &str, answer: &str) {
+    let r = http()
+        .post(format!("{base}/api/questions/{id}/reply"))
+        .json(&json!({ "answer": answer }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
 /// Everything in the AOF's files, as text (its base is an RDB preamble: binary, read lossily).
 fn aof_text(redis: &RedisServer) -> String {
     let mut text = String::new();
@@ -134,13 +160,7 @@ async fn events_stay_out_of_the_aof_and_waiters_hear_of_answers_after_a_restart(
         Process::spawn(&["serve"], &env),
     );
     let answered = create(&a.base, "Answered before Redis restarts", 600.0).await;
-    let r = http()
-        .post(format!("{}/api/questions/{answered}/reply", a.base))
-        .json(&json!({"answer": "yes"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    reply(&a.base, &answered, "yes").await;
     let aof = aof_text(&redis);
     assert!(
         aof.contains(&answered),
@@ -167,34 +187,79 @@ async fn events_stay_out_of_the_aof_and_waiters_hear_of_answers_after_a_restart(
     .await;
     // Both processes' event readers are back: a waiter in `a` hears of `b`'s answer as it lands.
     let later = create(&a.base, "Asked after Redis restarted", 600.0).await;
-    let waiter = tokio::spawn({
-        let (base, id) = (a.base.clone(), later.clone());
-        async move {
-            http()
-                .get(format!("{base}/api/questions/{id}/wait?timeout_s=20"))
-                .send()
-                .await
-                .unwrap()
-                .json::<Value>()
-                .await
-                .unwrap()
-        }
-    });
+    let waiter = wait_in_background(&a.base, &later);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let began = std::time::Instant::now();
-    let r = http()
-        .post(format!("{}/api/questions/{later}/reply", b.base))
-        .json(&json!({"answer": "no"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    reply(&b.base, &later, "no").await;
     let waited = waiter.await.unwrap();
     assert_eq!(waited["status"], "answered", "{waited}");
     assert_eq!(waited["resolution"]["value"], "no", "{waited}");
     // The waiters' safety net rereads once a minute: this came from the event stream.
     assert!(
         began.elapsed() < Duration::from_secs(5),
+        "the waiter heard after {:?}",
+        began.elapsed()
+    );
+}
+
+/// A process whose event reader lost Redis re-reads its waiters' questions when it is back:
+/// events written while it was away may be gone (here deleted, as a Redis restart drops those not
+/// read, being out of the AOF), and its waiters must not sit until the once-a-minute recheck.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_back_from_an_outage_rechecks_its_waiters() {
+    let redis = RedisServer::start();
+    let env = vec![("REDIS_URL", redis.url())];
+    let (a, b) = (
+        Process::spawn(&["serve"], &env),
+        Process::spawn(&["serve"], &env),
+    );
+    let id = create(&a.base, "Answered while a was not reading", 600.0).await;
+    let waiter = wait_in_background(&a.base, &id);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let clients: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    let readers: Vec<&str> = clients
+        .lines()
+        .filter(|l| l.contains("cmd=xread"))
+        .filter_map(|l| l.split_whitespace().next()?.strip_prefix("id="))
+        .collect();
+    assert_eq!(readers.len(), 2, "one event reader per process: {clients}");
+    let began = std::time::Instant::now();
+    for reader in readers {
+        let _: i64 = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("ID")
+            .arg(reader)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+    }
+    // The readers retry after 200 ms: the answer and its event, then the event's loss, before.
+    reply(&b.base, &id, "yes").await;
+    let streams: Vec<String> = redis::cmd("KEYS")
+        .arg("askbridge:*:events")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    let _: i64 = redis::cmd("DEL")
+        .arg(&streams)
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    assert!(
+        began.elapsed() < Duration::from_millis(200),
+        "too slow to beat the readers' retry: {:?}",
+        began.elapsed()
+    );
+    let waited = waiter.await.unwrap();
+    assert_eq!(waited["status"], "answered", "{waited}");
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
         "the waiter heard after {:?}",
         began.elapsed()
     );

@@ -14,9 +14,9 @@ use crate::store::{Error, Event, Result};
 use redis::Value;
 use redis::aio::{ConnectionLike, ConnectionManagerConfig};
 use redis::streams::StreamRangeReply;
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 /// Each bucket's stream keeps about this many entries.
 pub(super) const EVENTS_MAXLEN: usize = 1_000;
@@ -62,19 +62,21 @@ impl RedisStore {
                     .get_connection_manager_with_config(config)
                     .await
                     .map_err(unreachable)?;
-                tokio::spawn(read_events(
-                    reader,
-                    keys,
-                    starts,
-                    self.events.clone(),
-                    alive,
-                ));
+                let sinks = Sinks {
+                    events: self.events.clone(),
+                    missed: self.missed.clone(),
+                };
+                tokio::spawn(read_events(reader, keys, starts, sinks, alive));
             }
             EventSource::Cluster(client) => {
                 for (key, start) in keys.into_iter().zip(starts) {
                     let reader = client.get_async_connection().await.map_err(unreachable)?;
-                    let (events, alive) = (self.events.clone(), alive.clone());
-                    tokio::spawn(read_events(reader, vec![key], vec![start], events, alive));
+                    let sinks = Sinks {
+                        events: self.events.clone(),
+                        missed: self.missed.clone(),
+                    };
+                    let alive = alive.clone();
+                    tokio::spawn(read_events(reader, vec![key], vec![start], sinks, alive));
                 }
             }
         }
@@ -82,12 +84,18 @@ impl RedisStore {
     }
 }
 
+/// Where a reader puts what it reads, and says that it may have missed some.
+struct Sinks {
+    events: broadcast::Sender<Event>,
+    missed: Arc<watch::Sender<u64>>,
+}
+
 /// Copies the shared event streams into this process's broadcast channel until the store is gone.
 async fn read_events<C: ConnectionLike + Send + Sync>(
     mut connection: C,
     keys: Vec<String>,
     mut last_ids: Vec<String>,
-    events: broadcast::Sender<Event>,
+    Sinks { events, missed }: Sinks,
     alive: Weak<()>,
 ) {
     let count = 256;
@@ -95,16 +103,23 @@ async fn read_events<C: ConnectionLike + Send + Sync>(
     let mut failures = 0u32;
     while alive.strong_count() > 0 {
         let mut xread = redis::cmd("XREAD");
-        xread
-            .arg("COUNT")
-            .arg(count)
-            .arg("BLOCK")
-            .arg(block)
-            .arg("STREAMS");
-        xread.arg(&keys).arg(&last_ids);
+        xread.arg("COUNT").arg(count);
+        // After a failure the first read does not block, so that its success (and the waiters'
+        // recheck it calls for) comes at once.
+        if failures == 0 {
+            xread.arg("BLOCK").arg(block);
+        }
+        xread.arg("STREAMS").arg(&keys).arg(&last_ids);
         let reply: redis::RedisResult<Value> = xread.query_async(&mut connection).await;
         match reply {
             Ok(reply) => {
+                if failures > 0 {
+                    // Back after losing Redis: what was written meanwhile is in the stream from
+                    // `last_ids` on, unless Redis restarted (events are not in its AOF). Waiters
+                    // re-read the store rather than trust that nothing happened.
+                    tracing::info!(failures, "reading events from Redis again");
+                    missed.send_modify(|n| *n += 1);
+                }
                 failures = 0;
                 for (key, entries) in stream_entries(reply) {
                     let Some(at) = keys.iter().position(|k| k.as_bytes() == key) else {

@@ -59,7 +59,7 @@ use keys::{BUCKETS, Keys};
 use redis::aio::ConnectionManagerConfig;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 pub use keys::{BUCKETS as KEY_BUCKETS, DEFAULT_PREFIX, slot};
 
@@ -93,6 +93,8 @@ pub struct RedisStore {
     keys: Keys,
     described: String,
     events: broadcast::Sender<Event>,
+    /// Counts the event reader's comebacks (see [`Events::missed`]).
+    missed: Arc<watch::Sender<u64>>,
     options: StoreOptions,
     /// The event reader stops when the last clone of the store is dropped.
     _alive: Arc<()>,
@@ -171,6 +173,7 @@ impl RedisStore {
             keys: Keys::new(&options.prefix),
             described: described.clone(),
             events: broadcast::channel(EVENT_BUFFER).0,
+            missed: Arc::new(watch::channel(0).0),
             options: options.store,
             _alive: Arc::clone(&alive),
             unreplicated: Arc::default(),
@@ -271,6 +274,10 @@ pub(super) enum EventSource {
 impl Events for RedisStore {
     fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.events.subscribe()
+    }
+
+    fn missed(&self) -> Option<watch::Receiver<u64>> {
+        Some(self.missed.subscribe())
     }
 }
 
