@@ -10,15 +10,18 @@
 //! | `P:{bNN}:open` | sorted set | open questions by when they are next due (the outbox) |
 //! | `P:{bNN}:pending` | sorted set | pending questions by when they were asked (pages of the newest) |
 //! | `P:{bNN}:done:<status>` | sorted set | resolved questions by when they were resolved |
-//! | `P:{bNN}:answers` | list | how long recent answers took, in ms (the newest few hundred) |
+//! | `P:{bNN}:answers` | list | how long recent answers took, in ms (the newest 125 are read; up to 250 kept) |
 //! | `P:{bNN}:session:<session>` | set | a session's question ids in this bucket |
 //! | `P:{bNN}:target:<target>` | set | pending question ids shown in a target, in this bucket |
-//! | `P:{bNN}:events` | stream | events of this bucket's questions and runs, read by every process |
+//! | `P:{bNN}:events` | stream | events of this bucket's questions and runs, read by every process (replicated, not in the AOF) |
 //! | `P:{bNN}:audit` | stream | the audit records of this bucket's questions |
 //! | `P:{bNN}:run:<id>` | hash | a run's state, lease and question: the small fields its scripts change |
 //! | `P:{bNN}:runj:<id>` | string | the rest of the run (compact JSON: flow, input, origin, journal) |
 //! | `P:{bNN}:runs` | sorted set | runs needing an executor, by lease end |
+//! | `P:{bNN}:runs:live` | sorted set | runs not ended, by start (the ops page) |
+//! | `P:{bNN}:runs:ended` | sorted set | ended runs, by their last change (the ops page) |
 //! | `P:{bNN}:rules` | hash | rule id → rule JSON |
+//! | `P:{bNN}:rules:by-time` | sorted set | rule ids by creation (pages of the ops page) |
 //! | `P:seen:<key>` | string | delivery ids already handled (with a TTL) |
 //! | `P:lease:<name>` | string | who holds a leader lease (`telegram-poll`, `discord-gateway`), with a TTL |
 //!

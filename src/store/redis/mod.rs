@@ -11,20 +11,10 @@
 //!
 //! # Keys
 //!
-//! Everything about one question lives under its id as a hash tag:
-//!
-//! | key | type | holds |
-//! |---|---|---|
-//! | `askbridge:{<id>}:q` | hash | `q` (the question as asked, JSON), `status`, `res` (resolution JSON), `exp` (deadline, ms) |
-//! | `askbridge:{<id>}:shown` | hash | target → the channel's message reference |
-//! | `askbridge:{<id>}:fx` | set | effects done after resolution |
-//! | `askbridge:open` | sorted set | open questions, scored by when they are next due (the outbox; see [`super`]) |
-//! | `askbridge:all` | sorted set | every question by creation time (listing by status) |
-//! | `askbridge:session:<session>` | set | a session's question ids |
-//! | `askbridge:target:<target>` | set | pending question ids shown in a target |
-//! | `askbridge:seen:<key>` | string | delivery ids already handled (with a TTL) |
-//! | `askbridge:events` | stream | events, read by every process |
-//! | `askbridge:audit` | stream | the audit trail |
+//! In sixteen buckets, each a hash tag of its own, so that every script touches one Redis Cluster
+//! slot: the table is in `keys.rs`. Each bucket's event stream is replicated but kept out of the
+//! AOF (`lua/lib/announce.lua`): events announce what their script wrote into the records, and a
+//! process whose reader may have missed some re-reads its waiters' records ([`Events::missed`]).
 //!
 //! An ask is one script (the question, its indexes and its event); a claim is one script (the
 //! resolution, its event, its audit record, its outbox entry). Readers check every question they
