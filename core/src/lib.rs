@@ -28,7 +28,7 @@
 //! - [`tally`]: which answers are votes, the vote state machine, the claim a met quorum makes.
 //! - [`audit`]: the records of who resolved what; [`run`]: follow-up runs and their journals.
 //! - [`command`]: the command grammar (`/answer <id> <choice>`, `/decline`, `/pending` ...) shared by
-//!   typed text and button payloads.
+//!   typed text and button payloads, with its lists of option numbers (`1-3,5`, `numbers.rs`).
 //! - [`render`]: the words and buttons every surface shows.
 //! - [`channel`]: the traits between the bridge and chat adapters.
 
@@ -46,6 +46,7 @@ pub mod form;
 pub mod id;
 pub mod identity;
 pub mod nudge;
+mod numbers;
 pub mod question;
 pub mod quorum;
 pub mod render;
