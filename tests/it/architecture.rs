@@ -364,8 +364,7 @@ async fn a_corrupt_record_met_by_a_flow_fails_its_run_with_a_message() {
 }
 
 async fn plant_corrupt_question(server: &RedisServer, id: &QuestionId) {
-    let client = redis::Client::open(server.url()).unwrap();
-    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let mut connection = server.connection().await;
     let key = askbridge::store::redis::question_key("askbridge", id);
     let _: () = redis::cmd("HSET")
         .arg(&key)

@@ -394,8 +394,7 @@ async fn a_run_answered_is_carried_to_its_next_question_in_one_script() {
     assert!(bridge.get(&second).await.unwrap().is_pending());
 
     // The run as stored changes behind this process's back: its copy must not be carried ahead.
-    let client = redis::Client::open(fixture.server.url()).unwrap();
-    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let mut connection = fixture.server.connection().await;
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg(format!("*:run:{id}"))
         .query_async(&mut connection)
@@ -453,8 +452,7 @@ async fn answer_times_are_trimmed_in_steps_and_read_newest_first() {
         .create(NewQuestion::new("times", "How long?"))
         .await
         .unwrap();
-    let client = redis::Client::open(fixture.server.url()).unwrap();
-    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let mut connection = fixture.server.connection().await;
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg(format!("askbridge:*:q:{}", question.id))
         .query_async(&mut connection)

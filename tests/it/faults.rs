@@ -244,8 +244,7 @@ async fn during_a_redis_outage_health_answers_within_a_second_and_requests_fail_
         .unwrap()
         .to_owned();
     // The target index expires with its questions (it had no TTL once).
-    let client = redis::Client::open(fixture.server.url()).unwrap();
-    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let mut connection = fixture.server.connection().await;
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg("*target:chat:1")
         .query_async(&mut connection)

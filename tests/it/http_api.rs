@@ -1,7 +1,7 @@
 //! The HTTP API: routes called through `app(state)` with `oneshot`, and a real server for the
 //! long-poll and the event stream.
 
-use crate::support::{eventually_some, http, memory_bridge, serve};
+use crate::support::{eventually_some, http, memory_bridge, serve, wait_in_background};
 use askbridge::config::Secret;
 use askbridge::http::{AppState, app};
 use axum::Router;
@@ -554,19 +554,7 @@ async fn wait_returns_as_soon_as_the_question_is_resolved_or_after_the_timeout()
         unresolved["status"], "pending",
         "after the timeout it comes back as it is"
     );
-    let waiting = tokio::spawn({
-        let (client, base, id) = (client.clone(), base.clone(), id.clone());
-        async move {
-            client
-                .get(format!("{base}/api/questions/{id}/wait?timeout_s=20"))
-                .send()
-                .await
-                .unwrap()
-                .json::<Value>()
-                .await
-                .unwrap()
-        }
-    });
+    let waiting = wait_in_background(&base, &id);
     tokio::time::sleep(Duration::from_millis(100)).await;
     client
         .post(format!("{base}/api/questions/{id}/reply"))

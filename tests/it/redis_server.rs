@@ -105,6 +105,15 @@ impl RedisServer {
         self.dir.path()
     }
 
+    /// A connection of the test's own, to look at or change what askbridge stored.
+    pub async fn connection(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    }
+
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }

@@ -1,7 +1,7 @@
 //! askbridge killed with SIGKILL and restarted: no pending question is lost, overdue ones are
 //! expired, the rest stay answerable. On Redis (shared store) and on the embedded store.
 
-use crate::support::{Process, RedisServer, eventually, http};
+use crate::support::{Process, RedisServer, eventually, http, wait_in_background};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -112,21 +112,6 @@ async fn sigkill_and_restart_on_the_embedded_store_loses_nothing() {
     .await;
 }
 
-/// `GET .../wait` for question `id`, in the background: its JSON once it returns.
-fn wait_in_background(base: &str, id: &str) -> tokio::task::JoinHandle<Value> {
-    let url = format!("{base}/api/questions/{id}/wait?timeout_s=20");
-    tokio::spawn(async move {
-        http()
-            .get(url)
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap()
-    })
-}
-
 /// Answers question `id` through `base`'s API.
 async fn reply(base: &str, id: &str, answer: &str) {
     let r = http()
@@ -216,8 +201,7 @@ async fn a_reader_back_from_an_outage_rechecks_its_waiters() {
     let id = create(&a.base, "Answered while a was not reading", 600.0).await;
     let waiter = wait_in_background(&a.base, &id);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let client = redis::Client::open(redis.url()).unwrap();
-    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let mut connection = redis.connection().await;
     let clients: String = redis::cmd("CLIENT")
         .arg("LIST")
         .query_async(&mut connection)

@@ -300,6 +300,21 @@ pub fn http() -> reqwest::Client {
         .unwrap()
 }
 
+/// `GET .../wait?timeout_s=20` for question `id`, in the background: its JSON once it returns.
+pub fn wait_in_background(base: &str, id: &str) -> tokio::task::JoinHandle<serde_json::Value> {
+    let url = format!("{base}/api/questions/{id}/wait?timeout_s=20");
+    tokio::spawn(async move {
+        http()
+            .get(url)
+            .send()
+            .await
+            .unwrap()
+            .json::<serde_json::Value>()
+            .await
+            .unwrap()
+    })
+}
+
 /// Serves `router` on a free loopback port in the background; returns its base URL.
 pub async fn serve(router: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

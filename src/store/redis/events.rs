@@ -62,25 +62,25 @@ impl RedisStore {
                     .get_connection_manager_with_config(config)
                     .await
                     .map_err(unreachable)?;
-                let sinks = Sinks {
-                    events: self.events.clone(),
-                    missed: self.missed.clone(),
-                };
-                tokio::spawn(read_events(reader, keys, starts, sinks, alive));
+                tokio::spawn(read_events(reader, keys, starts, self.sinks(), alive));
             }
             EventSource::Cluster(client) => {
                 for (key, start) in keys.into_iter().zip(starts) {
                     let reader = client.get_async_connection().await.map_err(unreachable)?;
-                    let sinks = Sinks {
-                        events: self.events.clone(),
-                        missed: self.missed.clone(),
-                    };
-                    let alive = alive.clone();
+                    let (sinks, alive) = (self.sinks(), alive.clone());
                     tokio::spawn(read_events(reader, vec![key], vec![start], sinks, alive));
                 }
             }
         }
         Ok(())
+    }
+
+    /// What one reader writes to: this process's channel and its missed-events counter.
+    fn sinks(&self) -> Sinks {
+        Sinks {
+            events: self.events.clone(),
+            missed: self.missed.clone(),
+        }
     }
 }
 

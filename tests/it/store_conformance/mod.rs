@@ -185,8 +185,7 @@ async fn redis_keys_of_a_question_share_one_hash_tag() {
         .await
         .unwrap();
     fixture.store.mark_effect(&q.id, "resume").await.unwrap();
-    let client = redis::Client::open(fixture.server.url()).unwrap();
-    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let mut connection = fixture.server.connection().await;
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg(format!("*{}*", q.id))
         .query_async(&mut connection)
