@@ -323,7 +323,9 @@ async fn embedded(o: &Options) {
     println!("embedded run resumes/s   {resumes:>8.0}   (the example flow, one request per step)");
 }
 
-#[tokio::main]
+// The load comes from one thread, as redis-benchmark's does: the client shares the two cores
+// with askbridge and redis-server, and a second worker thread only adds wake-ups between them.
+#[tokio::main(flavor = "current_thread")]
 async fn main() {
     let o = options();
     let threads = std::env::args()

@@ -294,10 +294,14 @@ pub fn fingerprint(question: &Question) -> String {
     if let Some(form) = &question.form {
         hasher.update(serde_json::to_string(form).unwrap_or_default().as_bytes());
     }
-    hasher.finalize()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    // Every replayed ask computes one: hex by hand, not a `String` per byte.
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut hex = String::with_capacity(16);
+    for byte in &hasher.finalize()[..8] {
+        hex.push(char::from(HEX[usize::from(byte >> 4)]));
+        hex.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+    hex
 }
 
 /// The fingerprint `request` will have once asked (fields are normalised as on creation).
@@ -406,5 +410,14 @@ mod tests {
             fingerprint_of(&a).unwrap(),
             fingerprint_of(&NewQuestion::confirm("Which?")).unwrap()
         );
+    }
+
+    /// Fingerprints are stored in run journals: they must not change between releases. This is
+    /// the example `release` flow's first ask as journals written before now hold it.
+    #[test]
+    fn fingerprints_read_as_stored_journals_hold_them() {
+        let first = NewQuestion::ask("Release 2.0 on which channel?")
+            .options(["stable", "beta", "nightly"]);
+        assert_eq!(fingerprint_of(&first).unwrap(), "c63c4a2e925a0f1e");
     }
 }

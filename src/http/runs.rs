@@ -1,6 +1,7 @@
 //! The run routes: start a flow, read a run, learn its next step without polling, and answer
 //! it in the same round trip.
 
+use super::view::RunJson;
 use super::{ApiError, AppState, JsonBody};
 use crate::bridge::{ProgramReply, RunNews, Said, Storing};
 use crate::store::{Cursor, RunFilter};
@@ -34,7 +35,7 @@ pub(super) struct StartRun {
 pub(super) async fn start_run(
     State(state): State<AppState>,
     JsonBody(request): JsonBody<StartRun>,
-) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+) -> Result<(StatusCode, RunJson), ApiError> {
     let wait = request
         .wait_s
         .map(|s| {
@@ -71,9 +72,12 @@ pub(super) async fn start_run(
     let body = match wait {
         // Like LangGraph's first `invoke`: the run as it is at its first question.
         Some(timeout) => next_step(&state, run.id.as_str(), None, timeout).await?,
-        None => serde_json::to_value(&run).expect("a run always serialises"),
+        None => RunJson {
+            run,
+            question: None,
+        },
     };
-    Ok((StatusCode::CREATED, Json(body)))
+    Ok((StatusCode::CREATED, body))
 }
 
 #[derive(Debug, Deserialize)]
@@ -156,7 +160,7 @@ pub(super) async fn wait_run(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(query): Query<RunWaitQuery>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<RunJson, ApiError> {
     let timeout = super::questions::wait_timeout(query.timeout_s)?;
     let after = match query.after.as_deref().filter(|a| !a.is_empty()) {
         Some(text) => Some(QuestionId::parse(text).map_err(|_| {
@@ -168,7 +172,7 @@ pub(super) async fn wait_run(
         })?),
         None => None,
     };
-    Ok(Json(next_step(&state, &id, after.as_ref(), timeout).await?))
+    next_step(&state, &id, after.as_ref(), timeout).await
 }
 
 /// The run once it waits on a question other than `after` (inline as `question`) or has ended,
@@ -178,7 +182,7 @@ async fn next_step(
     id: &str,
     after: Option<&QuestionId>,
     timeout: Duration,
-) -> Result<serde_json::Value, ApiError> {
+) -> Result<RunJson, ApiError> {
     let mut shutdown = state.bridge.shutdown_signal();
     let news = tokio::select! {
         news = state.bridge.wait_run(id, after, timeout) => news?,
@@ -187,15 +191,17 @@ async fn next_step(
             question: None,
         },
     };
-    let mut body = serde_json::to_value(&news.run).expect("a run always serialises");
-    if let (RunState::Waiting, Some(waiting_on)) = (news.run.state, &news.run.waiting_on) {
-        let question = match news.question.filter(|q| q.id == *waiting_on) {
-            Some(question) => question,
-            None => state.bridge.get(waiting_on).await?,
-        };
-        body["question"] = super::view::json(&question);
-    }
-    Ok(body)
+    let question = match (news.run.state, &news.run.waiting_on) {
+        (RunState::Waiting, Some(waiting_on)) => Some(match news.question {
+            Some(question) if question.id == *waiting_on => question,
+            _ => state.bridge.get(waiting_on).await?,
+        }),
+        _ => None,
+    };
+    Ok(RunJson {
+        run: news.run,
+        question,
+    })
 }
 
 #[derive(Debug, Deserialize)]
@@ -227,7 +233,7 @@ pub(super) async fn answer_run(
     State(state): State<AppState>,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<AnswerRun>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<RunJson, ApiError> {
     let timeout = super::questions::wait_timeout(body.timeout_s)?;
     let expected = match body.question_id.as_deref().filter(|q| !q.is_empty()) {
         Some(text) => Some(QuestionId::parse(text).map_err(|_| {
@@ -246,7 +252,5 @@ pub(super) async fn answer_run(
         digest: body.digest,
     });
     super::questions::attempt(&state, question.as_str(), said, body.by).await?;
-    Ok(Json(
-        next_step(&state, &id, Some(&question), timeout).await?,
-    ))
+    next_step(&state, &id, Some(&question), timeout).await
 }

@@ -28,6 +28,7 @@ mod hardening;
 mod http_api;
 mod mcp;
 mod nudges;
+mod own_events;
 mod quorum;
 mod restart;
 mod runs_crash;

@@ -3,10 +3,10 @@
 //! scripts change. Reading puts them back together; a field that does not read is a corrupt
 //! record.
 
-use crate::store::{Error, Result};
+use crate::store::{Error, Result, Shown, Work};
 use askbridge_core::quorum::Vote;
 use askbridge_core::run::{JournalEntry, Origin, Run, RunState};
-use askbridge_core::{Millis, Question, QuestionId, Resolution, RunId, Status};
+use askbridge_core::{Kind, Millis, Question, QuestionId, Resolution, RunId, Status, Target};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -244,6 +244,29 @@ pub(super) fn split_claim_reply(
     let head = redis::FromRedisValue::from_redis_value(redis::Value::Array(reply))
         .map_err(|e| e.to_string())?;
     Ok((head, carried))
+}
+
+/// A question kind's name, as in JSON.
+pub(super) fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Ask => "ask",
+        Kind::Confirm => "confirm",
+        Kind::Approval => "approval",
+        Kind::Form => "form",
+    }
+}
+
+pub(super) fn work_of(shown: Vec<String>, done: Vec<String>) -> Work {
+    Work {
+        shown: pairs(shown)
+            .into_iter()
+            .map(|(target, reference)| Shown {
+                target: Target::new(target),
+                reference,
+            })
+            .collect(),
+        done,
+    }
 }
 
 #[cfg(test)]

@@ -6,14 +6,21 @@
 //! slots cannot share a command, and a blocking read holds up its connection: each bucket has a
 //! reader and a connection of its own (sixteen blocking reads in all, each on the node that owns
 //! its bucket).
+//!
+//! A store tags the events of the hot path it writes (asks, claims, runs parking or ending)
+//! with an origin of its own, and hands them to its own channel as soon as the script returns;
+//! its reader skips entries with that tag without decoding them. Every event still reaches every
+//! process, each exactly once, and a process no longer decodes, for each of its own answers, the
+//! question and the whole run it has in hand (most of what its reader spent). A script retried
+//! after a lost reply may have announced before: its waiters recheck then (see `retry.rs`).
 
 use super::EventSource;
 use super::RedisStore;
 use super::keys::BUCKETS;
 use crate::store::{Error, Event, Result};
-use redis::Value;
 use redis::aio::{ConnectionLike, ConnectionManagerConfig};
 use redis::streams::StreamRangeReply;
+use redis::{ScriptInvocation, Value};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::sync::{broadcast, watch};
@@ -80,7 +87,28 @@ impl RedisStore {
         Sinks {
             events: self.events.clone(),
             missed: self.missed.clone(),
+            origin: self.origin.clone(),
         }
+    }
+
+    /// Ends a script's arguments with this store's tag: its events are delivered here by
+    /// [`RedisStore::deliver`], and skipped by this store's reader (`lua/lib/announce.lua`).
+    pub(super) fn tag(&self, invocation: &mut ScriptInvocation<'_>) {
+        invocation.arg(&*self.origin);
+    }
+
+    /// Hands events this store announced with its tag to its own channel.
+    pub(super) fn deliver(&self, events: impl IntoIterator<Item = Event>) {
+        for event in events {
+            let _ = self.events.send(event);
+        }
+    }
+
+    /// A script ran again after a connection error: an earlier attempt may have announced
+    /// events that this store's reader skips and that were never delivered here, so its
+    /// waiters re-read the store, as after an outage of the reader.
+    pub(super) fn may_have_missed(&self) {
+        self.missed.send_modify(|n| *n += 1);
     }
 }
 
@@ -88,6 +116,8 @@ impl RedisStore {
 struct Sinks {
     events: broadcast::Sender<Event>,
     missed: Arc<watch::Sender<u64>>,
+    /// The entries this store delivered itself, to skip.
+    origin: Arc<str>,
 }
 
 /// Copies the shared event streams into this process's broadcast channel until the store is gone.
@@ -95,7 +125,11 @@ async fn read_events<C: ConnectionLike + Send + Sync>(
     mut connection: C,
     keys: Vec<String>,
     mut last_ids: Vec<String>,
-    Sinks { events, missed }: Sinks,
+    Sinks {
+        events,
+        missed,
+        origin,
+    }: Sinks,
     alive: Weak<()>,
 ) {
     let count = 256;
@@ -121,7 +155,7 @@ async fn read_events<C: ConnectionLike + Send + Sync>(
                     missed.send_modify(|n| *n += 1);
                 }
                 failures = 0;
-                for (key, entries) in stream_entries(reply) {
+                for (key, entries) in stream_entries(reply, origin.as_bytes()) {
                     let Some(at) = keys.iter().position(|k| k.as_bytes() == key) else {
                         continue;
                     };
@@ -150,13 +184,14 @@ async fn read_events<C: ConnectionLike + Send + Sync>(
     }
 }
 
-/// One stream's part of an XREAD reply: its key, and each entry's id and `data` field.
+/// One stream's part of an XREAD reply: its key, and each entry's id and `data` field (`None`
+/// for an entry without one, or one tagged `own`).
 type StreamEntries = (Vec<u8>, Vec<(String, Option<Vec<u8>>)>);
 
 /// The entries of an XREAD reply, taken apart without a map per entry or a copy of its data:
 /// every process reads every event, and the `data` field is all it needs. A reply the reader
 /// does not recognise reads as no entries (RESP2 gives the streams as an array, RESP3 as a map).
-fn stream_entries(reply: Value) -> Vec<StreamEntries> {
+fn stream_entries(reply: Value, own: &[u8]) -> Vec<StreamEntries> {
     let streams: Vec<(Value, Value)> = match reply {
         Value::Array(streams) => streams
             .into_iter()
@@ -177,13 +212,14 @@ fn stream_entries(reply: Value) -> Vec<StreamEntries> {
             let (Value::BulkString(key), Value::Array(entries)) = (key, entries) else {
                 return None;
             };
-            Some((key, entries.into_iter().filter_map(entry).collect()))
+            let entries = entries.into_iter().filter_map(|e| entry(e, own));
+            Some((key, entries.collect()))
         })
         .collect()
 }
 
-/// An entry's id and its `data` field (`None` when it has none).
-fn entry(entry: Value) -> Option<(String, Option<Vec<u8>>)> {
+/// An entry's id and its `data` field (`None` when it has none, or its origin `o` is `own`).
+fn entry(entry: Value, own: &[u8]) -> Option<(String, Option<Vec<u8>>)> {
     let Value::Array(parts) = entry else {
         return None;
     };
@@ -196,10 +232,13 @@ fn entry(entry: Value) -> Option<(String, Option<Vec<u8>>)> {
     let mut fields = fields.into_iter();
     let mut data = None;
     while let (Some(name), Some(value)) = (fields.next(), fields.next()) {
-        if let (Value::BulkString(name), Value::BulkString(value)) = (name, value)
-            && name == b"data"
-        {
-            data = Some(value);
+        let (Value::BulkString(name), Value::BulkString(value)) = (name, value) else {
+            continue;
+        };
+        match name.as_slice() {
+            b"data" => data = Some(value),
+            b"o" if value == own => return Some((id, None)),
+            _ => {}
         }
     }
     Some((id, data))
@@ -214,7 +253,7 @@ mod tests {
     }
 
     #[test]
-    fn an_xread_reply_gives_each_entry_its_id_and_data() {
+    fn an_xread_reply_gives_each_entry_its_id_and_data_unless_it_is_our_own() {
         let entries = Value::Array(vec![
             Value::Array(vec![
                 bulk("1-0"),
@@ -224,18 +263,34 @@ mod tests {
                 bulk("1-1"),
                 Value::Array(vec![bulk("other"), bulk("x")]),
             ]),
+            Value::Array(vec![
+                bulk("1-2"),
+                Value::Array(vec![
+                    bulk("data"),
+                    bulk("{\"a\":1}"),
+                    bulk("o"),
+                    bulk("s-me"),
+                ]),
+            ]),
+            Value::Array(vec![
+                bulk("1-3"),
+                Value::Array(vec![bulk("data"), bulk("[]"), bulk("o"), bulk("s-you")]),
+            ]),
         ]);
         let expected = vec![(
             b"k".to_vec(),
             vec![
                 ("1-0".to_owned(), Some(b"{}".to_vec())),
                 ("1-1".to_owned(), None),
+                // Delivered by this store itself: skipped, but its id still moves the reader on.
+                ("1-2".to_owned(), None),
+                ("1-3".to_owned(), Some(b"[]".to_vec())),
             ],
         )];
         let resp2 = Value::Array(vec![Value::Array(vec![bulk("k"), entries.clone()])]);
-        assert_eq!(stream_entries(resp2), expected);
+        assert_eq!(stream_entries(resp2, b"s-me"), expected);
         let resp3 = Value::Map(vec![(bulk("k"), entries)]);
-        assert_eq!(stream_entries(resp3), expected);
-        assert!(stream_entries(Value::Nil).is_empty());
+        assert_eq!(stream_entries(resp3, b"s-me"), expected);
+        assert!(stream_entries(Value::Nil, b"s-me").is_empty());
     }
 }

@@ -15,6 +15,8 @@
 //! slot: the table is in `keys.rs`. Each bucket's event stream is replicated but kept out of the
 //! AOF (`lua/lib/announce.lua`): events announce what their script wrote into the records, and a
 //! process whose reader may have missed some re-reads its waiters' records ([`Events::missed`]).
+//! The events of the hot path (asks, claims, runs) carry the tag of the store that wrote them,
+//! which hands them to its own process at once; its reader skips them (`events.rs`).
 //!
 //! An ask is one script (the question, its indexes and its event); a claim is one script (the
 //! resolution, its event, its audit record, its outbox entry). Readers check every question they
@@ -85,6 +87,8 @@ pub struct RedisStore {
     events: broadcast::Sender<Event>,
     /// Counts the event reader's comebacks (see [`Events::missed`]).
     missed: Arc<watch::Sender<u64>>,
+    /// The tag of the events this store announces and delivers itself (see `events.rs`).
+    origin: Arc<str>,
     options: StoreOptions,
     /// The event reader stops when the last clone of the store is dropped.
     _alive: Arc<()>,
@@ -164,6 +168,7 @@ impl RedisStore {
             described: described.clone(),
             events: broadcast::channel(EVENT_BUFFER).0,
             missed: Arc::new(watch::channel(0).0),
+            origin: format!("s-{}", askbridge_core::QuestionId::random()).into(),
             options: options.store,
             _alive: Arc::clone(&alive),
             unreplicated: Arc::default(),

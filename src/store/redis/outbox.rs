@@ -2,8 +2,8 @@
 //! Redis. Finishing a resolution's effects is one script.
 
 use super::RedisStore;
+use super::codec::work_of;
 use super::keys::{BUCKETS, question_bucket};
-use super::questions::work_of;
 use super::scripts::{FINISH, LEASE, MARK_EFFECT, RECORD_SHOWN};
 use crate::store::{Deliveries, Error, Outbox, Result, Shown, Work};
 use askbridge_core::{Millis, Question, QuestionId};

@@ -3,19 +3,18 @@
 
 use super::RedisStore;
 use super::codec::{
-    ClaimReply, as_asked, assemble, assemble_run, pairs, set_outcome, split_claim_reply,
+    ClaimReply, as_asked, assemble, assemble_run, kind_name, pairs, set_outcome, split_claim_reply,
+    work_of,
 };
 use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, question_bucket, run_bucket};
 use super::scripts::{CLAIM, INSERT};
 use crate::store::{
-    ClaimOptions, Claimed, Counts, Error, EventKind, FINAL, Inserted, ListFilter, Questions,
-    Result, Shown, Work,
+    ClaimOptions, Claimed, Counts, Error, Event, EventKind, FINAL, Inserted, ListFilter, Questions,
+    Result,
 };
 use askbridge_core::question::MAX_TIMEOUT;
-use askbridge_core::{
-    Claim, ClaimOutcome, Kind, Millis, Question, QuestionId, Status, Target, Transition,
-};
+use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Status, Transition};
 use async_trait::async_trait;
 use redis::ScriptInvocation;
 use std::time::Duration;
@@ -99,29 +98,6 @@ impl RedisStore {
     }
 }
 
-/// A question kind's name, as in JSON.
-pub(super) fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Ask => "ask",
-        Kind::Confirm => "confirm",
-        Kind::Approval => "approval",
-        Kind::Form => "form",
-    }
-}
-
-pub(super) fn work_of(shown: Vec<String>, done: Vec<String>) -> Work {
-    Work {
-        shown: pairs(shown)
-            .into_iter()
-            .map(|(target, reference)| Shown {
-                target: Target::new(target),
-                reference,
-            })
-            .collect(),
-        done,
-    }
-}
-
 impl RedisStore {
     /// Adds what `lib/insert_question.lua` takes for `question` to `invocation`; returns the
     /// question's JSON as stored.
@@ -163,10 +139,12 @@ impl Questions for RedisStore {
     async fn insert(&self, question: &Question) -> Result<Inserted> {
         let mut invocation = INSERT.prepare_invoke();
         let json = self.push_insert(question, &mut invocation);
+        self.tag(&mut invocation);
         let created: i64 = self.invoke("insert", &invocation).await?;
         if created == 1 {
             self.replicated(&self.keys.question(question.id.as_str()))
                 .await;
+            self.deliver([Event::of(question)]);
             return Ok(Inserted::Created);
         }
         // Our own earlier attempt may have landed before a connection error hid its reply.
@@ -176,6 +154,7 @@ impl Questions for RedisStore {
             .arg("q");
         let stored: Option<String> = self.query("hget", &stored).await?;
         Ok(if stored.as_deref() == Some(json.as_str()) {
+            self.deliver([Event::of(question)]);
             Inserted::Created
         } else {
             Inserted::Taken
@@ -284,6 +263,7 @@ impl Questions for RedisStore {
                 invocation.arg("");
             }
         }
+        self.tag(&mut invocation);
         let reply: Vec<redis::Value> = self.invoke("claim", &invocation).await?;
         if reply.len() == 1 {
             return Ok(None);
@@ -316,6 +296,13 @@ impl Questions for RedisStore {
             Some(&stored),
             &[(&resolution_json, &resolution), (&expiry_json, &expiry)],
         )?;
+        if outcome != ClaimOutcome::AlreadyResolved {
+            // This attempt, or an earlier one of it whose reply was lost, announced these.
+            self.deliver([Event::of(&question)]);
+            if let (1, Some(ahead)) = (carried, ahead) {
+                self.deliver(Event::of_parked(ahead.run, ahead.next));
+            }
+        }
         Ok(Some(Claimed {
             outcome,
             question,

@@ -86,11 +86,13 @@ impl RedisStore {
         let mut invocation = script.prepare_invoke();
         self.push_save(run, owner, &mut invocation);
         self.push_insert(question, &mut invocation);
+        self.tag(&mut invocation);
         let code: i64 = self.invoke(what, &invocation).await?;
         if code == 1 || code == 2 {
             // The question is asked with this write (a cluster only).
             self.replicated(&self.keys.question(question.id.as_str()))
                 .await;
+            self.deliver(Event::of_parked(run, question));
         }
         Ok(match code {
             -1 => Parked::QuestionTaken,
@@ -171,7 +173,11 @@ impl Runs for RedisStore {
     async fn save_run(&self, run: &Run, owner: &str) -> Result<Saved> {
         let mut invocation = SAVE_RUN.prepare_invoke();
         self.push_save(run, owner, &mut invocation);
+        self.tag(&mut invocation);
         let saved: i64 = self.invoke("save run", &invocation).await?;
+        if saved != 0 {
+            self.deliver(Event::of_run(run));
+        }
         Ok(saved_of(saved))
     }
 
@@ -306,7 +312,9 @@ impl Rules for RedisStore {
             .key(self.keys.events(bucket))
             .key(self.keys.rules_by_time(bucket))
             .arg(id.as_str())
-            .arg(EVENTS_MAXLEN);
+            .arg(EVENTS_MAXLEN)
+            // Not tagged: every process's reader, this one's too, decodes the event.
+            .arg("");
         let stored: Option<String> = self.invoke("revoke rule", &invocation).await?;
         stored
             .map(|json| serde_json::from_str(&json).map_err(corrupt_rule))

@@ -91,19 +91,25 @@ impl RedisStore {
         reply
     }
 
-    /// Runs a script (by SHA, loading it on NOSCRIPT).
+    /// Runs a script (by SHA, loading it on NOSCRIPT). One that had to be sent again may have
+    /// run before, announcing events this store tagged and did not deliver: its waiters recheck.
     pub(super) async fn invoke<T: FromRedisValue>(
         &self,
         what: &'static str,
         invocation: &ScriptInvocation<'_>,
     ) -> Result<T> {
         let started = Instant::now();
+        let mut attempts = 0;
         let reply = retrying(what, || {
+            attempts += 1;
             let mut connection = self.connection();
             async move { invocation.invoke_async(&mut connection).await }
         })
         .await;
         self.round_trips.observe(what, started.elapsed());
+        if attempts > 1 {
+            self.may_have_missed();
+        }
         reply
     }
 }

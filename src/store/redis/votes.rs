@@ -39,7 +39,9 @@ impl Votes for RedisStore {
             .arg(needs)
             .arg(due_if_met.0)
             .arg(id)
-            .arg(EVENTS_MAXLEN);
+            .arg(EVENTS_MAXLEN)
+            // Not tagged: every process's reader, this one's too, decodes the event.
+            .arg("");
         let reply: Vec<String> = self.invoke("vote", &invocation).await?;
         let (outcome, votes) = match reply.as_slice() {
             [outcome, votes] => (outcome.as_str(), votes.as_str()),
