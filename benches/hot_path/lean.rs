@@ -51,6 +51,20 @@ impl Connection {
         (status, parse(&response))
     }
 
+    /// `POST path` with a JSON body: the status and the response read as a `T` (only the
+    /// fields a load loop looks at, as a client would, rather than a tree of every value).
+    pub async fn post_as<T: serde::de::DeserializeOwned>(
+        &mut self,
+        path: &str,
+        body: &Value,
+    ) -> (u16, T) {
+        let body = serde_json::to_vec(body).unwrap();
+        let (status, response) = self.request("POST", path, &body).await;
+        let read = serde_json::from_slice(&response)
+            .unwrap_or_else(|e| panic!("{status} {e}: {}", String::from_utf8_lossy(&response)));
+        (status, read)
+    }
+
     /// `GET path`: the status and the JSON response.
     pub async fn get(&mut self, path: &str) -> (u16, Value) {
         let (status, response) = self.request("GET", path, &[]).await;

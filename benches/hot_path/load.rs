@@ -107,6 +107,20 @@ pub async fn waiter_release(base: &str, count: usize) -> Vec<Duration> {
     times
 }
 
+/// What a client following a run reads of each step: the run's id and state, and the id of the
+/// question it waits on (the body holds the whole run; serde skips the rest).
+#[derive(Debug, serde::Deserialize)]
+pub struct Step {
+    id: String,
+    state: String,
+    question: Option<StepQuestion>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub struct StepQuestion {
+    id: String,
+}
+
 /// How a client follows a run in [`runs`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Follow {
@@ -140,21 +154,21 @@ pub async fn runs(
                     Follow::Answer => json!({"flow": "release", "input": "2.0", "wait_s": 60}),
                     Follow::WaitThenReply => json!({"flow": "release", "input": "2.0"}),
                 };
-                let (status, mut step) = http.post("/api/runs", &start).await;
-                assert_eq!(status, 201, "{step}");
-                let run_id = step["id"].as_str().unwrap().to_owned();
+                let (status, mut step) = http.post_as::<Step>("/api/runs", &start).await;
+                assert_eq!(status, 201, "{step:?}");
+                let run_id = step.id.clone();
                 let mut after = String::new();
                 for answer in [json!("beta"), json!("Faster."), json!(true)] {
                     if follow == Follow::Answer {
-                        let question = step["question"]["id"].clone();
-                        assert!(question.is_string(), "no next question: {step}");
+                        let question = step.question.as_ref().map(|q| q.id.clone());
+                        assert!(question.is_some(), "no next question: {step:?}");
                         let t = Instant::now();
                         let body =
                             json!({"answer": answer, "question_id": question, "timeout_s": 60});
                         let (status, next) = http
-                            .post(&format!("/api/runs/{run_id}/answer"), &body)
+                            .post_as::<Step>(&format!("/api/runs/{run_id}/answer"), &body)
                             .await;
-                        assert_eq!(status, 200, "{next}");
+                        assert_eq!(status, 200, "{next:?}");
                         step = next;
                         replies.push(t.elapsed());
                         continue;
@@ -174,7 +188,7 @@ pub async fn runs(
                     replies.push(t.elapsed());
                 }
                 if follow == Follow::Answer {
-                    assert_eq!(step["state"], "done", "{step}");
+                    assert_eq!(step.state, "done", "{step:?}");
                 }
             }
             (waits, replies)
