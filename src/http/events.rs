@@ -7,6 +7,7 @@
 //! as asked and then resolved, which clients handle as they would live. Streams end when the
 //! server shuts down, so graceful shutdown does not wait on open browsers.
 
+use super::view::QuestionView;
 use super::{ApiError, AppState};
 use crate::store::{Event, ListFilter};
 use axum::extract::{Query, State};
@@ -26,15 +27,13 @@ pub(super) struct EventsQuery {
 }
 
 fn sse(event: &Event) -> SseEvent {
-    let data = match event {
-        Event::Question { question, .. } => super::view::json(question),
-        Event::Run { run, .. } => serde_json::to_value(run).expect("a run always serialises"),
-        Event::Rule { rule, .. } => serde_json::to_value(rule).expect("a rule always serialises"),
-    };
-    SseEvent::default()
-        .event(event.kind().name())
-        .json_data(data)
-        .expect("JSON values serialise")
+    let sse = SseEvent::default().event(event.kind().name());
+    match event {
+        Event::Question { question, .. } => sse.json_data(QuestionView::of(question)),
+        Event::Run { run, .. } => sse.json_data(run),
+        Event::Rule { rule, .. } => sse.json_data(rule),
+    }
+    .expect("questions, runs and rules always serialise")
 }
 
 /// The session an event belongs to; rules belong to none (a client following one session does

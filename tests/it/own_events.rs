@@ -1,12 +1,13 @@
-//! Redis: a store hands the events it announces to its own process at once and its reader skips
-//! them in the stream (`store/redis/events.rs`); another store's reader decodes them. Each event
-//! must reach each process exactly once: a store that also decoded its own would see it twice,
-//! one that skipped without delivering would never see it.
+//! Redis: a store hands the events it writes (asks, answers, rules; runs and votes the same way)
+//! to its own process at once and its reader skips them in the stream (`store/redis/events.rs`);
+//! another store's reader decodes them. Each event must reach each process exactly once: a store
+//! that also decoded its own would see it twice, one that skipped without delivering would never
+//! see it.
 
-use crate::store_conformance::{answer, claim, question};
+use crate::store_conformance::{answer, claim, question, rule};
 use crate::support::RedisServer;
 use askbridge::store::redis::{DEFAULT_REPLICA_WAIT, RedisOptions, RedisStore};
-use askbridge::store::{ClaimOptions, Event, EventKind, Events, Questions, StoreOptions};
+use askbridge::store::{ClaimOptions, Event, EventKind, Events, Questions, Rules, StoreOptions};
 use askbridge_core::QuestionId;
 use askbridge_core::question::DEFAULT_TIMEOUT;
 use std::collections::HashMap;
@@ -25,28 +26,33 @@ async fn store(server: &RedisServer) -> RedisStore {
     .unwrap()
 }
 
-/// Every question event `events` holds up to and including `marker`'s ask, counted by kind and
-/// question. The reader sends a whole XREAD reply before reading again, so once the marker is
-/// here, whatever came with it or before it is too.
-async fn counted_until(
-    events: &mut broadcast::Receiver<Event>,
-    marker: &QuestionId,
-) -> HashMap<(&'static str, QuestionId), usize> {
-    let mut counts = HashMap::new();
+/// Events counted by kind and the id of the question, run or rule they are about.
+type Counts = HashMap<(&'static str, String), usize>;
+
+fn about(event: &Event) -> String {
+    match event {
+        Event::Question { question, .. } => question.id.to_string(),
+        Event::Run { run, .. } => run.id.to_string(),
+        Event::Rule { rule, .. } => rule.id.to_string(),
+    }
+}
+
+/// Every event `events` holds up to and including `marker`'s ask, counted. The reader sends a
+/// whole XREAD reply before reading again, so once the marker is here, whatever came with it or
+/// before it is too.
+async fn counted_until(events: &mut broadcast::Receiver<Event>, marker: &QuestionId) -> Counts {
+    let mut counts = Counts::new();
     let mut count = |event: Event| {
-        let question = event
-            .question()
-            .expect("only question events here")
-            .id
-            .clone();
-        *counts.entry((event.kind().name(), question)).or_insert(0) += 1;
+        *counts
+            .entry((event.kind().name(), about(&event)))
+            .or_insert(0) += 1;
     };
     loop {
         let event = tokio::time::timeout(Duration::from_secs(10), events.recv())
             .await
             .expect("the marker arrives")
             .unwrap();
-        let is_marker = event.question().is_some_and(|q| q.id == *marker);
+        let is_marker = about(&event) == marker.to_string();
         count(event);
         if is_marker {
             break;
@@ -56,6 +62,14 @@ async fn counted_until(
         count(event);
     }
     counts
+}
+
+/// Each event of `expected` (its kind, and what it is about) is in `counts` exactly once.
+fn each_once(counts: &Counts, expected: &[(EventKind, &dyn ToString)]) {
+    for (kind, id) in expected {
+        let key = (kind.name(), id.to_string());
+        assert_eq!(counts.get(&key), Some(&1), "{kind:?}: {counts:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -74,37 +88,38 @@ async fn each_event_reaches_each_store_once() {
     .await
     .unwrap()
     .unwrap();
+    let rule = rule("rule-1");
+    a.put_rule(&rule).await.unwrap();
+    a.delete_rule(&rule.id).await.unwrap();
     // Written by the other store after A's: A's reader decodes it, after skipping its own.
     let marker_of_b = question("s2", &[], DEFAULT_TIMEOUT);
     b.insert(&marker_of_b).await.unwrap();
     let by_a = counted_until(&mut heard_by_a, &marker_of_b.id).await;
-    let once =
-        |counts: &HashMap<(&'static str, QuestionId), usize>, kind: EventKind, id: &QuestionId| {
-            counts.get(&(kind.name(), id.clone())).copied().unwrap_or(0)
-        };
-    assert_eq!(once(&by_a, EventKind::Asked, &asked.id), 1, "{by_a:?}");
-    assert_eq!(once(&by_a, EventKind::Replied, &asked.id), 1, "{by_a:?}");
-    assert_eq!(
-        once(&by_a, EventKind::Asked, &marker_of_b.id),
-        1,
-        "{by_a:?}"
+    each_once(
+        &by_a,
+        &[
+            (EventKind::Asked, &asked.id as &dyn ToString),
+            (EventKind::Replied, &asked.id),
+            (EventKind::RuleCreated, &rule.id),
+            (EventKind::RuleRevoked, &rule.id),
+            (EventKind::Asked, &marker_of_b.id),
+        ],
     );
 
-    // B heard its own ask at once and A's two through the stream; a marker of A's, written
+    // B heard its own ask at once and A's events through the stream; a marker of A's, written
     // last, closes what B may still hear.
     let marker_of_a = question("s3", &[], DEFAULT_TIMEOUT);
     a.insert(&marker_of_a).await.unwrap();
     let by_b = counted_until(&mut heard_by_b, &marker_of_a.id).await;
-    assert_eq!(once(&by_b, EventKind::Asked, &asked.id), 1, "{by_b:?}");
-    assert_eq!(once(&by_b, EventKind::Replied, &asked.id), 1, "{by_b:?}");
-    assert_eq!(
-        once(&by_b, EventKind::Asked, &marker_of_b.id),
-        1,
-        "{by_b:?}"
-    );
-    assert_eq!(
-        once(&by_b, EventKind::Asked, &marker_of_a.id),
-        1,
-        "{by_b:?}"
+    each_once(
+        &by_b,
+        &[
+            (EventKind::Asked, &asked.id as &dyn ToString),
+            (EventKind::Replied, &asked.id),
+            (EventKind::RuleCreated, &rule.id),
+            (EventKind::RuleRevoked, &rule.id),
+            (EventKind::Asked, &marker_of_b.id),
+            (EventKind::Asked, &marker_of_a.id),
+        ],
     );
 }

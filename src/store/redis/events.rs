@@ -7,8 +7,8 @@
 //! reader and a connection of its own (sixteen blocking reads in all, each on the node that owns
 //! its bucket).
 //!
-//! A store tags the events of the hot path it writes (asks, claims, runs parking or ending)
-//! with an origin of its own, and hands them to its own channel as soon as the script returns;
+//! A store tags every event it writes with an origin of its own, and hands the event to its
+//! own channel as soon as the write returns;
 //! its reader skips entries with that tag without decoding them. Every event still reaches every
 //! process, each exactly once, and a process no longer decodes, for each of its own answers, the
 //! question and the whole run it has in hand (most of what its reader spent). A script retried
@@ -108,8 +108,15 @@ impl RedisStore {
     /// events that this store's reader skips and that were never delivered here, so its
     /// waiters re-read the store, as after an outage of the reader.
     pub(super) fn may_have_missed(&self) {
-        self.missed.send_modify(|n| *n += 1);
+        bump(&self.missed);
     }
+}
+
+/// Tells the waiters of this process that events may have been missed (see [`Events::missed`]).
+///
+/// [`Events::missed`]: crate::store::Events::missed
+fn bump(missed: &watch::Sender<u64>) {
+    missed.send_modify(|n| *n += 1);
 }
 
 /// Where a reader puts what it reads, and says that it may have missed some.
@@ -152,7 +159,7 @@ async fn read_events<C: ConnectionLike + Send + Sync>(
                     // `last_ids` on, unless Redis restarted (events are not in its AOF). Waiters
                     // re-read the store rather than trust that nothing happened.
                     tracing::info!(failures, "reading events from Redis again");
-                    missed.send_modify(|n| *n += 1);
+                    bump(&missed);
                 }
                 failures = 0;
                 for (key, entries) in stream_entries(reply, origin.as_bytes()) {

@@ -13,7 +13,7 @@
 //! | `P:{bNN}:answers` | list | how long recent answers took, in ms (the newest 125 are read; up to 250 kept) |
 //! | `P:{bNN}:session:<session>` | set | a session's question ids in this bucket |
 //! | `P:{bNN}:target:<target>` | set | pending question ids shown in a target, in this bucket |
-//! | `P:{bNN}:events` | stream | events of this bucket's questions and runs (`data`, and `o`: the tag of the store that wrote it, which skips its own), read by every process (replicated, not in the AOF) |
+//! | `P:{bNN}:events` | stream | events of this bucket's questions, runs and rules (`data`, and `o`: the tag of the store that wrote it, which skips its own), read by every process (replicated, not in the AOF) |
 //! | `P:{bNN}:audit` | stream | the audit records of this bucket's questions |
 //! | `P:{bNN}:run:<id>` | hash | a run's state, lease and question: the small fields its scripts change |
 //! | `P:{bNN}:runj:<id>` | string | the rest of the run (compact JSON: flow, input, origin, journal) |

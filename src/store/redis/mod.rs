@@ -15,8 +15,8 @@
 //! slot: the table is in `keys.rs`. Each bucket's event stream is replicated but kept out of the
 //! AOF (`lua/lib/announce.lua`): events announce what their script wrote into the records, and a
 //! process whose reader may have missed some re-reads its waiters' records ([`Events::missed`]).
-//! The events of the hot path (asks, claims, runs) carry the tag of the store that wrote them,
-//! which hands them to its own process at once; its reader skips them (`events.rs`).
+//! Every event carries the tag of the store that wrote it, which hands it to its own process at
+//! once; its reader skips it (`events.rs`).
 //!
 //! An ask is one script (the question, its indexes and its event); a claim is one script (the
 //! resolution, its event, its audit record, its outbox entry). Readers check every question they

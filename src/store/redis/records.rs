@@ -9,7 +9,8 @@ use super::scripts::{
     ACQUIRE_RUN, HOLD_LEASE, INSERT_PARKED, INSERT_RUN, PARK, RELEASE_LEASE, REVOKE_RULE, SAVE_RUN,
 };
 use crate::store::{
-    Dedupe, Error, Event, Inserted, Leases, Parked, Questions, Result, Rules, Runs, Saved,
+    Dedupe, Error, Event, EventKind, Inserted, Leases, Parked, Questions, Result, Rules, Runs,
+    Saved,
 };
 use askbridge_core::Question;
 use askbridge_core::run::{Acquire, Run};
@@ -287,8 +288,15 @@ impl Rules for RedisStore {
             .arg("*")
             .arg("data")
             .arg(format!(r#"{{"kind":"rule.created","rule":{json}}}"#))
+            .arg("o")
+            .arg(&*self.origin)
             .ignore();
-        self.query_pipe("put rule", &pipe).await
+        self.query_pipe::<()>("put rule", &pipe).await?;
+        self.deliver([Event::Rule {
+            kind: EventKind::RuleCreated,
+            rule: rule.clone(),
+        }]);
+        Ok(())
     }
 
     async fn rules(&self) -> Result<Vec<Rule>> {
@@ -312,13 +320,19 @@ impl Rules for RedisStore {
             .key(self.keys.events(bucket))
             .key(self.keys.rules_by_time(bucket))
             .arg(id.as_str())
-            .arg(EVENTS_MAXLEN)
-            // Not tagged: every process's reader, this one's too, decodes the event.
-            .arg("");
+            .arg(EVENTS_MAXLEN);
+        self.tag(&mut invocation);
         let stored: Option<String> = self.invoke("revoke rule", &invocation).await?;
-        stored
+        let revoked: Option<Rule> = stored
             .map(|json| serde_json::from_str(&json).map_err(corrupt_rule))
-            .transpose()
+            .transpose()?;
+        if let Some(rule) = &revoked {
+            self.deliver([Event::Rule {
+                kind: EventKind::RuleRevoked,
+                rule: rule.clone(),
+            }]);
+        }
+        Ok(revoked)
     }
 }
 

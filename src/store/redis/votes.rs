@@ -8,7 +8,7 @@ use super::codec::votes_of;
 use super::events::EVENTS_MAXLEN;
 use super::keys::question_bucket;
 use super::scripts::VOTE;
-use crate::store::{Drafts, Error, Result, Votes};
+use crate::store::{Drafts, Error, Event, Result, Votes};
 use askbridge_core::form::Draft;
 use askbridge_core::quorum::Vote;
 use askbridge_core::tally::VoteOutcome;
@@ -39,9 +39,8 @@ impl Votes for RedisStore {
             .arg(needs)
             .arg(due_if_met.0)
             .arg(id)
-            .arg(EVENTS_MAXLEN)
-            // Not tagged: every process's reader, this one's too, decodes the event.
-            .arg("");
+            .arg(EVENTS_MAXLEN);
+        self.tag(&mut invocation);
         let reply: Vec<String> = self.invoke("vote", &invocation).await?;
         let (outcome, votes) = match reply.as_slice() {
             [outcome, votes] => (outcome.as_str(), votes.as_str()),
@@ -66,6 +65,9 @@ impl Votes for RedisStore {
         }
         let mut question = snapshot.clone();
         question.votes = votes_of(votes)?;
+        if outcome.is_counted() {
+            self.deliver([Event::voted(&question)]);
+        }
         Ok(Some((outcome, question)))
     }
 }

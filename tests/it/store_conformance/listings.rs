@@ -7,7 +7,7 @@ use askbridge::store::{ClaimOptions, Cursor, Event, EventKind, HistoryFilter, Ru
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::question::DEFAULT_TIMEOUT;
 use askbridge_core::run::{Run, RunState};
-use askbridge_core::{Action, Identity, Millis, Rule, RuleId, Scope, Status, Transition};
+use askbridge_core::{Identity, Millis, Rule, RuleId, Status, Transition};
 use std::time::Duration;
 
 fn run(created: u64) -> Run {
@@ -255,15 +255,7 @@ async fn the_audit_trail_pages_newest_first_with_filters(f: Fixture) {
 
 async fn rules_created_and_revoked_are_announced(f: Fixture) {
     let mut events = f.store.subscribe();
-    let rule = Rule {
-        id: "rule-ev".into(),
-        action: Action::new("shell", serde_json::json!({"command": "make"})),
-        scope: Scope::Everywhere,
-        created_by: "telegram:1".into(),
-        created_at: Millis(5),
-        question_id: None,
-        quorum: 0,
-    };
+    let rule = super::rule("rule-ev");
     f.store.put_rule(&rule).await.unwrap();
     f.store.delete_rule(&RuleId::new("rule-ev")).await.unwrap();
     let mut kinds = Vec::new();

@@ -10,7 +10,8 @@ use askbridge::store::prelude::*;
 use askbridge::store::{Shown, Store, StoreOptions};
 use askbridge_core::question::DEFAULT_TIMEOUT;
 use askbridge_core::{
-    Actor, Answer, Claim, ClaimOutcome, Millis, NewQuestion, Question, QuestionId, Transition,
+    Action, Actor, Answer, Claim, ClaimOutcome, Millis, NewQuestion, Question, QuestionId, Rule,
+    Scope, Transition,
 };
 use std::any::Any;
 use std::sync::Arc;
@@ -116,6 +117,19 @@ pub(crate) fn question(session: &str, targets: &[&str], timeout: Duration) -> Qu
         .timeout(timeout)
         .into_question(QuestionId::random(), Millis::now(), DEFAULT_TIMEOUT)
         .unwrap()
+}
+
+/// An "always allow `make`" rule with this id.
+pub(crate) fn rule(id: &str) -> Rule {
+    Rule {
+        id: id.into(),
+        action: Action::new("shell", serde_json::json!({"command": "make"})),
+        scope: Scope::Everywhere,
+        created_by: "telegram:1".into(),
+        created_at: Millis(5),
+        question_id: None,
+        quorum: 0,
+    }
 }
 
 pub(crate) fn claim(transition: Transition, by: &str) -> Claim {

@@ -3,19 +3,10 @@
 use super::{Fixture, question};
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::question::DEFAULT_TIMEOUT;
-use askbridge_core::{Action, Identity, Millis, Rule, RuleId, Scope};
+use askbridge_core::{Identity, Millis, RuleId};
 
 async fn rules_are_stored_listed_and_deleted(f: Fixture) {
-    let action = Action::new("shell", serde_json::json!({"command": "make"}));
-    let rule = Rule {
-        id: "rule-1".into(),
-        action,
-        scope: Scope::Everywhere,
-        created_by: "telegram:1".into(),
-        created_at: Millis(5),
-        question_id: None,
-        quorum: 0,
-    };
+    let rule = super::rule("rule-1");
 
     f.store.put_rule(&rule).await.unwrap();
     f.store.put_rule(&rule).await.unwrap();

@@ -1,7 +1,7 @@
 -- Every script that announces takes one more argument after its own: the tag of the store that
--- runs it ('' for none), taken off ARGV here, before the script reads its arguments. A store
--- hands the events it tags to its own process at once, and its reader skips them in the stream
--- instead of decoding them again (`events.rs`).
+-- runs it, taken off ARGV here, before the script reads its arguments. A store hands the events
+-- it tags to its own process at once, and its reader skips them in the stream instead of
+-- decoding them again (`events.rs`).
 local ORIGIN = table.remove(ARGV)
 -- Appends an event to its bucket's stream, for every process's reader. The event goes to
 -- replicas but not into the AOF: it announces what the same script wrote into the records,
@@ -10,10 +10,6 @@ local ORIGIN = table.remove(ARGV)
 -- AOF grows by about 40 % less per run, and Redis rewrites it that much less often.
 local function announce(key, maxlen, event)
     redis.set_repl(redis.REPL_REPLICA)
-    if ORIGIN == '' then
-        redis.call('XADD', key, 'MAXLEN', '~', maxlen, '*', 'data', event)
-    else
-        redis.call('XADD', key, 'MAXLEN', '~', maxlen, '*', 'data', event, 'o', ORIGIN)
-    end
+    redis.call('XADD', key, 'MAXLEN', '~', maxlen, '*', 'data', event, 'o', ORIGIN)
     redis.set_repl(redis.REPL_ALL)
 end
