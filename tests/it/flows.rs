@@ -2,8 +2,8 @@
 //! resumes it; steps run once; crashes and races resume exactly once; HTTP flows and callbacks.
 
 use crate::support::{
-    Call, FakeChannel, RedisServer, api_origin, bridge_over, eventually, eventually_some, http,
-    memory_bridge, message, serve,
+    Call, FakeChannel, RedisServer, api_origin, bridge_over, bridge_with, eventually,
+    eventually_some, http, memory_bridge, message, serve,
 };
 use askbridge::bridge::Bridge;
 use askbridge::config::Secret;
@@ -413,8 +413,7 @@ async fn waiting_runs_hold_no_task_and_no_memory_in_the_process() {
 async fn a_crash_between_the_answer_and_the_resume_is_picked_up_at_startup() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::default());
     let counters = Counters::default();
-    let (first, _) = bridge_over(store.clone()).await;
-    register_trip(&first, &counters);
+    let (first, _) = bridge_with(store.clone(), |b| register_trip(b, &counters)).await;
     first
         .handle(message("chat:7", "chat:1", "/trip Paris"))
         .await
@@ -438,8 +437,9 @@ async fn a_crash_between_the_answer_and_the_resume_is_picked_up_at_startup() {
         .await
         .unwrap();
     // A new process on the same store finds the resolved question in the outbox.
-    let (second, _) = bridge_over(store.clone()).await;
-    register_trip(&second, &counters);
+    // Flows are registered before the bridge starts, as `serve` does: a sweep that found the
+    // resolved question before the flow was there would leave it to the grace period.
+    let (second, _) = bridge_with(store.clone(), |b| register_trip(b, &counters)).await;
     let next = waiting_question(&second, "chat:1", "How many nights?").await;
     assert_eq!(next.run_id, question.run_id);
     assert_eq!(
@@ -465,10 +465,8 @@ async fn two_processes_on_one_redis_resume_a_run_once() {
         Arc::new(store) as Arc<dyn Store>
     };
     let counters = Counters::default();
-    let (a, chat_a) = bridge_over(connect().await).await;
-    let (b, chat_b) = bridge_over(connect().await).await;
-    register_trip(&a, &counters);
-    register_trip(&b, &counters);
+    let (a, chat_a) = bridge_with(connect().await, |a| register_trip(a, &counters)).await;
+    let (b, chat_b) = bridge_with(connect().await, |b| register_trip(b, &counters)).await;
     a.handle(message("chat:7", "chat:1", "/trip Rome"))
         .await
         .unwrap();
@@ -932,8 +930,10 @@ async fn a_run_asks_for_approval_and_is_bound_to_the_action() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_follows_a_run_question_by_question_with_run_wait() {
     let fixture = crate::support::redis_store().await;
-    let (driver, _) = crate::support::bridge_over(fixture.store.clone()).await;
-    askbridge::demo::register_example_flows(&driver).unwrap();
+    let (driver, _) = bridge_with(fixture.store.clone(), |d| {
+        askbridge::demo::register_example_flows(d).unwrap()
+    })
+    .await;
     let other_store = RedisStore::connect(RedisOptions {
         url: fixture.server.url(),
         cluster: false,
@@ -943,7 +943,7 @@ async fn a_client_follows_a_run_question_by_question_with_run_wait() {
     })
     .await
     .unwrap();
-    let (watcher, _) = crate::support::bridge_over(Arc::new(other_store)).await;
+    let (watcher, _) = bridge_over(Arc::new(other_store)).await;
     let driver_base = serve(app(AppState::new(driver.clone(), None))).await;
     let watcher_base = serve(app(AppState::new(watcher.clone(), None))).await;
     let run: Value = http()
@@ -1035,8 +1035,10 @@ async fn a_client_follows_a_run_question_by_question_with_run_wait() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_answers_a_run_step_by_step_in_one_round_trip_each() {
     let fixture = crate::support::redis_store().await;
-    let (driver, _) = crate::support::bridge_over(fixture.store.clone()).await;
-    askbridge::demo::register_example_flows(&driver).unwrap();
+    let (driver, _) = bridge_with(fixture.store.clone(), |d| {
+        askbridge::demo::register_example_flows(d).unwrap()
+    })
+    .await;
     let other_store = RedisStore::connect(RedisOptions {
         url: fixture.server.url(),
         cluster: false,
@@ -1046,7 +1048,7 @@ async fn a_client_answers_a_run_step_by_step_in_one_round_trip_each() {
     })
     .await
     .unwrap();
-    let (other, _) = crate::support::bridge_over(Arc::new(other_store)).await;
+    let (other, _) = bridge_over(Arc::new(other_store)).await;
     let bases = [
         serve(app(AppState::new(driver.clone(), None))).await,
         serve(app(AppState::new(other.clone(), None))).await,
@@ -1143,7 +1145,7 @@ async fn a_client_answers_a_run_step_by_step_in_one_round_trip_each() {
 async fn a_run_stored_with_its_first_step_is_stored_by_whichever_write_comes_first() {
     use askbridge::bridge::Storing;
     let fixture = crate::support::redis_store().await;
-    let (bridge, _) = crate::support::bridge_over(fixture.store.clone()).await;
+    let (bridge, _) = bridge_over(fixture.store.clone()).await;
     bridge
         .flow("count", "a step, then a question", |ctx| async move {
             let n = ctx.step("count", async { 41 + 1 }).await?;

@@ -151,6 +151,15 @@ pub async fn memory_bridge() -> (Bridge, Arc<FakeChannel>) {
 
 /// A started bridge over `store` with a fake `chat` channel (targets `chat:<n>`).
 pub async fn bridge_over(store: Arc<dyn Store>) -> (Bridge, Arc<FakeChannel>) {
+    bridge_with(store, |_| {}).await
+}
+
+/// [`bridge_over`], with `set_up` (registering flows) run before the bridge starts, as `serve`
+/// does: recovery at start-up and the first sweep then find the flows there.
+pub async fn bridge_with(
+    store: Arc<dyn Store>,
+    set_up: impl FnOnce(&Bridge),
+) -> (Bridge, Arc<FakeChannel>) {
     let bridge = Bridge::new(
         store,
         BridgeOptions {
@@ -160,6 +169,7 @@ pub async fn bridge_over(store: Arc<dyn Store>) -> (Bridge, Arc<FakeChannel>) {
     );
     let channel = FakeChannel::new("chat");
     bridge.add_channel(channel.clone());
+    set_up(&bridge);
     bridge.start().await.unwrap();
     (bridge, channel)
 }
