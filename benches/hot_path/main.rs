@@ -35,6 +35,7 @@
 mod anchors;
 mod lean;
 mod load;
+mod probe;
 mod process;
 mod runs;
 mod views;
@@ -123,7 +124,7 @@ async fn commands(o: &Options) {
     let id = load::ask(&client, &base, "warm").await;
     load::reply(&client, &base, &id, json!("luxon")).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let monitor = load::Monitor::start(redis.port);
+    let monitor = probe::Monitor::start(redis.port);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let n = 500;
     let before = monitor.count();
@@ -263,10 +264,10 @@ async fn memory(o: &Options) {
     let base = server.base.clone();
     load::fill(&base, 200, 8, "warm").await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let before = load::used_memory(&redis.url()).await;
+    let before = probe::used_memory(&redis.url()).await;
     load::fill(&base, o.pending, o.concurrency, "memory").await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let after = load::used_memory(&redis.url()).await;
+    let after = probe::used_memory(&redis.url()).await;
     let per_question = (after - before) / o.pending as u64;
     println!(
         "Redis per pending question {per_question:>6} B   (goal <= 1,024 B; {} questions, indexes and the trimmed event streams included)",
@@ -283,10 +284,10 @@ async fn memory(o: &Options) {
         stats["pending"]
     );
     let runs = (o.pending / 10).max(100);
-    let before = load::used_memory(&redis.url()).await;
+    let before = probe::used_memory(&redis.url()).await;
     load::start_runs(&base, runs, o.concurrency).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let after = load::used_memory(&redis.url()).await;
+    let after = probe::used_memory(&redis.url()).await;
     let per_run = (after - before) / runs as u64;
     println!(
         "Redis per waiting run      {per_run:>6} B   with the question it waits on; the run's own {} B (goal <= 1,024 B; {runs} runs)",

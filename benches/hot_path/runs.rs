@@ -2,7 +2,7 @@
 //! resume on the same machine, the Redis commands a resume costs, and the CPU each process
 //! spends per resume with fsync on every write and once a second.
 
-use crate::{Options, anchors, load, percentile, redis_server, serve, summary, support};
+use crate::{Options, anchors, load, percentile, probe, redis_server, serve, summary, support};
 use std::time::Duration;
 
 /// `o.runs` runs answered one request per step, printing the CPU each process spent per resume:
@@ -17,9 +17,9 @@ async fn runs_timing_cpu(
     let askbridge_pid = server.child.id().to_string();
     let cpu = || async {
         (
-            load::process_cpu_s(&askbridge_pid),
-            load::redis_cpu_s(&redis.url()).await,
-            load::process_cpu_s("self"),
+            probe::process_cpu_s(&askbridge_pid),
+            probe::redis_cpu_s(&redis.url()).await,
+            probe::process_cpu_s("self"),
         )
     };
     let before = cpu().await;
@@ -45,10 +45,10 @@ pub async fn runs(o: &Options) {
     let server = serve(&redis);
     load::runs(&server.base, 50, o.concurrency, Follow::Answer).await;
     // What a resume costs in Redis commands (a run of three asks: start + three answers).
-    let monitor = load::Monitor::start(redis.port);
+    let monitor = probe::Monitor::start(redis.port);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let (before, inside) = (monitor.count(), monitor.inside());
-    let aof_before = load::aof_bytes(&redis.url()).await;
+    let aof_before = probe::aof_bytes(&redis.url()).await;
     monitor.take_names();
     load::runs(&server.base, 100, 1, Follow::Answer).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -62,7 +62,7 @@ pub async fn runs(o: &Options) {
     println!(
         "  inside Redis per run   {:>8.1}   commands run by scripts; {:.0} AOF bytes",
         (monitor.inside() - inside) as f64 / 100.0,
-        (load::aof_bytes(&redis.url()).await - aof_before) as f64 / 100.0
+        (probe::aof_bytes(&redis.url()).await - aof_before) as f64 / 100.0
     );
     drop(monitor);
     let (rate, mut steps) = runs_timing_cpu(o, &redis, &server, "fsync on every write").await;
