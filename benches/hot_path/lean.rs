@@ -46,9 +46,7 @@ impl Connection {
 
     /// `POST path` with a JSON body: the status and the JSON response.
     pub async fn post(&mut self, path: &str, body: &Value) -> (u16, Value) {
-        let body = serde_json::to_vec(body).unwrap();
-        let (status, response) = self.request("POST", path, &body).await;
-        (status, parse(&response))
+        self.post_as(path, body).await
     }
 
     /// `POST path` with a JSON body: the status and the response read as a `T` (only the
@@ -60,9 +58,7 @@ impl Connection {
     ) -> (u16, T) {
         let body = serde_json::to_vec(body).unwrap();
         let (status, response) = self.request("POST", path, &body).await;
-        let read = serde_json::from_slice(&response)
-            .unwrap_or_else(|e| panic!("{status} {e}: {}", String::from_utf8_lossy(&response)));
-        (status, read)
+        (status, parse(&response))
     }
 
     /// `GET path`: the status and the JSON response.
@@ -135,7 +131,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
-fn parse(body: &[u8]) -> Value {
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> T {
     serde_json::from_slice(body)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(body)))
 }

@@ -306,6 +306,9 @@ impl Bridge {
 
     /// Recovers open questions left by an earlier run, then starts the sweeper (expiry and
     /// interrupted effects) and the waiter pump. The tasks end on [`Bridge::shutdown`].
+    ///
+    /// Register flows first, as `serve` does: a run whose answer came while no process ran it is
+    /// resumed at once only if its flow is here; otherwise it waits for the settle grace (`SETTLE_GRACE`, 10 s).
     pub async fn start(&self) -> Result<Vec<JoinHandle<()>>, Error> {
         let pump = tokio::spawn(self.clone().pump_events());
         self.recover().await?;

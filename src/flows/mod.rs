@@ -231,7 +231,8 @@ impl Runner for Registry {
 
 /// Registering and running flows on a [`Bridge`].
 pub trait FlowsExt {
-    /// Registers a flow, startable with `/run <name> [input]` and `/<name> [input]`.
+    /// Registers a flow, startable with `/run <name> [input]` and `/<name> [input]`. Register
+    /// flows before [`Bridge::start`], which resumes runs answered while askbridge was down.
     fn flow<F, Fut>(&self, name: &str, description: &str, function: F) -> Result<(), Error>
     where
         F: Fn(FlowContext) -> Fut + Send + Sync + 'static,

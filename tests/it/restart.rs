@@ -1,7 +1,7 @@
 //! askbridge killed with SIGKILL and restarted: no pending question is lost, overdue ones are
 //! expired, the rest stay answerable. On Redis (shared store) and on the embedded store.
 
-use crate::support::{Process, RedisServer, eventually, http, wait_in_background};
+use crate::support::{Process, RedisServer, eventually, http, post_json, wait_in_background};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -114,12 +114,8 @@ async fn sigkill_and_restart_on_the_embedded_store_loses_nothing() {
 
 /// Answers question `id` through `base`'s API.
 async fn reply(base: &str, id: &str, answer: &str) {
-    let r = http()
-        .post(format!("{base}/api/questions/{id}/reply"))
-        .json(&json!({ "answer": answer }))
-        .send()
-        .await
-        .unwrap();
+    let path = format!("/api/questions/{id}/reply");
+    let r = post_json(base, &path, json!({ "answer": answer })).await;
     assert_eq!(r.status(), 200);
 }
 

@@ -8,8 +8,8 @@
 //! its bucket).
 //!
 //! A store tags every event it writes with an origin of its own, and hands the event to its
-//! own channel as soon as the write returns;
-//! its reader skips entries with that tag without decoding them. Every event still reaches every
+//! own channel as soon as the write returns; its reader skips entries with that tag without
+//! decoding them. Every event still reaches every
 //! process, each exactly once, and a process no longer decodes, for each of its own answers, the
 //! question and the whole run it has in hand (most of what its reader spent). A script retried
 //! after a lost reply may have announced before: its waiters recheck then (see `retry.rs`).
