@@ -3,7 +3,7 @@
 //! `release` flow, a follow-up run started from a chat message.
 
 use crate::console::Console;
-use crate::{AskError, Bridge, Error, FlowsExt, NoAnswer, Session};
+use crate::{AskError, Error, Flows, NoAnswer, Session};
 use askbridge_core::{Answer, Millis, NewQuestion};
 use std::time::Duration;
 
@@ -65,10 +65,10 @@ pub async fn run(session: &Session, console: &Console) {
     console.print("The demo function is done.");
 }
 
-/// Registers the example flows: `/release [version]` asks three questions, then "publishes" in a
-/// step (which runs once however many times the run is replayed).
-pub fn register_example_flows(bridge: &Bridge) -> Result<(), Error> {
-    bridge.flow(
+/// `flows` with the example flows: `/release [version]` asks three questions, then "publishes"
+/// in a step (which runs once however many times the run is replayed).
+pub fn with_example_flows(flows: Flows) -> Result<Flows, Error> {
+    flows.flow(
         "release",
         "asks three questions, then publishes a release",
         |ctx| async move {

@@ -9,7 +9,7 @@
 use crate::bridge::Bridge;
 use std::collections::BTreeSet;
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
@@ -39,14 +39,18 @@ impl LeaseBook {
 
 /// Runs `body` whenever this process holds lease `name`, until the bridge shuts down. `body`
 /// gets a signal that turns true when it must stop (the lease was lost, or shutdown); it is
-/// started again if the lease comes back.
-pub async fn while_leader<F, Fut>(bridge: Bridge, name: &'static str, mut body: F)
-where
+/// started again if the lease comes back. `book` records which leases are held (one book per
+/// process, shared with the HTTP app's `/healthz`).
+pub async fn while_leader<F, Fut>(
+    bridge: Bridge,
+    name: &'static str,
+    book: Arc<LeaseBook>,
+    mut body: F,
+) where
     F: FnMut(watch::Receiver<bool>) -> Fut,
     Fut: Future<Output = ()>,
 {
     let owner = bridge.owner_id().to_owned();
-    let book = bridge.extension(LeaseBook::default);
     let mut shutdown = bridge.shutdown_signal();
     loop {
         if *shutdown.borrow() {

@@ -60,6 +60,6 @@ pub mod server;
 pub mod signing;
 pub mod store;
 
-pub use bridge::{Bridge, BridgeOptions, Session};
+pub use bridge::{Bridge, BridgeBuilder, BridgeOptions, Session};
 pub use error::{AskError, Error, NoAnswer};
-pub use flows::{FlowsExt, Interrupt};
+pub use flows::{Flows, Interrupt};

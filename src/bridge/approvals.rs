@@ -294,7 +294,7 @@ impl Bridge {
     }
 
     /// True when `identity` may manage rules from a chat.
-    pub fn is_approver(&self, identity: &Identity) -> bool {
+    pub(crate) fn is_approver(&self, identity: &Identity) -> bool {
         self.options().approvers.contains(identity)
     }
 

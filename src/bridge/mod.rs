@@ -27,6 +27,7 @@
 //!   seen lately, which spare the hot path its reads.
 
 mod approvals;
+mod builder;
 mod commands;
 mod effects;
 mod forms;
@@ -44,6 +45,7 @@ mod votes;
 mod waiters;
 
 pub use approvals::{approval_of, decide};
+pub use builder::BridgeBuilder;
 pub use registry::CreateError;
 pub use resolve::{Attempt, ProgramReply, Said};
 pub use runner::{Ahead, Resume, Runner, Storing};
@@ -55,9 +57,8 @@ use crate::metrics::Metrics;
 use crate::store::Store;
 use askbridge_core::question::DEFAULT_TIMEOUT;
 use askbridge_core::{Channel, Identity, QuestionId, Secret, Target};
-use std::any::{Any, TypeId};
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -115,12 +116,14 @@ pub struct Bridge {
     inner: Arc<Inner>,
 }
 
+/// What a bridge is made of. Everything here is fixed when [`BridgeBuilder::start`] makes it:
+/// channels and the runner are wired before anything runs, so no part ever meets a bridge that is
+/// half set up.
 struct Inner {
     store: Arc<dyn Store>,
-    channels: RwLock<HashMap<String, Arc<dyn Channel>>>,
-    runner: RwLock<Option<Arc<dyn Runner>>>,
-    /// Values other parts attach to this bridge, one per type (see [`Bridge::extension`]).
-    extensions: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    /// By surface (`telegram`, `discord`, `console`, ...).
+    channels: HashMap<String, Arc<dyn Channel>>,
+    runner: Option<Arc<dyn Runner>>,
     /// Questions and runs this process saw lately (see `recent.rs`).
     recent: recent::Recent,
     /// When the sweeper may next find something due.
@@ -131,13 +134,14 @@ struct Inner {
     settling: Mutex<HashSet<QuestionId>>,
     /// This process's name as a run's executor.
     owner_id: String,
-    http: reqwest::Client,
     /// For callback URLs: connects only where `callback_egress` allows.
     callbacks: reqwest::Client,
     waiters: Waiters,
     options: BridgeOptions,
     metrics: Metrics,
     shutdown: watch::Sender<bool>,
+    /// The background tasks (event pump, sweeper), awaited by [`Bridge::stopped`].
+    tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Bridge {
@@ -149,39 +153,37 @@ impl std::fmt::Debug for Bridge {
     }
 }
 
-/// A lock that a panic elsewhere does not poison for good: the data it guards stays usable.
-fn read<T: ?Sized>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(|p| p.into_inner())
-}
-
-fn write<T: ?Sized>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(|p| p.into_inner())
-}
-
 impl Bridge {
-    /// A bridge over `store`. Call [`Bridge::start`] to run its background tasks.
-    pub fn new(store: Arc<dyn Store>, options: BridgeOptions) -> Self {
+    /// A builder of a bridge over `store`: channels, the runner and options go in, then
+    /// [`BridgeBuilder::start`] gives a running bridge.
+    pub fn builder(store: Arc<dyn Store>) -> BridgeBuilder {
+        BridgeBuilder::new(store)
+    }
+
+    fn from_parts(parts: builder::Parts) -> Self {
+        let builder::Parts {
+            store,
+            options,
+            channels,
+            runner,
+        } = parts;
         let metrics = Metrics::new(store.round_trips());
         Bridge {
             inner: Arc::new(Inner {
                 store,
-                channels: RwLock::new(HashMap::new()),
-                runner: RwLock::new(None),
-                extensions: Mutex::new(HashMap::new()),
+                channels,
+                runner,
                 recent: recent::Recent::default(),
                 schedule: sweeper::Schedule::default(),
                 refusals: refusals::RefusalBudget::default(),
                 settling: Mutex::new(HashSet::new()),
                 owner_id: format!("p{}-{}", std::process::id(), QuestionId::random()),
-                http: reqwest::Client::builder()
-                    .timeout(Duration::from_secs(15))
-                    .build()
-                    .expect("the HTTP client builds"),
                 callbacks: options.callback_egress.client(Duration::from_secs(15)),
                 waiters: Waiters::default(),
                 options,
                 metrics,
                 shutdown: watch::channel(false).0,
+                tasks: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -207,13 +209,8 @@ impl Bridge {
     }
 
     /// This process's name as the executor of runs.
-    pub fn owner_id(&self) -> &str {
+    pub(crate) fn owner_id(&self) -> &str {
         &self.inner.owner_id
-    }
-
-    /// The HTTP client for flow endpoints and callbacks.
-    pub fn http_client(&self) -> &reqwest::Client {
-        &self.inner.http
     }
 
     /// The HTTP client for callback URLs (see [`crate::egress`]).
@@ -221,58 +218,28 @@ impl Bridge {
         &self.inner.callbacks
     }
 
-    /// Adds a channel; questions targeted at its surface are shown through it.
-    pub fn add_channel(&self, channel: Arc<dyn Channel>) {
-        let surface = channel.surface().to_owned();
-        tracing::info!(surface, "channel added");
-        write(&self.inner.channels).insert(surface, channel);
-    }
-
     /// The channel serving `target`'s surface.
     pub fn channel_for(&self, target: &Target) -> Option<Arc<dyn Channel>> {
-        read(&self.inner.channels).get(target.surface()).cloned()
+        self.inner.channels.get(target.surface()).cloned()
     }
 
     /// The surfaces with a channel.
     pub fn surfaces(&self) -> Vec<String> {
-        let mut surfaces: Vec<String> = read(&self.inner.channels).keys().cloned().collect();
+        let mut surfaces: Vec<String> = self.inner.channels.keys().cloned().collect();
         surfaces.sort();
         surfaces
     }
 
     /// True when at least one of `targets` has a channel.
-    pub fn can_reach(&self, targets: &[Target]) -> bool {
+    fn can_reach(&self, targets: &[Target]) -> bool {
         targets
             .iter()
             .any(|target| self.channel_for(target).is_some())
     }
 
-    /// Registers the engine that runs follow-up runs (see [`Runner`]); replaces an earlier one.
-    pub fn set_runner(&self, runner: Arc<dyn Runner>) {
-        *write(&self.inner.runner) = Some(runner);
-    }
-
-    /// The registered run engine, if any.
+    /// The run engine, if one was wired.
     pub fn runner(&self) -> Option<Arc<dyn Runner>> {
-        read(&self.inner.runner).clone()
-    }
-
-    /// The value of type `T` attached to this bridge, made by `init` the first time: how parts
-    /// above the bridge (the flow engine) keep per-bridge state without the bridge knowing them.
-    pub fn extension<T: Any + Send + Sync>(&self, init: impl FnOnce() -> T) -> Arc<T> {
-        let mut extensions = self
-            .inner
-            .extensions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let value = extensions
-            .entry(TypeId::of::<T>())
-            .or_insert_with(|| Arc::new(init()))
-            .clone();
-        drop(extensions);
-        value
-            .downcast::<T>()
-            .unwrap_or_else(|_| unreachable!("extensions are keyed by their type"))
+        self.inner.runner.clone()
     }
 
     fn refusals(&self) -> &refusals::RefusalBudget {
@@ -288,10 +255,7 @@ impl Bridge {
     }
 
     fn settling(&self) -> MutexGuard<'_, HashSet<QuestionId>> {
-        self.inner
-            .settling
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        lock(&self.inner.settling)
     }
 
     /// A receiver that turns true when [`Bridge::shutdown`] is called.
@@ -304,20 +268,33 @@ impl Bridge {
         self.inner.shutdown.send_replace(true);
     }
 
+    /// Waits until the background tasks have ended (after [`Bridge::shutdown`]).
+    pub async fn stopped(&self) {
+        let tasks = std::mem::take(&mut *lock(&self.inner.tasks));
+        for task in tasks {
+            let _ = task.await;
+        }
+    }
+
     /// Recovers open questions left by an earlier run, then starts the sweeper (expiry and
-    /// interrupted effects) and the waiter pump. The tasks end on [`Bridge::shutdown`].
-    ///
-    /// Register flows first, as `serve` does: a run whose answer came while no process ran it is
-    /// resumed at once only if its flow is here; otherwise it waits for the settle grace (`SETTLE_GRACE`, 10 s).
-    pub async fn start(&self) -> Result<Vec<JoinHandle<()>>, Error> {
+    /// interrupted effects) and the waiter pump. Called once, by [`BridgeBuilder::start`], when
+    /// everything is wired.
+    async fn run_background(&self) -> Result<(), Error> {
         let pump = tokio::spawn(self.clone().pump_events());
+        lock(&self.inner.tasks).push(pump);
         self.recover().await?;
         let sweeper = tokio::spawn(self.clone().sweep_forever());
-        Ok(vec![pump, sweeper])
+        lock(&self.inner.tasks).push(sweeper);
+        Ok(())
     }
 
     /// A handle for one session (a run, a conversation) of the in-process API.
     pub fn session(&self, session_id: impl Into<String>) -> Session {
         Session::new(self.clone(), session_id.into())
     }
+}
+
+/// A mutex that a panic elsewhere does not poison for good: the data it guards stays usable.
+fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }

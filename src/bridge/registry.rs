@@ -59,7 +59,7 @@ impl Bridge {
     /// [`Bridge::create`] under a run's derived id: a replay after a crash that meets the same
     /// question again gets it back as it is, neither stored nor shown twice; one that meets it
     /// changed gets [`CreateError::Diverged`].
-    pub async fn create_for_run(
+    pub(crate) async fn create_for_run(
         &self,
         request: NewQuestion,
         id: QuestionId,
@@ -74,7 +74,7 @@ impl Bridge {
 
     /// The question a run's request becomes under its derived id, checked but not stored: the
     /// run's park stores it (see `Runs::park_run`), then [`Bridge::introduce`] shows it.
-    pub async fn prepare_for_run(
+    pub(crate) async fn prepare_for_run(
         &self,
         request: NewQuestion,
         id: QuestionId,
@@ -108,7 +108,7 @@ impl Bridge {
     }
 
     /// A question just stored: a rule may decide it at once; otherwise it is shown.
-    pub async fn introduce(&self, question: Question) -> Result<Question, Error> {
+    pub(crate) async fn introduce(&self, question: Question) -> Result<Question, Error> {
         self.recent().asked(&question);
         tracing::info!(
             question_id = %question.id,
@@ -198,7 +198,7 @@ impl Bridge {
 
     /// Waits for question `id` until its deadline (and a short grace), expiring it here if the
     /// sweeper has not: a waiter never hangs past a deadline.
-    pub async fn wait_for_outcome(&self, id: &QuestionId) -> Result<Question, Error> {
+    pub(crate) async fn wait_for_outcome(&self, id: &QuestionId) -> Result<Question, Error> {
         let question = self.get(id).await?;
         let left = question.remaining(Millis::now()) + EXPIRY_GRACE;
         let question = self.wait(id, left).await?;
@@ -227,13 +227,9 @@ impl Bridge {
         Ok(cancelled)
     }
 
-    /// Cancels every pending question of a session; their waiters are released at once.
-    pub async fn cancel_session(&self, session_id: &str, actor: Actor) -> Result<usize, Error> {
-        self.cancel_session_because(session_id, actor, None).await
-    }
-
-    /// [`Bridge::cancel_session`], with the reason every surface shows (`Cancelled: <reason>`).
-    pub async fn cancel_session_because(
+    /// Cancels every pending question of a session, with the reason every surface shows
+    /// (`Cancelled: <reason>`); their waiters are released at once.
+    pub async fn cancel_session(
         &self,
         session_id: &str,
         actor: Actor,

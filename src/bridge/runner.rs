@@ -2,7 +2,7 @@
 //!
 //! The bridge resumes runs (a resolved question with a `run_id`), takes over runs whose process
 //! died, and starts flows from chat commands — without knowing what a flow is. A flow engine
-//! (`crate::flows`) implements [`Runner`] and registers it with [`Bridge::set_runner`]; the
+//! (`crate::flows`) implements [`Runner`] and is wired in with [`super::BridgeBuilder::runner`]; the
 //! dependency points from flows to the bridge, never back.
 
 use super::Bridge;

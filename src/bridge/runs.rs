@@ -110,7 +110,7 @@ impl Bridge {
 
     /// News of a run, for this process: remembered (see `recent.rs`) and handed to its waiters.
     /// `question` is the question it now waits on, when the caller has it.
-    pub fn run_news(&self, run: &Run, question: Option<&Question>) {
+    pub(crate) fn run_news(&self, run: &Run, question: Option<&Question>) {
         let news = RunNews {
             run: run.clone(),
             question: question.cloned(),
@@ -120,14 +120,9 @@ impl Bridge {
         }
     }
 
-    /// Starts flow `name` for `origin` with the registered [`super::Runner`], stored at once.
-    pub async fn start_run(&self, name: &str, input: &str, origin: Origin) -> Result<Run, Error> {
-        self.start_run_storing(name, input, origin, Storing::AtStart)
-            .await
-    }
-
-    /// [`Bridge::start_run`], stored as `storing` says.
-    pub async fn start_run_storing(
+    /// Starts flow `name` for `origin` with the bridge's [`super::Runner`], stored as `storing`
+    /// says.
+    pub async fn start_run(
         &self,
         name: &str,
         input: &str,

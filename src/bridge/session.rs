@@ -93,7 +93,7 @@ impl Session {
     /// Cancels this session's pending questions.
     pub async fn stop(&self) -> Result<usize, Error> {
         self.bridge
-            .cancel_session(&self.id, Actor::askbridge("stop"))
+            .cancel_session(&self.id, Actor::askbridge("stop"), None)
             .await
     }
 }

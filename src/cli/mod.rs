@@ -11,6 +11,7 @@
 pub(crate) mod ask;
 pub(crate) mod client;
 pub(crate) mod exec;
+mod late;
 pub(crate) mod mcp;
 pub(crate) mod server;
 

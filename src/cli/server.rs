@@ -1,16 +1,17 @@
 //! `serve` and `demo`: askbridge itself, wired from its configuration.
 
 use super::ServeArgs;
+use super::late::LateChannel;
 use anyhow::Context;
-use askbridge::FlowsExt;
 use askbridge::bridge::Bridge;
 use askbridge::config::{self, Config, StoreChoice};
 use askbridge::console::Console;
 use askbridge::flows::http::HttpFlow;
 use askbridge::http::{AppState, HostPolicy, app};
-use askbridge::store::StoreOptions;
-use askbridge::{BridgeOptions, leader, runtime};
-use askbridge_core::{Inbox, Target};
+use askbridge::leader::LeaseBook;
+use askbridge::store::{Store, StoreOptions};
+use askbridge::{BridgeOptions, Flows, leader, runtime};
+use askbridge_core::{Channel, Inbox, Target};
 use askbridge_discord::{Discord, DiscordOptions};
 use askbridge_telegram::{Telegram, TelegramOptions, WebhookOptions};
 use std::sync::Arc;
@@ -35,9 +36,8 @@ fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
     Ok(config)
 }
 
-/// Opens the store and builds the bridge (not started yet: channels come first, so that
-/// recovery can show pending questions on them).
-async fn open_bridge(config: &Config, default_targets: Vec<Target>) -> anyhow::Result<Bridge> {
+/// Opens the configured store, logging its shape.
+async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
     let store = runtime::open_store(
         &config.store,
         StoreOptions {
@@ -65,7 +65,12 @@ async fn open_bridge(config: &Config, default_targets: Vec<Target>) -> anyhow::R
     } else {
         tracing::warn!(store = %store.describe(), %shape, "store opened");
     }
-    let options = BridgeOptions {
+    Ok(store)
+}
+
+/// The bridge's settings as configured.
+fn bridge_options(config: &Config, default_targets: Vec<Target>) -> anyhow::Result<BridgeOptions> {
+    Ok(BridgeOptions {
         default_timeout: config.default_timeout,
         default_targets,
         run_lease: config.run_lease,
@@ -76,105 +81,161 @@ async fn open_bridge(config: &Config, default_targets: Vec<Target>) -> anyhow::R
         callback_egress: askbridge::egress::Egress::public_only()
             .allow(&config.callback_allow)
             .map_err(anyhow::Error::msg)?,
-    };
-    Ok(Bridge::new(store, options))
+    })
 }
 
-/// Registers the HTTP flows of `ASKBRIDGE_FLOWS`, and the example flows when asked.
-fn register_flows(config: &Config, bridge: &Bridge, examples: bool) -> anyhow::Result<()> {
+/// The HTTP flows of `ASKBRIDGE_FLOWS`, and the example flows when asked.
+fn flows(config: &Config, examples: bool) -> anyhow::Result<Flows> {
+    let mut flows = Flows::new();
     if examples {
-        askbridge::demo::register_example_flows(bridge)?;
+        flows = askbridge::demo::with_example_flows(flows)?;
     }
     if let Some(secret) = &config.flow_secret {
         for (name, url) in &config.http_flows {
             let flow = HttpFlow::new(name, url, secret.clone());
-            bridge
-                .register_flow(name, Arc::new(flow))
+            flows = flows
+                .register(name, Arc::new(flow))
                 .with_context(|| format!("in {}", config::FLOWS))?;
         }
     }
-    Ok(())
+    Ok(flows)
 }
 
-/// Connects the configured chat platforms: their channels join the bridge, their webhook routes
-/// join the HTTP app, and their update loops run until shutdown.
-async fn start_chat_adapters(
-    config: &Config,
-    bridge: &Bridge,
-    mut state: AppState,
-    tasks: &mut Vec<JoinHandle<()>>,
-) -> anyhow::Result<AppState> {
-    let inbox: Arc<dyn Inbox> = Arc::new(bridge.clone());
-    if let Some(settings) = &config.telegram {
-        let webhook = settings
-            .webhook_url
-            .clone()
-            .zip(settings.webhook_secret.as_ref())
-            .map(|(url, secret)| WebhookOptions {
-                url,
-                secret: secret.expose().to_owned(),
-            });
-        let options = TelegramOptions {
-            token: settings.token.expose().to_owned(),
-            api_url: settings.api_url.clone(),
-            webhook,
+/// The configured chat platforms, connected before the bridge is built: their channels go into
+/// the builder, and what needs the running bridge (webhook routes, update loops) is attached
+/// by [`Chats::attach`] once it runs.
+struct Chats {
+    telegram: Option<TelegramMode>,
+    discord: Option<Discord>,
+}
+
+enum TelegramMode {
+    /// Connected; updates arrive at a webhook route.
+    Webhook(Telegram),
+    /// Long polling, which needs nothing from the HTTP server: connected in the background, so a
+    /// Telegram outage at start-up delays Telegram, not askbridge. Its channel is there from the
+    /// start and sends once the connection is made.
+    Polling(TelegramOptions, Arc<LateChannel>),
+}
+
+impl Chats {
+    /// Connects what must be connected before serving (Telegram's webhook mode, Discord).
+    async fn connect(config: &Config) -> anyhow::Result<Self> {
+        let telegram = match &config.telegram {
+            None => None,
+            Some(settings) => Some(connect_telegram(settings).await?),
         };
-        if options.webhook.is_none() {
-            // Long polling needs nothing from the HTTP server: connect in the background, so a
-            // Telegram outage at start-up delays Telegram, not askbridge.
-            let (bridge, inbox) = (bridge.clone(), Arc::clone(&inbox));
-            tasks.push(tokio::spawn(run_telegram_when_reachable(
-                options, bridge, inbox,
-            )));
-        } else {
-            let telegram = Telegram::connect(options)
-                .await
-                .context("cannot start Telegram")?;
-            bridge.add_channel(telegram.channel());
-            state = state.with_routes(telegram.routes(Arc::clone(&inbox)));
-            let (inbox, shutdown) = (Arc::clone(&inbox), bridge.shutdown_signal());
-            tasks.push(tokio::spawn(async move {
-                if let Err(error) = telegram.run(inbox, shutdown).await {
-                    tracing::error!(%error, "Telegram stopped");
-                }
-            }));
-        }
+        let discord = match &config.discord {
+            None => None,
+            Some(settings) => {
+                let options = DiscordOptions {
+                    token: settings.token.expose().to_owned(),
+                    api_url: settings.api_url.clone(),
+                    public_key: settings.public_key.clone(),
+                };
+                let discord = Discord::connect(options).await.with_context(|| {
+                    format!("cannot start Discord ({})", config::DISCORD_BOT_TOKEN)
+                })?;
+                Some(discord)
+            }
+        };
+        Ok(Chats { telegram, discord })
     }
-    if let Some(settings) = &config.discord {
-        let options = DiscordOptions {
-            token: settings.token.expose().to_owned(),
-            api_url: settings.api_url.clone(),
-            public_key: settings.public_key.clone(),
-        };
-        let discord = Discord::connect(options)
-            .await
-            .with_context(|| format!("cannot start Discord ({})", config::DISCORD_BOT_TOKEN))?;
-        bridge.add_channel(discord.channel());
-        state = state.with_routes(discord.routes(Arc::clone(&inbox)));
-        // Every replica sends; one holds the gateway.
-        let (inbox, holder) = (Arc::clone(&inbox), bridge.clone());
-        tasks.push(tokio::spawn(leader::while_leader(
-            holder,
-            leader::DISCORD_GATEWAY,
-            move |stop| {
-                let (discord, inbox) = (discord.clone(), Arc::clone(&inbox));
-                async move {
-                    if let Err(error) = discord.run(inbox, stop).await {
-                        tracing::error!(%error, "Discord is off until askbridge restarts");
+
+    /// The channels, for the bridge's builder.
+    fn channels(&self) -> Vec<Arc<dyn Channel>> {
+        let telegram = self.telegram.as_ref().map(|mode| match mode {
+            TelegramMode::Webhook(telegram) => telegram.channel(),
+            TelegramMode::Polling(_, late) => Arc::clone(late) as Arc<dyn Channel>,
+        });
+        let discord = self.discord.as_ref().map(Discord::channel);
+        telegram.into_iter().chain(discord).collect()
+    }
+
+    /// Adds the webhook routes to `state` and starts the update loops, which run until the bridge
+    /// shuts down. Every replica sends; one holds Telegram's long poll and Discord's gateway.
+    fn attach(
+        self,
+        bridge: &Bridge,
+        mut state: AppState,
+        leases: &Arc<LeaseBook>,
+        tasks: &mut Vec<JoinHandle<()>>,
+    ) -> AppState {
+        let inbox: Arc<dyn Inbox> = Arc::new(bridge.clone());
+        match self.telegram {
+            Some(TelegramMode::Webhook(telegram)) => {
+                state = state.with_routes(telegram.routes(Arc::clone(&inbox)));
+                let (inbox, shutdown) = (Arc::clone(&inbox), bridge.shutdown_signal());
+                tasks.push(tokio::spawn(async move {
+                    if let Err(error) = telegram.run(inbox, shutdown).await {
+                        tracing::error!(%error, "Telegram stopped");
                     }
-                }
-            },
-        )));
+                }));
+            }
+            Some(TelegramMode::Polling(options, late)) => {
+                let (bridge, inbox, leases) = (bridge.clone(), Arc::clone(&inbox), leases.clone());
+                tasks.push(tokio::spawn(run_telegram_when_reachable(
+                    options, late, bridge, inbox, leases,
+                )));
+            }
+            None => {}
+        }
+        if let Some(discord) = self.discord {
+            state = state.with_routes(discord.routes(Arc::clone(&inbox)));
+            let (inbox, holder) = (Arc::clone(&inbox), bridge.clone());
+            tasks.push(tokio::spawn(leader::while_leader(
+                holder,
+                leader::DISCORD_GATEWAY,
+                leases.clone(),
+                move |stop| {
+                    let (discord, inbox) = (discord.clone(), Arc::clone(&inbox));
+                    async move {
+                        if let Err(error) = discord.run(inbox, stop).await {
+                            tracing::error!(%error, "Discord is off until askbridge restarts");
+                        }
+                    }
+                },
+            )));
+        }
+        state
     }
-    Ok(state)
+}
+
+/// Telegram in webhook mode connected now; in long-poll mode, its channel to connect later.
+async fn connect_telegram(settings: &config::TelegramConfig) -> anyhow::Result<TelegramMode> {
+    let webhook = settings
+        .webhook_url
+        .clone()
+        .zip(settings.webhook_secret.as_ref())
+        .map(|(url, secret)| WebhookOptions {
+            url,
+            secret: secret.expose().to_owned(),
+        });
+    let options = TelegramOptions {
+        token: settings.token.expose().to_owned(),
+        api_url: settings.api_url.clone(),
+        webhook,
+    };
+    if options.webhook.is_none() {
+        return Ok(TelegramMode::Polling(
+            options,
+            Arc::new(LateChannel::new("telegram")),
+        ));
+    }
+    let telegram = Telegram::connect(options)
+        .await
+        .context("cannot start Telegram")?;
+    Ok(TelegramMode::Webhook(telegram))
 }
 
 /// Connects to Telegram, retrying with backoff (up to a minute apart) while it is unreachable,
 /// then receives updates until shutdown. A refused token ends the attempts: retrying cannot fix it.
 async fn run_telegram_when_reachable(
     options: TelegramOptions,
+    late: Arc<LateChannel>,
     bridge: Bridge,
     inbox: Arc<dyn Inbox>,
+    leases: Arc<LeaseBook>,
 ) {
     let mut shutdown = bridge.shutdown_signal();
     let mut delay = std::time::Duration::from_secs(5);
@@ -195,10 +256,9 @@ async fn run_telegram_when_reachable(
             }
         }
     };
-    bridge.add_channel(telegram.channel());
+    late.arrive(telegram.channel());
     // Every replica sends; one holds the long poll (Telegram answers a second poller 409).
-    let poller = bridge.clone();
-    leader::while_leader(poller, leader::TELEGRAM_POLL, |stop| {
+    leader::while_leader(bridge, leader::TELEGRAM_POLL, leases, |stop| {
         let (telegram, inbox) = (telegram.clone(), Arc::clone(&inbox));
         async move {
             if let Err(error) = telegram.run(inbox, stop).await {
@@ -242,23 +302,60 @@ fn serve_options(config: &Config) -> askbridge::server::ServeOptions {
 }
 
 /// The HTTP application's state as configured.
-fn app_state(config: &Config, bridge: &Bridge) -> AppState {
+fn app_state(config: &Config, bridge: &Bridge, leases: &Arc<LeaseBook>) -> AppState {
     AppState::new(bridge.clone(), config.api_token.as_ref())
         .with_hosts(HostPolicy::local().allow(&config.allowed_hosts))
         .with_public_metrics(config.metrics_public)
         .with_mcp_progress(config.mcp_progress)
+        .with_leases(leases.clone())
+}
+
+/// A running askbridge: the bridge, the HTTP app's state and the tasks to await at the end.
+struct Wired {
+    bridge: Bridge,
+    state: AppState,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// Wires everything before anything runs: the store, the chat platforms, the flows and the
+/// bridge over them; then attaches the platforms' routes and update loops to the running bridge.
+/// `console` joins as a channel when given (`askbridge demo`).
+async fn wire(
+    config: &Config,
+    default_targets: Vec<Target>,
+    examples: bool,
+    console: Option<Arc<dyn Channel>>,
+) -> anyhow::Result<Wired> {
+    let store = open_store(config).await?;
+    let chats = Chats::connect(config).await?;
+    let mut builder = Bridge::builder(store)
+        .options(bridge_options(config, default_targets)?)
+        .runner(Arc::new(flows(config, examples)?));
+    for channel in chats.channels().into_iter().chain(console) {
+        builder = builder.channel(channel);
+    }
+    let bridge = builder.start().await?;
+    let leases = Arc::new(LeaseBook::default());
+    let mut tasks = Vec::new();
+    let state = app_state(config, &bridge, &leases);
+    let state = chats.attach(&bridge, state, &leases, &mut tasks);
+    Ok(Wired {
+        bridge,
+        state,
+        tasks,
+    })
 }
 
 /// `askbridge serve`.
 pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let config = load_config(&args)?;
     init_logging(&config.log);
-    let bridge = open_bridge(&config, config.default_targets.clone()).await?;
-    register_flows(&config, &bridge, config.example_flows)?;
-    let mut tasks = Vec::new();
-    let state = app_state(&config, &bridge);
-    let state = start_chat_adapters(&config, &bridge, state, &mut tasks).await?;
-    tasks.extend(bridge.start().await?);
+    let examples = config.example_flows;
+    let Wired {
+        bridge,
+        state,
+        tasks,
+    } = wire(&config, config.default_targets.clone(), examples, None).await?;
     let listener = bind(&config).await?;
     warn_if_exposed(&config);
     tracing::info!(addr = %listener.local_addr()?, surfaces = ?bridge.surfaces(), "askbridge serving");
@@ -274,6 +371,7 @@ pub(crate) async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     )
     .await?;
     bridge.shutdown();
+    bridge.stopped().await;
     for task in tasks {
         let _ = task.await;
     }
@@ -288,14 +386,18 @@ pub(crate) async fn demo(args: ServeArgs) -> anyhow::Result<()> {
         config.log = "warn".into();
     }
     init_logging(&config.log);
-    let bridge = open_bridge(&config, vec![Target::console()]).await?;
-    register_flows(&config, &bridge, true)?;
     let console = Console::stdout();
-    bridge.add_channel(Arc::new(console.clone()));
-    let mut tasks = Vec::new();
-    let state = app_state(&config, &bridge);
-    let state = start_chat_adapters(&config, &bridge, state, &mut tasks).await?;
-    tasks.extend(bridge.start().await?);
+    let Wired {
+        bridge,
+        state,
+        tasks,
+    } = wire(
+        &config,
+        vec![Target::console()],
+        true,
+        Some(Arc::new(console.clone())),
+    )
+    .await?;
     let listener = bind(&config).await?;
     let addr = listener.local_addr()?;
     let server_bridge = bridge.clone();
@@ -343,6 +445,7 @@ pub(crate) async fn demo(args: ServeArgs) -> anyhow::Result<()> {
     bridge.shutdown();
     console_task.abort();
     let _ = server.await;
+    bridge.stopped().await;
     for task in tasks {
         let _ = task.await;
     }

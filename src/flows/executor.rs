@@ -3,7 +3,7 @@
 
 use super::context::Suspension;
 use super::gate::Gate;
-use super::{Flow, FlowContext, FlowResult, Interrupt, registry};
+use super::{Flow, FlowContext, FlowResult, Flows, Interrupt};
 use crate::Error;
 use crate::bridge::{Bridge, Resume, Storing};
 use crate::store::{ErrorKind, Inserted, Parked, Saved};
@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 /// Starts `flow` for `origin`: the run is stored, then executed in the background.
 pub(super) async fn start(
+    flows: &Flows,
     bridge: &Bridge,
     flow: Arc<dyn Flow>,
     name: &str,
@@ -41,34 +42,40 @@ pub(super) async fn start(
                 .into());
             }
         }
-        Storing::WithFirstStep => registry(bridge).unstored.hold(run.clone()),
+        Storing::WithFirstStep => flows.unstored.hold(run.clone()),
     }
     tracing::info!(run_id = %run.id, flow = name, user = %run.origin.user, "run started");
     // Known here as executing: a client waiting for its first question waits for the park's
     // news instead of reading the run back.
     bridge.run_news(&run, None);
-    spawn_drive(bridge, Some(flow), run.clone(), None);
+    spawn_drive(flows, bridge, Some(flow), run.clone(), None);
     Ok(run)
 }
 
 /// Executes `run` in the background. `answered` is the question it waited on, when the caller
 /// has it at hand (a claim that handed the run over): the run need not read it again.
 pub(super) fn spawn_drive(
+    flows: &Flows,
     bridge: &Bridge,
     flow: Option<Arc<dyn Flow>>,
     run: Run,
     answered: Option<Question>,
 ) {
-    let bridge = bridge.clone();
+    let (flows, bridge) = (flows.clone(), bridge.clone());
     tokio::spawn(async move {
-        let flow = flow.or_else(|| registry(&bridge).find(&run.flow));
-        drive(&bridge, flow, run, answered).await
+        let flow = flow.or_else(|| flows.find(&run.flow));
+        drive(&flows, &bridge, flow, run, answered).await
     });
 }
 
 /// Writes a run this process holds; [`Interrupt::Superseded`] when another process took it over.
-async fn persist(bridge: &Bridge, run: &Run, owner: &str) -> Result<Saved, Interrupt> {
-    match registry(bridge).unstored.save(bridge, run, owner).await? {
+async fn persist(
+    flows: &Flows,
+    bridge: &Bridge,
+    run: &Run,
+    owner: &str,
+) -> Result<Saved, Interrupt> {
+    match flows.unstored.save(bridge, run, owner).await? {
         Saved::Lost => {
             tracing::warn!(run_id = %run.id, "run taken over by another process; stopping here");
             Err(Interrupt::Superseded)
@@ -90,6 +97,7 @@ fn replayed_later(interrupt: &Interrupt) -> bool {
 /// Executes a run this process has just taken: absorbs the answer it waited for, runs the
 /// function from the top, and parks the run on its next question or finishes it.
 async fn drive(
+    flows: &Flows,
     bridge: &Bridge,
     flow: Option<Arc<dyn Flow>>,
     mut run: Run,
@@ -97,23 +105,23 @@ async fn drive(
 ) {
     let owner = bridge.owner_id().to_owned();
     if run.state.is_final() {
-        report(bridge, run, &owner).await;
+        report(flows, bridge, run, &owner).await;
         return;
     }
     if let Err(interrupt) = absorb_answer(bridge, &mut run, answered).await {
         if replayed_later(&interrupt) {
             tracing::warn!(run_id = %run.id, error = %interrupt, "cannot load the answer the run waited for; recovery will retry");
         } else {
-            finish(bridge, run, &owner, Err(interrupt)).await;
+            finish(flows, bridge, run, &owner, Err(interrupt)).await;
         }
         return;
     }
     let Some(flow) = flow else {
         let message = format!("this askbridge has no flow `{}`", run.flow);
-        finish(bridge, run, &owner, Err(Interrupt::Failed(message))).await;
+        finish(flows, bridge, run, &owner, Err(Interrupt::Failed(message))).await;
         return;
     };
-    let ctx = FlowContext::for_run(bridge, run.clone(), &owner);
+    let ctx = FlowContext::for_run(flows, bridge, run.clone(), &owner);
     let _heartbeat = AbortOnDrop(spawn_heartbeat(bridge, ctx.clone()));
     // A panicking flow ends its run as failed, instead of leaving it running forever.
     let result = AssertUnwindSafe(Gate::new(flow.run(ctx.clone()), ctx.clone()))
@@ -130,8 +138,8 @@ async fn drive(
         (_, Err(interrupt)) if replayed_later(&interrupt) => {
             tracing::warn!(run_id = %run.id, error = %interrupt, "run stopped; it will be replayed from its journal");
         }
-        (Some(suspension), _) => park(bridge, run, &owner, suspension).await,
-        (None, result) => finish(bridge, run, &owner, result).await,
+        (Some(suspension), _) => park(flows, bridge, run, &owner, suspension).await,
+        (None, result) => finish(flows, bridge, run, &owner, result).await,
     }
 }
 
@@ -189,13 +197,13 @@ fn spawn_heartbeat(bridge: &Bridge, ctx: FlowContext) -> tokio::task::JoinHandle
 /// Saves the run as waiting on its question — storing the question with it, in one step, when
 /// it is new. If the question was resolved while the function still ran (so its resume found the
 /// run busy), the save says so and the run is taken again at once.
-async fn park(bridge: &Bridge, mut run: Run, owner: &str, suspension: Suspension) {
+async fn park(flows: &Flows, bridge: &Bridge, mut run: Run, owner: &str, suspension: Suspension) {
     let Suspension { question, stored } = suspension;
     run.park_on(question.id.clone(), Millis::now());
     let saved = if stored {
-        persist(bridge, &run, owner).await
+        persist(flows, bridge, &run, owner).await
     } else {
-        park_with_question(bridge, &run, owner, &question).await
+        park_with_question(flows, bridge, &run, owner, &question).await
     };
     let Ok(saved) = saved else {
         return;
@@ -212,7 +220,7 @@ async fn park(bridge: &Bridge, mut run: Run, owner: &str, suspension: Suspension
                 return;
             }
         };
-        if let Err(error) = take_up(bridge, &resolved).await {
+        if let Err(error) = take_up(flows, bridge, &resolved).await {
             tracing::warn!(run_id = %run.id, %error, "cannot resume at once; the question's resume will");
         }
     }
@@ -222,27 +230,25 @@ async fn park(bridge: &Bridge, mut run: Run, owner: &str, suspension: Suspension
 /// under its id (a replay after a crash in an older version) is checked — it must be this run's,
 /// asked the same way, and readable — and the run parks on it; if the check fails, so does the run.
 async fn park_with_question(
+    flows: &Flows,
     bridge: &Bridge,
     run: &Run,
     owner: &str,
     question: &Question,
 ) -> Result<Saved, Interrupt> {
-    let parked = registry(bridge)
-        .unstored
-        .park(bridge, run, owner, question)
-        .await?;
+    let parked = flows.unstored.park(bridge, run, owner, question).await?;
     let saved = match parked {
         Parked::Saved(saved) => saved,
         Parked::QuestionTaken => {
             if let Err(error) = bridge.existing_for_run(question).await {
                 let interrupt = Interrupt::from(error);
                 if !replayed_later(&interrupt) {
-                    finish(bridge, run.clone(), owner, Err(interrupt)).await;
+                    finish(flows, bridge, run.clone(), owner, Err(interrupt)).await;
                     return Err(Interrupt::Superseded);
                 }
                 return Err(interrupt);
             }
-            return persist(bridge, run, owner).await;
+            return persist(flows, bridge, run, owner).await;
         }
     };
     if saved == Saved::Lost {
@@ -254,7 +260,7 @@ async fn park_with_question(
 }
 
 /// Records the run's end, then reports it.
-async fn finish(bridge: &Bridge, mut run: Run, owner: &str, result: FlowResult) {
+async fn finish(flows: &Flows, bridge: &Bridge, mut run: Run, owner: &str, result: FlowResult) {
     let (state, text) = match result {
         Ok(text) => (RunState::Done, text),
         Err(interrupt) => (RunState::Failed, interrupt.to_string()),
@@ -274,10 +280,10 @@ async fn finish(bridge: &Bridge, mut run: Run, owner: &str, result: FlowResult) 
         run.owner = None;
         run.lease_until = None;
     }
-    if persist(bridge, &run, owner).await.is_ok() {
+    if persist(flows, bridge, &run, owner).await.is_ok() {
         bridge.run_news(&run, None);
         if !run.reported {
-            report(bridge, run, owner).await;
+            report(flows, bridge, run, owner).await;
         }
     }
 }
@@ -285,7 +291,7 @@ async fn finish(bridge: &Bridge, mut run: Run, owner: &str, result: FlowResult) 
 /// Posts a finished run's result in its chat, then marks it reported. A failure leaves it
 /// unreported under its lease, for recovery to post later: a result is never lost (at worst,
 /// after a crash at the wrong instant, posted twice).
-async fn report(bridge: &Bridge, mut run: Run, owner: &str) {
+async fn report(flows: &Flows, bridge: &Bridge, mut run: Run, owner: &str) {
     if let Some(chat) = run.origin.chat.clone() {
         let line = report_line(&run);
         if let Err(error) = bridge.say(&chat, &line).await {
@@ -296,11 +302,15 @@ async fn report(bridge: &Bridge, mut run: Run, owner: &str) {
     run.reported = true;
     run.owner = None;
     run.lease_until = None;
-    let _ = persist(bridge, &run, owner).await;
+    let _ = persist(flows, bridge, &run, owner).await;
 }
 
 /// The resume effect of a resolved question that belongs to a run.
-pub(super) async fn take_up(bridge: &Bridge, question: &Question) -> Result<Resume, Error> {
+pub(super) async fn take_up(
+    flows: &Flows,
+    bridge: &Bridge,
+    question: &Question,
+) -> Result<Resume, Error> {
     let Some(run_id) = &question.run_id else {
         return Ok(Resume::Done);
     };
@@ -313,7 +323,7 @@ pub(super) async fn take_up(bridge: &Bridge, question: &Question) -> Result<Resu
         .await?
     {
         tracing::info!(run_id = %run.id, question_id = %question.id, "run resumed");
-        spawn_drive(bridge, None, run, Some(question.clone()));
+        spawn_drive(flows, bridge, None, run, Some(question.clone()));
         return Ok(Resume::Done);
     }
     let Some(run) = bridge.store().get_run(run_id).await? else {
@@ -331,7 +341,7 @@ pub(super) async fn take_up(bridge: &Bridge, question: &Question) -> Result<Resu
 
 /// Takes over runs whose executor's lease ran out (its process died or stalled). A run whose
 /// record no longer reads is abandoned, loudly, instead of being retried for ever.
-pub(super) async fn recover(bridge: &Bridge) -> Result<usize, Error> {
+pub(super) async fn recover(flows: &Flows, bridge: &Bridge) -> Result<usize, Error> {
     let now = Millis::now();
     let lease_until = now.after(bridge.options().run_lease);
     let mut taken = 0;
@@ -344,7 +354,7 @@ pub(super) async fn recover(bridge: &Bridge) -> Result<usize, Error> {
             Ok(Some(run)) => {
                 tracing::info!(run_id = %run.id, state = run.state.as_str(), "run taken over after its executor's lease ran out");
                 taken += 1;
-                spawn_drive(bridge, None, run, None);
+                spawn_drive(flows, bridge, None, run, None);
             }
             Ok(None) => {}
             Err(error) if error.kind() == ErrorKind::Corrupt => {

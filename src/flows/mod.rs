@@ -4,9 +4,9 @@
 //! ```no_run
 //! # use askbridge::{Bridge, Error};
 //! # use askbridge::core::{Answer, NewQuestion};
-//! # use askbridge::flows::FlowsExt;
-//! # fn register(bridge: &Bridge) -> Result<(), Error> {
-//! bridge.flow("deploy", "Deploys a version to an environment", |ctx| async move {
+//! # use askbridge::flows::Flows;
+//! # fn register() -> Result<Flows, Error> {
+//! let flows = Flows::new().flow("deploy", "Deploys a version to an environment", |ctx| async move {
 //!     let env = if ctx.input().is_empty() { "staging".to_owned() } else { ctx.input().to_owned() };
 //!     let version = ctx.ask(NewQuestion::ask("Which version?").options(["1.4.2", "1.5.0-rc1"])).await?;
 //!     if !ctx.confirm(NewQuestion::confirm(format!("Deploy {version} to {env}?"))).await? {
@@ -16,7 +16,8 @@
 //!     let url = ctx.step("deploy", async { format!("https://{env}.example/") }).await?;
 //!     Ok(format!("Deployed {version} to {url}"))
 //! })?;
-//! # Ok(()) }
+//! // Then: Bridge::builder(store).runner(Arc::new(flows)).start().await?
+//! # Ok(flows) }
 //! ```
 //!
 //! # How a run waits
@@ -38,15 +39,14 @@
 //! died runs again; a step whose result was written never does — it is written with the run's
 //! next write, before the function waits on anything, see `gate.rs`).
 //!
-//! The same function also runs in *blocking* mode ([`FlowsExt::run_blocking`]): asks wait for
+//! The same function also runs in *blocking* mode ([`Flows::run_blocking`]): asks wait for
 //! their answers like [`crate::Session::ask`], for callers that are not chats.
 //!
-//! The flow engine sits above the bridge: it registers itself as the bridge's
-//! [`crate::bridge::Runner`], and the bridge resumes runs through that trait without knowing what
-//! a flow is.
+//! The flow engine sits above the bridge: [`Flows`] is the [`crate::bridge::Runner`] a bridge is
+//! built with, and the bridge resumes runs through that trait without knowing what a flow is.
 //!
-//! - `mod.rs`: the [`Flow`] trait, the registry and [`FlowsExt`] (registering flows on a bridge);
-//! - `context.rs`: [`FlowContext`], the journal replay behind `ask`, `confirm`, `approve` and
+//! - `mod.rs`: the [`Flow`] trait and [`Flows`], the flows a bridge runs;
+//! - `context/`: [`FlowContext`], the journal replay behind `ask`, `confirm`, `approve` and
 //!   `step`;
 //! - `executor.rs`: starting, resuming, taking over and reporting runs;
 //! - `gate.rs`: writing a step's result with the run's next write, before any wait;
@@ -74,7 +74,7 @@ use async_trait::async_trait;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 /// A boxed future, as flows return.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -82,7 +82,7 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 /// What a flow's function returns: the text posted in its chat, or why it stopped.
 pub type FlowResult = Result<String, Interrupt>;
 
-/// A function people can start from a chat. Object-safe; see [`FlowsExt::flow`] for closures.
+/// A function people can start from a chat. Object-safe; see [`Flows::flow`] for closures.
 pub trait Flow: Send + Sync {
     /// Runs (or re-runs, on resume) the function. Returns the result to post in the chat.
     fn run(&self, ctx: FlowContext) -> BoxFuture<FlowResult>;
@@ -145,51 +145,91 @@ fn check_flow_name(name: &str) -> Result<(), Error> {
     .into())
 }
 
-/// The flows registered on one bridge: the bridge's [`Runner`].
-#[derive(Default)]
-pub struct Registry {
-    flows: RwLock<HashMap<String, Arc<dyn Flow>>>,
+/// The flows a bridge runs: its [`Runner`], given to [`crate::bridge::BridgeBuilder::runner`].
+/// Flows are registered here before the bridge is built, so start-up recovery finds every flow
+/// a waiting run may need. A cheap handle; clones share the flows and the runs in flight.
+#[derive(Clone, Default)]
+pub struct Flows {
+    flows: Arc<HashMap<String, Arc<dyn Flow>>>,
     /// Runs started here that are stored with their first step.
-    unstored: unstored::Unstored,
+    unstored: Arc<unstored::Unstored>,
 }
 
-impl std::fmt::Debug for Registry {
+impl std::fmt::Debug for Flows {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Registry")
+        f.debug_struct("Flows")
             .field("flows", &self.names())
             .finish()
     }
 }
 
-impl Registry {
+impl Flows {
+    /// No flows yet.
+    pub fn new() -> Self {
+        Flows::default()
+    }
+
+    /// Adds a flow, startable with `/run <name> [input]` and `/<name> [input]`.
+    pub fn flow<F, Fut>(self, name: &str, description: &str, function: F) -> Result<Self, Error>
+    where
+        F: Fn(FlowContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = FlowResult> + Send + 'static,
+    {
+        let description = description.to_owned();
+        self.register(
+            name,
+            Arc::new(FnFlow {
+                function,
+                description,
+            }),
+        )
+    }
+
+    /// Adds any [`Flow`] (an HTTP endpoint, say).
+    pub fn register(mut self, name: &str, flow: Arc<dyn Flow>) -> Result<Self, Error> {
+        check_flow_name(name)?;
+        Arc::make_mut(&mut self.flows).insert(name.to_owned(), flow);
+        tracing::info!(flow = name, "flow registered");
+        Ok(self)
+    }
+
     /// The flow called `name`.
     pub fn find(&self, name: &str) -> Option<Arc<dyn Flow>> {
-        self.read().get(name).cloned()
+        self.flows.get(name).cloned()
+    }
+
+    /// Runs flow `name` to its end in blocking mode: its asks wait in `session` (shown on the
+    /// session's default targets) like [`Session::ask`].
+    pub fn run_blocking(
+        &self,
+        bridge: &Bridge,
+        name: &str,
+        input: &str,
+        session: Session,
+    ) -> BoxFuture<FlowResult> {
+        let flow = self.find(name);
+        let ctx = FlowContext::blocking(bridge, input, session);
+        let name = name.to_owned();
+        Box::pin(async move {
+            match flow {
+                Some(flow) => flow.run(ctx).await,
+                None => Err(Error::UnknownFlow(name).into()),
+            }
+        })
     }
 
     fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.read().keys().cloned().collect();
+        let mut names: Vec<String> = self.flows.keys().cloned().collect();
         names.sort();
         names
-    }
-
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<dyn Flow>>> {
-        self.flows.read().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn insert(&self, name: &str, flow: Arc<dyn Flow>) {
-        self.flows
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.to_owned(), flow);
     }
 }
 
 #[async_trait]
-impl Runner for Registry {
+impl Runner for Flows {
     fn flows(&self) -> Vec<(String, String)> {
         let mut list: Vec<(String, String)> = self
-            .read()
+            .flows
             .iter()
             .map(|(name, flow)| (name.clone(), flow.description()))
             .collect();
@@ -208,7 +248,7 @@ impl Runner for Registry {
         let flow = self
             .find(name)
             .ok_or_else(|| Error::UnknownFlow(name.to_owned()))?;
-        executor::start(bridge, flow, name, input, origin, storing).await
+        executor::start(self, bridge, flow, name, input, origin, storing).await
     }
 
     fn ahead(&self, bridge: &Bridge, run: Run, answered: &Question) -> Option<Ahead> {
@@ -217,82 +257,14 @@ impl Runner for Registry {
     }
 
     fn drive(&self, bridge: &Bridge, run: Run, answered: Question) {
-        executor::spawn_drive(bridge, None, run, Some(answered));
+        executor::spawn_drive(self, bridge, None, run, Some(answered));
     }
 
     async fn resume(&self, bridge: &Bridge, question: &Question) -> Result<Resume, Error> {
-        executor::take_up(bridge, question).await
+        executor::take_up(self, bridge, question).await
     }
 
     async fn recover(&self, bridge: &Bridge) -> Result<usize, Error> {
-        executor::recover(bridge).await
-    }
-}
-
-/// Registering and running flows on a [`Bridge`].
-pub trait FlowsExt {
-    /// Registers a flow, startable with `/run <name> [input]` and `/<name> [input]`. Register
-    /// flows before [`Bridge::start`], which resumes runs answered while askbridge was down.
-    fn flow<F, Fut>(&self, name: &str, description: &str, function: F) -> Result<(), Error>
-    where
-        F: Fn(FlowContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = FlowResult> + Send + 'static;
-
-    /// Registers any [`Flow`] (an HTTP endpoint, say).
-    fn register_flow(&self, name: &str, flow: Arc<dyn Flow>) -> Result<(), Error>;
-
-    /// The flows, by name, with their descriptions.
-    fn flow_list(&self) -> Vec<(String, String)>;
-
-    /// Runs flow `name` to its end in blocking mode: its asks wait in `session` (shown on the
-    /// session's default targets) like [`Session::ask`].
-    fn run_blocking(&self, name: &str, input: &str, session: Session) -> BoxFuture<FlowResult>;
-}
-
-/// The bridge's registry, attached (and registered as its runner) on first use.
-fn registry(bridge: &Bridge) -> Arc<Registry> {
-    let registry = bridge.extension(Registry::default);
-    if bridge.runner().is_none() {
-        bridge.set_runner(registry.clone());
-    }
-    registry
-}
-
-impl FlowsExt for Bridge {
-    fn flow<F, Fut>(&self, name: &str, description: &str, function: F) -> Result<(), Error>
-    where
-        F: Fn(FlowContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = FlowResult> + Send + 'static,
-    {
-        self.register_flow(
-            name,
-            Arc::new(FnFlow {
-                function,
-                description: description.to_owned(),
-            }),
-        )
-    }
-
-    fn register_flow(&self, name: &str, flow: Arc<dyn Flow>) -> Result<(), Error> {
-        check_flow_name(name)?;
-        registry(self).insert(name, flow);
-        tracing::info!(flow = name, "flow registered");
-        Ok(())
-    }
-
-    fn flow_list(&self) -> Vec<(String, String)> {
-        registry(self).flows()
-    }
-
-    fn run_blocking(&self, name: &str, input: &str, session: Session) -> BoxFuture<FlowResult> {
-        let flow = registry(self).find(name);
-        let ctx = FlowContext::blocking(self, input, session);
-        let name = name.to_owned();
-        Box::pin(async move {
-            match flow {
-                Some(flow) => flow.run(ctx).await,
-                None => Err(Error::UnknownFlow(name).into()),
-            }
-        })
+        executor::recover(self, bridge).await
     }
 }

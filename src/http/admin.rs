@@ -160,10 +160,7 @@ pub(super) async fn healthz(State(state): State<AppState>) -> Response {
     let pinged = tokio::time::timeout(Duration::from_millis(900), store.ping()).await;
     let error = match pinged {
         Ok(Ok(())) => {
-            let leases = state
-                .bridge
-                .extension(crate::leader::LeaseBook::default)
-                .held();
+            let leases = state.leases.held();
             // The cluster's shape, when it can be read in what is left of the probe's time.
             let topology = tokio::time::timeout(Duration::from_millis(500), store.topology())
                 .await
@@ -193,10 +190,7 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Result<Response, A
     let pending = store.counts(askbridge_core::Millis::now()).await?.pending;
     let topology = store.topology().await.ok();
     // Which replica holds which chat connection (see `leader`): 1 here, 0 elsewhere.
-    let held = state
-        .bridge
-        .extension(crate::leader::LeaseBook::default)
-        .held();
+    let held = state.leases.held();
     let leases = [crate::leader::TELEGRAM_POLL, crate::leader::DISCORD_GATEWAY]
         .map(|lease| (lease, held.iter().any(|h| h == lease)));
     let body = state.bridge.metrics().render(&Scrape {

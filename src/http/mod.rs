@@ -75,6 +75,8 @@ pub struct AppState {
     metrics_public: bool,
     /// How often an MCP tool call that waits reports progress.
     mcp_progress: std::time::Duration,
+    /// The leader leases this process holds, for `/healthz` and `/metrics`.
+    leases: Arc<crate::leader::LeaseBook>,
 }
 
 impl AppState {
@@ -87,7 +89,14 @@ impl AppState {
             hosts: HostPolicy::local(),
             metrics_public: false,
             mcp_progress: std::time::Duration::from_secs(15),
+            leases: Arc::default(),
         }
+    }
+
+    /// Reports the leases in `book` (the one [`crate::leader::while_leader`] keeps).
+    pub fn with_leases(mut self, book: Arc<crate::leader::LeaseBook>) -> Self {
+        self.leases = book;
+        self
     }
 
     /// How often a waiting MCP tool call reports progress (`ASKBRIDGE_MCP_PROGRESS_S`).

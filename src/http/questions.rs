@@ -223,7 +223,7 @@ pub(super) async fn cancel_session(
     let reason = cancel_reason(&body)?;
     let cancelled = state
         .bridge
-        .cancel_session_because(&session_id, Actor::api(), reason)
+        .cancel_session(&session_id, Actor::api(), reason)
         .await?;
     Ok(Json(json!({ "cancelled": cancelled })))
 }

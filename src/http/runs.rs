@@ -67,7 +67,7 @@ pub(super) async fn start_run(
     };
     let run = state
         .bridge
-        .start_run_storing(&request.flow, &request.input, origin, storing)
+        .start_run(&request.flow, &request.input, origin, storing)
         .await?;
     let body = match wait {
         // Like LangGraph's first `invoke`: the run as it is at its first question.

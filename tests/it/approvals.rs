@@ -29,9 +29,12 @@ async fn setup_over(store: Arc<dyn askbridge::store::Store>) -> (Bridge, String)
         approvers: vec!["console".into(), "api".into(), "chat:7".into()],
         ..BridgeOptions::default()
     };
-    let bridge = Bridge::new(store, options);
-    bridge.add_channel(FakeChannel::new("chat"));
-    bridge.start().await.unwrap();
+    let bridge = Bridge::builder(store)
+        .options(options)
+        .channel(FakeChannel::new("chat"))
+        .start()
+        .await
+        .unwrap();
     let base = serve(app(AppState::new(bridge.clone(), None))).await;
     (bridge, base)
 }

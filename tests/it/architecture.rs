@@ -5,7 +5,7 @@
 use crate::support::{RedisServer, eventually_some, http, redis_store_with};
 use crate::telegram::{GROUP, alice, ask_body, setup_over};
 use askbridge::BridgeOptions;
-use askbridge::FlowsExt;
+use askbridge::Flows;
 use askbridge::bridge::Bridge;
 use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
@@ -313,26 +313,25 @@ async fn a_telegram_tap_reads_its_question_once_before_claiming() {
 async fn a_corrupt_record_met_by_a_flow_fails_its_run_with_a_message() {
     let fixture = redis_store_with(StoreOptions::default()).await;
     let store = fixture.store.clone();
-    let bridge = Bridge::new(
-        store.clone(),
-        BridgeOptions {
-            run_lease: Duration::from_millis(300),
-            ..BridgeOptions::default()
-        },
-    );
-    bridge
+    let flows = Flows::new()
         .flow("ask", "asks one thing", |ctx| async move {
             let answer = ctx.ask(NewQuestion::ask("Go on?")).await?;
             Ok(format!("got {answer}"))
         })
         .unwrap();
+    let builder = Bridge::builder(store.clone())
+        .options(BridgeOptions {
+            run_lease: Duration::from_millis(300),
+            ..BridgeOptions::default()
+        })
+        .runner(Arc::new(flows));
     // A run whose process died after creating its first question and before parking: the
     // replay meets that question again, and its record is corrupt.
     let origin = crate::support::api_origin();
     let run = Run::new("ask", "", origin, "dead-process", Millis(1), Millis(2));
     assert_eq!(store.insert_run(&run).await.unwrap(), Inserted::Created);
     plant_corrupt_question(&fixture.server, &run.question_id(0)).await;
-    bridge.start().await.unwrap();
+    let bridge = builder.start().await.unwrap();
     let failed = eventually_some(Duration::from_secs(10), "the run to fail", || {
         let (store, id) = (store.clone(), run.id.clone());
         async move {

@@ -3,11 +3,11 @@
 
 use crate::store_conformance;
 use crate::support::{Call, FakeChannel, bridge_over, eventually, eventually_some, memory_bridge};
+use askbridge::Error;
 use askbridge::bridge::Bridge;
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::{ListFilter, StoreOptions};
 use askbridge::{AskError, NoAnswer};
-use askbridge::{BridgeOptions, Error};
 use askbridge_core::{Actor, Answer, Kind, NewQuestion, Status, Transition};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -187,8 +187,10 @@ async fn confirm_is_a_bool_and_never_fails() {
 
 #[tokio::test]
 async fn can_ask_is_false_and_ask_fails_at_once_without_a_surface() {
-    let bridge = Bridge::new(Arc::new(MemoryStore::default()), BridgeOptions::default());
-    bridge.start().await.unwrap();
+    let bridge = Bridge::builder(Arc::new(MemoryStore::default()))
+        .start()
+        .await
+        .unwrap();
     let session = bridge.session("headless");
     assert!(!session.can_ask());
     let started = std::time::Instant::now();
@@ -258,9 +260,8 @@ async fn cancelling_a_session_releases_its_waiters_at_once() {
 
 #[tokio::test]
 async fn first_answer_wins_and_every_surface_withdraws() {
-    let (bridge, chat) = memory_bridge().await;
     let other = FakeChannel::new("other");
-    bridge.add_channel(other.clone());
+    let (bridge, chat) = crate::support::memory_bridge_and(other.clone()).await;
     let q = bridge
         .create(
             NewQuestion::ask("Which?")

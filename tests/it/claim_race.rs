@@ -2,7 +2,6 @@
 //! sharing one Redis (as two askbridge processes would): exactly one wins.
 
 use crate::support::{FakeChannel, RedisServer, http, serve};
-use askbridge::BridgeOptions;
 use askbridge::bridge::Bridge;
 use askbridge::http::{AppState, app};
 use askbridge::store::StoreOptions;
@@ -21,9 +20,11 @@ async fn process(server: &RedisServer) -> (Bridge, String) {
     })
     .await
     .unwrap();
-    let bridge = Bridge::new(Arc::new(store), BridgeOptions::default());
-    bridge.add_channel(FakeChannel::new("chat"));
-    bridge.start().await.unwrap();
+    let bridge = Bridge::builder(Arc::new(store))
+        .channel(FakeChannel::new("chat"))
+        .start()
+        .await
+        .unwrap();
     let base = serve(app(AppState::new(bridge.clone(), None))).await;
     (bridge, base)
 }

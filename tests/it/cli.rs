@@ -218,14 +218,14 @@ async fn ctrl_c_cancels_the_question_and_exits_130() {
 
 #[tokio::test]
 async fn approve_exits_0_when_allowed_and_3_when_rejected() {
-    let bridge = Bridge::new(
-        Arc::new(MemoryStore::default()),
-        BridgeOptions {
+    let bridge = Bridge::builder(Arc::new(MemoryStore::default()))
+        .options(BridgeOptions {
             approvers: vec![Identity::new("api")],
             ..BridgeOptions::default()
-        },
-    );
-    bridge.start().await.unwrap();
+        })
+        .start()
+        .await
+        .unwrap();
     let base = serve(app(AppState::new(bridge, None))).await;
     let args = r#"{"workspace": "prod"}"#;
     let child = cli(

@@ -3,7 +3,7 @@
 //! waiters, and that every script's keys fall in one Redis Cluster slot.
 
 use crate::support::{FakeChannel, api_origin, bridge_over, eventually, message, redis_store};
-use askbridge::FlowsExt;
+use askbridge::Flows;
 use askbridge::bridge::{Bridge, ProgramReply, Storing};
 use askbridge::store::redis::slot;
 use askbridge_core::run::{JournalEntry, RunState};
@@ -172,16 +172,20 @@ async fn every_script_touches_keys_of_one_slot() {
     let (bridge, _chat) = bridge_over(fixture.store.clone()).await;
     let mut approvers = bridge.options().clone();
     approvers.approvers = vec!["chat:7".into()];
-    let bridge = Bridge::new(fixture.store.clone(), approvers);
-    bridge.add_channel(FakeChannel::new("chat"));
-    bridge
+    let flows = Flows::new()
         .flow("two", "asks twice", |ctx| async move {
             let first = ctx.ask(NewQuestion::ask("First?")).await?;
             let second = ctx.ask(NewQuestion::ask("Second?")).await?;
             Ok(format!("{first} {second}"))
         })
         .unwrap();
-    bridge.start().await.unwrap();
+    let bridge = Bridge::builder(fixture.store.clone())
+        .options(approvers)
+        .channel(FakeChannel::new("chat"))
+        .runner(Arc::new(flows))
+        .start()
+        .await
+        .unwrap();
     let monitor = Monitor::start(fixture.server.port);
     // Asked, shown, answered with a withdrawal; an approval answered "always" (a rule, marked as
     // an effect); a question expired by the sweeper; a run started, parked, resumed and ended.
@@ -269,7 +273,7 @@ async fn every_script_touches_keys_of_one_slot() {
     // A run stored with its first question, as for a caller waiting for it (insert_parked.lua).
     let origin = crate::support::api_origin();
     let started = bridge
-        .start_run_storing("two", "", origin, askbridge::bridge::Storing::WithFirstStep)
+        .start_run("two", "", origin, askbridge::bridge::Storing::WithFirstStep)
         .await
         .unwrap();
     crate::support::eventually_some(Duration::from_secs(10), "the run parked", || {
@@ -349,10 +353,9 @@ async fn next_question(bridge: &Bridge, id: &str, after: Option<&QuestionId>) ->
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_answered_is_carried_to_its_next_question_in_one_script() {
     let fixture = redis_store().await;
-    let (bridge, _) = bridge_over(fixture.store.clone()).await;
     let steps = Arc::new(AtomicUsize::new(0));
     let counted = steps.clone();
-    bridge
+    let flows = Flows::new()
         .flow("three", "asks three times, then a step", move |ctx| {
             let counted = counted.clone();
             async move {
@@ -368,8 +371,9 @@ async fn a_run_answered_is_carried_to_its_next_question_in_one_script() {
             }
         })
         .unwrap();
+    let (bridge, _) = crate::support::bridge_running(fixture.store.clone(), flows).await;
     let run = bridge
-        .start_run_storing("three", "", api_origin(), Storing::WithFirstStep)
+        .start_run("three", "", api_origin(), Storing::WithFirstStep)
         .await
         .unwrap();
     let id = run.id.as_str();

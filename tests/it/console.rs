@@ -297,12 +297,18 @@ impl Buffer {
     }
 }
 
+/// A started bridge over a memory store with a fake `chat` channel and `console`.
+async fn with_console(console: &Console) -> (askbridge::Bridge, Arc<crate::support::FakeChannel>) {
+    let store = Arc::new(askbridge::store::memory::MemoryStore::default());
+    let console = Arc::new(console.clone());
+    crate::support::bridge_with(store, |builder| builder.channel(console)).await
+}
+
 #[tokio::test]
 async fn the_console_prints_questions_takes_typed_answers_and_reports_other_surfaces() {
-    let (bridge, chat) = memory_bridge().await;
     let buffer = Buffer::default();
     let console = Console::new(Arc::new(Mutex::new(buffer.clone())));
-    bridge.add_channel(Arc::new(console.clone()));
+    let (bridge, chat) = with_console(&console).await;
     let first = bridge
         .create(
             NewQuestion::ask("Which library?")
@@ -420,10 +426,9 @@ async fn a_preview_predicts_the_reply_and_changes_nothing() {
 /// skipped, the whole object submitted.
 #[tokio::test]
 async fn the_console_fills_a_form_one_field_at_a_time() {
-    let (bridge, _chat) = memory_bridge().await;
     let buffer = Buffer::default();
     let console = Console::new(Arc::new(Mutex::new(buffer.clone())));
-    bridge.add_channel(Arc::new(console.clone()));
+    let (bridge, _chat) = with_console(&console).await;
     let schema = serde_json::from_value(serde_json::json!({
         "type": "object",
         "properties": {

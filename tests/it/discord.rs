@@ -75,8 +75,7 @@ impl Rig {
 
     /// Without the gateway: for the HTTP endpoint and the outage.
     async fn over(fake: FakeDiscord, discord: Discord) -> Rig {
-        let (bridge, _) = memory_bridge().await;
-        bridge.add_channel(discord.channel());
+        let (bridge, _) = crate::support::memory_bridge_and(discord.channel()).await;
         let inbox: Arc<dyn Inbox> = Arc::new(bridge.clone());
         let api = app(AppState::new(bridge.clone(), None).with_routes(discord.routes(inbox)));
         Rig {
@@ -826,7 +825,7 @@ async fn an_answer_elsewhere_withdraws_the_buttons() {
         .await;
     let message = rig.shown(&q, channel()).await;
     rig.bridge
-        .cancel_session("s1", Actor::new("askbridge", "stop"))
+        .cancel_session("s1", Actor::new("askbridge", "stop"), None)
         .await
         .unwrap();
     let edited = rig.withdrawn(message).await;
@@ -1171,8 +1170,7 @@ async fn a_discord_outage_loses_nothing() {
     assert!(!error.to_string().contains(TOKEN));
 
     // The bridge keeps trying; when Discord is back the question appears, once.
-    let (bridge, _) = memory_bridge().await;
-    bridge.add_channel(discord.channel());
+    let (bridge, _) = crate::support::memory_bridge_and(discord.channel()).await;
     let q = bridge
         .create(
             NewQuestion::ask("Which?")

@@ -2,10 +2,10 @@
 //! resumes it; steps run once; crashes and races resume exactly once; HTTP flows and callbacks.
 
 use crate::support::{
-    Call, FakeChannel, RedisServer, api_origin, bridge_over, bridge_with, eventually,
-    eventually_some, http, memory_bridge, message, serve,
+    Call, FakeChannel, RedisServer, api_origin, bridge_over, bridge_running, bridge_with,
+    eventually, eventually_some, http, memory_bridge, memory_bridge_running, message, serve,
 };
-use askbridge::bridge::Bridge;
+use askbridge::bridge::{Bridge, Storing};
 use askbridge::config::Secret;
 use askbridge::flows::FlowContext;
 use askbridge::flows::http::HttpFlow;
@@ -14,7 +14,7 @@ use askbridge::signing;
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::redis::{RedisOptions, RedisStore};
 use askbridge::store::{ListFilter, Store, StoreOptions};
-use askbridge::{BridgeOptions, Error, FlowsExt, Interrupt, NoAnswer};
+use askbridge::{BridgeOptions, Error, Flows, Interrupt, NoAnswer};
 use askbridge_core::run::{Origin, RunState};
 use askbridge_core::{Actor, Answer, Inbox, Millis, NewQuestion, Question, Transition};
 use serde_json::{Value, json};
@@ -32,9 +32,9 @@ struct Counters {
 }
 
 /// A flow with three asks and a step: the shape the issue asks to test.
-fn register_trip(bridge: &Bridge, counters: &Counters) {
+fn trip(counters: &Counters) -> Flows {
     let counters = counters.clone();
-    bridge
+    Flows::new()
         .flow("trip", "plans a trip", move |ctx: FlowContext| {
             let counters = counters.clone();
             async move {
@@ -76,7 +76,7 @@ fn register_trip(bridge: &Bridge, counters: &Counters) {
                 ))
             }
         })
-        .unwrap();
+        .unwrap()
 }
 
 async fn waiting_question(bridge: &Bridge, chat: &str, prompt_start: &str) -> Question {
@@ -121,9 +121,8 @@ async fn wait_said(channel: &Arc<FakeChannel>, needle: &str) -> String {
 
 #[tokio::test]
 async fn a_chat_message_starts_a_run_and_each_answer_resumes_it() {
-    let (bridge, chat) = memory_bridge().await;
     let counters = Counters::default();
-    register_trip(&bridge, &counters);
+    let (bridge, chat) = memory_bridge_running(trip(&counters)).await;
     let started = bridge
         .handle(message("chat:7", "chat:1", "/trip Lisbon"))
         .await
@@ -210,9 +209,8 @@ async fn a_chat_message_starts_a_run_and_each_answer_resumes_it() {
 
 #[tokio::test]
 async fn declines_and_expiry_reach_the_flow() {
-    let (bridge, chat) = memory_bridge().await;
     let counters = Counters::default();
-    register_trip(&bridge, &counters);
+    let (bridge, chat) = memory_bridge_running(trip(&counters)).await;
     bridge
         .handle(message("chat:7", "chat:1", "/run trip Oslo"))
         .await
@@ -264,18 +262,26 @@ async fn declines_and_expiry_reach_the_flow() {
 
 #[tokio::test]
 async fn a_flow_error_and_a_changed_flow_fail_in_one_clear_line() {
-    let (bridge, chat) = memory_bridge().await;
-    bridge
+    let failing = Flows::new()
         .flow("boom", "fails", |_ctx| async {
             Err(Interrupt::fail("the disk is full"))
         })
-        .unwrap();
-    bridge
+        .unwrap()
         .flow("count", "parses its input", |ctx| async move {
             let n: u32 = ctx.input().parse().expect("a number");
             Ok(n.to_string())
         })
         .unwrap();
+    let store: Arc<dyn askbridge::store::Store> = Arc::new(MemoryStore::default());
+    let shape = |prompt: &'static str| {
+        move |ctx: FlowContext| async move {
+            ctx.ask(NewQuestion::ask(prompt))
+                .await
+                .map(|a| a.to_string())
+        }
+    };
+    let v1 = failing.clone().flow("shape", "v1", shape("Old question?"));
+    let (bridge, chat) = bridge_running(store.clone(), v1.unwrap()).await;
     bridge
         .handle(message("chat:7", "chat:1", "/count many"))
         .await
@@ -294,25 +300,15 @@ async fn a_flow_error_and_a_changed_flow_fail_in_one_clear_line() {
         "✗ boom failed: the disk is full"
     );
     bridge
-        .flow("shape", "v1", |ctx| async move {
-            ctx.ask(NewQuestion::ask("Old question?"))
-                .await
-                .map(|a| a.to_string())
-        })
-        .unwrap();
-    bridge
         .handle(message("chat:7", "chat:1", "/shape"))
         .await
         .unwrap();
     let old = waiting_question(&bridge, "chat:1", "Old question?").await;
-    // The flow's code changes while the run waits.
-    bridge
-        .flow("shape", "v2", |ctx| async move {
-            ctx.ask(NewQuestion::ask("New question?"))
-                .await
-                .map(|a| a.to_string())
-        })
-        .unwrap();
+    // The flow's code changes while the run waits: askbridge restarts with the new code.
+    bridge.shutdown();
+    bridge.stopped().await;
+    let v2 = failing.flow("shape", "v2", shape("New question?"));
+    let (bridge, chat) = bridge_running(store, v2.unwrap()).await;
     bridge
         .handle(message(
             "chat:7",
@@ -326,17 +322,19 @@ async fn a_flow_error_and_a_changed_flow_fail_in_one_clear_line() {
         failure,
         "✗ shape failed: The flow changed while the run waited: it now asks \"New question?\" where its journal recorded the question \"Old question?\"."
     );
-    let guarded = Bridge::new(
-        Arc::new(MemoryStore::default()),
-        BridgeOptions {
-            flow_starters: vec!["chat:7".into()],
-            ..BridgeOptions::default()
-        },
-    );
-    guarded
+    let boom = Flows::new()
         .flow("boom", "fails", |_ctx| async {
             Err(Interrupt::fail("the disk is full"))
         })
+        .unwrap();
+    let guarded = Bridge::builder(Arc::new(MemoryStore::default()))
+        .options(BridgeOptions {
+            flow_starters: vec!["chat:7".into()],
+            ..BridgeOptions::default()
+        })
+        .runner(Arc::new(boom))
+        .start()
+        .await
         .unwrap();
     let stranger = guarded
         .handle(message("chat:8", "chat:1", "/boom"))
@@ -367,9 +365,8 @@ async fn a_flow_error_and_a_changed_flow_fail_in_one_clear_line() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiting_runs_hold_no_task_and_no_memory_in_the_process() {
-    let (bridge, _) = memory_bridge().await;
     let counters = Counters::default();
-    register_trip(&bridge, &counters);
+    let (bridge, _) = memory_bridge_running(trip(&counters)).await;
     let metrics = tokio::runtime::Handle::current().metrics();
     tokio::time::sleep(Duration::from_millis(100)).await;
     let baseline = metrics.num_alive_tasks();
@@ -380,7 +377,10 @@ async fn waiting_runs_hold_no_task_and_no_memory_in_the_process() {
             user: format!("chat:{n}").into(),
             user_name: None,
         };
-        bridge.start_run("trip", "Rome", origin).await.unwrap();
+        bridge
+            .start_run("trip", "Rome", origin, Storing::AtStart)
+            .await
+            .unwrap();
     }
     eventually(
         Duration::from_secs(30),
@@ -413,7 +413,7 @@ async fn waiting_runs_hold_no_task_and_no_memory_in_the_process() {
 async fn a_crash_between_the_answer_and_the_resume_is_picked_up_at_startup() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::default());
     let counters = Counters::default();
-    let (first, _) = bridge_with(store.clone(), |b| register_trip(b, &counters)).await;
+    let (first, _) = bridge_with(store.clone(), |b| b.runner(Arc::new(trip(&counters)))).await;
     first
         .handle(message("chat:7", "chat:1", "/trip Paris"))
         .await
@@ -439,7 +439,7 @@ async fn a_crash_between_the_answer_and_the_resume_is_picked_up_at_startup() {
     // A new process on the same store finds the resolved question in the outbox.
     // Flows are registered before the bridge starts, as `serve` does: a sweep that found the
     // resolved question before the flow was there would leave it to the grace period.
-    let (second, _) = bridge_with(store.clone(), |b| register_trip(b, &counters)).await;
+    let (second, _) = bridge_with(store.clone(), |b| b.runner(Arc::new(trip(&counters)))).await;
     let next = waiting_question(&second, "chat:1", "How many nights?").await;
     assert_eq!(next.run_id, question.run_id);
     assert_eq!(
@@ -465,8 +465,8 @@ async fn two_processes_on_one_redis_resume_a_run_once() {
         Arc::new(store) as Arc<dyn Store>
     };
     let counters = Counters::default();
-    let (a, chat_a) = bridge_with(connect().await, |a| register_trip(a, &counters)).await;
-    let (b, chat_b) = bridge_with(connect().await, |b| register_trip(b, &counters)).await;
+    let (a, chat_a) = bridge_with(connect().await, |a| a.runner(Arc::new(trip(&counters)))).await;
+    let (b, chat_b) = bridge_with(connect().await, |b| b.runner(Arc::new(trip(&counters)))).await;
     a.handle(message("chat:7", "chat:1", "/trip Rome"))
         .await
         .unwrap();
@@ -537,13 +537,13 @@ async fn two_processes_on_one_redis_resume_a_run_once() {
 
 #[tokio::test]
 async fn blocking_mode_runs_the_same_flow_with_waiting_asks() {
-    let (bridge, _) = memory_bridge().await;
     let counters = Counters::default();
-    register_trip(&bridge, &counters);
+    let (bridge, _) = memory_bridge_running(trip(&counters)).await;
     let session = bridge.session("blocking-1");
     let running = {
         let bridge = bridge.clone();
-        tokio::spawn(async move { bridge.run_blocking("trip", "Vienna", session).await })
+        let flows = trip(&counters);
+        tokio::spawn(async move { flows.run_blocking(&bridge, "trip", "Vienna", session).await })
     };
     for (prompt, answer) in [
         ("How do we get to Vienna?", "train"),
@@ -632,9 +632,9 @@ async fn flow_endpoint(secret: &'static str) -> (String, Arc<std::sync::Mutex<Ve
 /// it started.
 async fn scale_run(secret: &str) -> (Bridge, Arc<FakeChannel>, Arc<std::sync::Mutex<Vec<Value>>>) {
     let (url, seen) = flow_endpoint("endpoint-secret").await;
-    let (bridge, chat) = memory_bridge().await;
     let flow = HttpFlow::new("scale", &url, Secret::new(secret));
-    bridge.register_flow("scale", Arc::new(flow)).unwrap();
+    let flows = Flows::new().register("scale", Arc::new(flow)).unwrap();
+    let (bridge, chat) = memory_bridge_running(flows).await;
     bridge
         .handle(message("chat:7", "chat:1", "/scale web"))
         .await
@@ -715,18 +715,18 @@ async fn callback_urls_get_the_resolved_question_signed() {
         "{}/done",
         serve(axum::Router::new().route("/done", route)).await
     );
-    let bridge = Bridge::new(
-        Arc::new(MemoryStore::default()),
-        BridgeOptions {
+    let bridge = Bridge::builder(Arc::new(MemoryStore::default()))
+        .options(BridgeOptions {
             signing_secret: Some(Secret::new("callback-secret")),
             // The test's receiver is on loopback, which callbacks may not reach by default.
             callback_egress: askbridge::egress::Egress::public_only()
                 .allow(["127.0.0.1"])
                 .unwrap(),
             ..BridgeOptions::default()
-        },
-    );
-    bridge.start().await.unwrap();
+        })
+        .start()
+        .await
+        .unwrap();
     let router = app(AppState::new(bridge.clone(), None));
     let base = serve(router).await;
     let body =
@@ -770,9 +770,8 @@ async fn callback_urls_get_the_resolved_question_signed() {
 
 #[tokio::test]
 async fn runs_start_over_the_http_api_too() {
-    let (bridge, _) = memory_bridge().await;
     let counters = Counters::default();
-    register_trip(&bridge, &counters);
+    let (bridge, _) = memory_bridge_running(trip(&counters)).await;
     let router = app(AppState::new(bridge.clone(), None));
     let base = serve(router).await;
     let response = http()
@@ -827,8 +826,7 @@ async fn runs_start_over_the_http_api_too() {
 #[tokio::test]
 async fn a_run_asks_for_approval_and_is_bound_to_the_action() {
     // Without approvers, a run's approval fails the run, clearly: nobody may approve it.
-    let (unconfigured, unconfigured_chat) = memory_bridge().await;
-    unconfigured
+    let clean = Flows::new()
         .flow("clean", "cleans", |ctx: FlowContext| async move {
             let action = askbridge_core::Action::new("shell", json!({"command": "make clean"}));
             ctx.approve(NewQuestion::ask("May I clean?").approve(action))
@@ -836,6 +834,7 @@ async fn a_run_asks_for_approval_and_is_bound_to_the_action() {
             Ok("cleaned".into())
         })
         .unwrap();
+    let (unconfigured, unconfigured_chat) = memory_bridge_running(clean).await;
     unconfigured
         .handle(message("chat:7", "chat:1", "/clean"))
         .await
@@ -843,19 +842,9 @@ async fn a_run_asks_for_approval_and_is_bound_to_the_action() {
     let failure = wait_said(&unconfigured_chat, "clean failed").await;
     assert!(failure.contains("an approval needs approvers"), "{failure}");
     // With the starter configured as an approver, the run waits for the decision.
-    let bridge = Bridge::new(
-        Arc::new(MemoryStore::default()),
-        BridgeOptions {
-            approvers: vec!["chat:7".into()],
-            ..BridgeOptions::default()
-        },
-    );
-    let chat = FakeChannel::new("chat");
-    bridge.add_channel(chat.clone());
-    bridge.start().await.unwrap();
     let command = Arc::new(std::sync::Mutex::new("rm -rf build/".to_owned()));
     let current = command.clone();
-    bridge
+    let clean = Flows::new()
         .flow("clean", "cleans the build", move |ctx: FlowContext| {
             let command = current.lock().unwrap().clone();
             async move {
@@ -867,6 +856,17 @@ async fn a_run_asks_for_approval_and_is_bound_to_the_action() {
                 Ok(format!("ran `{command}` ({approval:?})"))
             }
         })
+        .unwrap();
+    let chat = FakeChannel::new("chat");
+    let bridge = Bridge::builder(Arc::new(MemoryStore::default()))
+        .options(BridgeOptions {
+            approvers: vec!["chat:7".into()],
+            ..BridgeOptions::default()
+        })
+        .channel(chat.clone())
+        .runner(Arc::new(clean))
+        .start()
+        .await
         .unwrap();
     bridge
         .handle(message("chat:7", "chat:1", "/clean"))
@@ -930,9 +930,10 @@ async fn a_run_asks_for_approval_and_is_bound_to_the_action() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_follows_a_run_question_by_question_with_run_wait() {
     let fixture = crate::support::redis_store().await;
-    let (driver, _) = bridge_with(fixture.store.clone(), |d| {
-        askbridge::demo::register_example_flows(d).unwrap()
-    })
+    let (driver, _) = bridge_running(
+        fixture.store.clone(),
+        askbridge::demo::with_example_flows(Flows::new()).unwrap(),
+    )
     .await;
     let other_store = RedisStore::connect(RedisOptions {
         url: fixture.server.url(),
@@ -1035,9 +1036,10 @@ async fn a_client_follows_a_run_question_by_question_with_run_wait() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_answers_a_run_step_by_step_in_one_round_trip_each() {
     let fixture = crate::support::redis_store().await;
-    let (driver, _) = bridge_with(fixture.store.clone(), |d| {
-        askbridge::demo::register_example_flows(d).unwrap()
-    })
+    let (driver, _) = bridge_running(
+        fixture.store.clone(),
+        askbridge::demo::with_example_flows(Flows::new()).unwrap(),
+    )
     .await;
     let other_store = RedisStore::connect(RedisOptions {
         url: fixture.server.url(),
@@ -1143,21 +1145,19 @@ async fn a_client_answers_a_run_step_by_step_in_one_round_trip_each() {
 /// whatever that is: a step's journal entry, its first question, or its end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_stored_with_its_first_step_is_stored_by_whichever_write_comes_first() {
-    use askbridge::bridge::Storing;
     let fixture = crate::support::redis_store().await;
-    let (bridge, _) = bridge_over(fixture.store.clone()).await;
-    bridge
+    let flows = Flows::new()
         .flow("count", "a step, then a question", |ctx| async move {
             let n = ctx.step("count", async { 41 + 1 }).await?;
             let more = ctx.ask(NewQuestion::ask("More?")).await?;
             Ok(format!("{n} {more}"))
         })
-        .unwrap();
-    bridge
+        .unwrap()
         .flow("broken", "fails before asking", |_ctx| async move {
             Err(Interrupt::fail("no input"))
         })
         .unwrap();
+    let (bridge, _) = bridge_running(fixture.store.clone(), flows).await;
     let origin = crate::support::api_origin();
     let settled = |id: askbridge_core::RunId, state: RunState| {
         let bridge = bridge.clone();
@@ -1173,7 +1173,7 @@ async fn a_run_stored_with_its_first_step_is_stored_by_whichever_write_comes_fir
         }
     };
     let counting = bridge
-        .start_run_storing("count", "", origin.clone(), Storing::WithFirstStep)
+        .start_run("count", "", origin.clone(), Storing::WithFirstStep)
         .await
         .unwrap();
     let parked = settled(counting.id.clone(), RunState::Waiting).await;
@@ -1205,7 +1205,7 @@ async fn a_run_stored_with_its_first_step_is_stored_by_whichever_write_comes_fir
     assert_eq!(done.result.as_deref(), Some("42 yes"));
 
     let broken = bridge
-        .start_run_storing("broken", "", origin, Storing::WithFirstStep)
+        .start_run("broken", "", origin, Storing::WithFirstStep)
         .await
         .unwrap();
     let failed = settled(broken.id, RunState::Failed).await;
@@ -1216,10 +1216,9 @@ async fn a_run_stored_with_its_first_step_is_stored_by_whichever_write_comes_fir
 /// first wait after it (flows/gate.rs): while the function sleeps, the store has it.
 #[tokio::test]
 async fn a_steps_result_is_written_before_the_function_waits_on_anything() {
-    let (bridge, _) = memory_bridge().await;
     let works = Arc::new(AtomicUsize::new(0));
     let counted = works.clone();
-    bridge
+    let flows = Flows::new()
         .flow(
             "slow",
             "a step, a pause, a question",
@@ -1239,7 +1238,11 @@ async fn a_steps_result_is_written_before_the_function_waits_on_anything() {
             },
         )
         .unwrap();
-    let run = bridge.start_run("slow", "", api_origin()).await.unwrap();
+    let (bridge, _) = memory_bridge_running(flows).await;
+    let run = bridge
+        .start_run("slow", "", api_origin(), Storing::AtStart)
+        .await
+        .unwrap();
     let id = run.id.to_string();
     let during = eventually_some(Duration::from_secs(5), "the step's record", || {
         let (bridge, id) = (bridge.clone(), id.clone());

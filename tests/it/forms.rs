@@ -204,8 +204,8 @@ async fn a_form_is_filled_in_field_by_field_on_telegram_with_a_bad_value_in_betw
 
 #[tokio::test]
 async fn a_forms_answer_reads_into_a_rust_type() {
+    use askbridge::Bridge;
     use askbridge::store::memory::MemoryStore;
-    use askbridge::{Bridge, BridgeOptions};
     use askbridge_core::form::FormSchema;
     use askbridge_core::{Actor, Answer, NewQuestion, Target};
     use std::sync::Arc;
@@ -218,9 +218,11 @@ async fn a_forms_answer_reads_into_a_rust_type() {
         note: Option<String>,
     }
 
-    let bridge = Bridge::new(Arc::new(MemoryStore::default()), BridgeOptions::default());
-    bridge.add_channel(crate::support::FakeChannel::new("chat"));
-    bridge.start().await.unwrap();
+    let bridge = Bridge::builder(Arc::new(MemoryStore::default()))
+        .channel(crate::support::FakeChannel::new("chat"))
+        .start()
+        .await
+        .unwrap();
     let schema: FormSchema = serde_json::from_value(deploy_form()).unwrap();
     let session = bridge.session("typed");
     let asking = tokio::spawn(async move {
@@ -271,7 +273,7 @@ async fn a_forms_answer_reads_into_a_rust_type() {
 /// A flow asks for a form and gets a typed value; the run ends with it.
 #[tokio::test]
 async fn a_flow_reads_a_forms_answer_into_its_type() {
-    use askbridge::FlowsExt;
+    use askbridge::Flows;
     use askbridge::bridge::ProgramReply;
     use askbridge_core::form::FormSchema;
     use askbridge_core::run::RunState;
@@ -283,8 +285,7 @@ async fn a_flow_reads_a_forms_answer_into_its_type() {
         replicas: u32,
     }
 
-    let (bridge, _chat) = crate::support::memory_bridge().await;
-    bridge
+    let flows = Flows::new()
         .flow("deploy", "asks for settings", |ctx| async move {
             let schema: FormSchema = serde_json::from_value(deploy_form()).unwrap();
             let deploy: Deploy = ctx
@@ -293,8 +294,12 @@ async fn a_flow_reads_a_forms_answer_into_its_type() {
             Ok(format!("{} x{}", deploy.environment, deploy.replicas))
         })
         .unwrap();
+    let (bridge, _chat) = crate::support::memory_bridge_running(flows).await;
     let origin = crate::support::api_origin();
-    let run = bridge.start_run("deploy", "", origin).await.unwrap();
+    let run = bridge
+        .start_run("deploy", "", origin, askbridge::bridge::Storing::AtStart)
+        .await
+        .unwrap();
     let waiting = eventually_some(Duration::from_secs(10), "the run waits on its form", || {
         let (bridge, id) = (bridge.clone(), run.id.clone());
         async move {

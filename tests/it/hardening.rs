@@ -262,14 +262,15 @@ impl Lookup for Resolving {
 async fn callbacks_may_not_reach_internal_addresses() {
     let egress =
         Egress::public_only().with_lookup(Arc::new(Resolving(vec!["10.0.0.7".parse().unwrap()])));
-    let bridge = Bridge::new(
-        Arc::new(MemoryStore::default()),
-        BridgeOptions {
+    let bridge = Bridge::builder(Arc::new(MemoryStore::default()))
+        .options(BridgeOptions {
             signing_secret: Some(Secret::new("k")),
             callback_egress: egress,
             ..BridgeOptions::default()
-        },
-    );
+        })
+        .start()
+        .await
+        .unwrap();
     let base = serve(app(AppState::new(bridge, None))).await;
     for url in [
         "http://127.0.0.1:6379/",

@@ -458,7 +458,7 @@ async fn stats_count_the_last_hour_and_time_to_answer() {
     assert_eq!(stats["time_to_answer_s"]["p50"], json!(waits[0]), "{stats}");
     assert_eq!(stats["time_to_answer_s"]["p99"], json!(waits[1]), "{stats}");
     bridge
-        .cancel_session("s1", askbridge::core::Actor::new("api", "api"))
+        .cancel_session("s1", askbridge::core::Actor::new("api", "api"), None)
         .await
         .unwrap();
     let (_, stats) = call(&router, "GET", "/api/stats", None).await;

@@ -416,7 +416,6 @@ async fn the_official_python_sdk_drives_both_transports() {
         return;
     };
     let fake = crate::fakes::telegram::FakeTelegram::start();
-    let (bridge, _) = memory_bridge().await;
     let telegram = askbridge_telegram::Telegram::connect(askbridge_telegram::TelegramOptions {
         token: "1:fake".into(),
         api_url: Some(fake.base.clone()),
@@ -424,7 +423,7 @@ async fn the_official_python_sdk_drives_both_transports() {
     })
     .await
     .unwrap();
-    bridge.add_channel(telegram.channel());
+    let (bridge, _) = crate::support::memory_bridge_and(telegram.channel()).await;
     let inbox: std::sync::Arc<dyn askbridge_core::Inbox> = std::sync::Arc::new(bridge.clone());
     let shutdown = bridge.shutdown_signal();
     let polling = inbox.clone();

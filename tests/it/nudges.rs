@@ -255,21 +255,11 @@ async fn bad_reminders_and_escalation_steps_are_refused_by_name() {
 async fn a_flow_asks_with_a_reminder_and_one_chat_gets_one_reminder_per_gap() {
     use askbridge::bridge::Storing;
     use askbridge::store::memory::MemoryStore;
-    use askbridge::{Bridge, BridgeOptions, FlowsExt};
+    use askbridge::{Bridge, BridgeOptions, Flows};
     use askbridge_core::{NewQuestion, audit::AuditFilter};
     use std::sync::Arc;
 
-    let bridge = Bridge::new(
-        Arc::new(MemoryStore::default()),
-        BridgeOptions {
-            reminder_gap: Duration::from_secs(1),
-            ..BridgeOptions::default()
-        },
-    );
-    let chat = crate::support::FakeChannel::new("chat");
-    bridge.add_channel(chat.clone());
-    bridge.start().await.unwrap();
-    bridge
+    let flows = Flows::new()
         .flow("nag", "asks with a reminder", |ctx| async move {
             let request = NewQuestion::ask("Still there?")
                 .targets(["chat:1"])
@@ -277,8 +267,19 @@ async fn a_flow_asks_with_a_reminder_and_one_chat_gets_one_reminder_per_gap() {
             Ok(ctx.ask(request).await?.to_string())
         })
         .unwrap();
+    let chat = crate::support::FakeChannel::new("chat");
+    let bridge = Bridge::builder(Arc::new(MemoryStore::default()))
+        .options(BridgeOptions {
+            reminder_gap: Duration::from_secs(1),
+            ..BridgeOptions::default()
+        })
+        .channel(chat.clone())
+        .runner(Arc::new(flows))
+        .start()
+        .await
+        .unwrap();
     let run = bridge
-        .start_run_storing(
+        .start_run(
             "nag",
             "",
             crate::support::api_origin(),

@@ -349,15 +349,15 @@ async fn only_a_rule_a_quorum_made_decides_an_approval_with_a_quorum() {
     use askbridge_core::{Action, Inbox, NewQuestion, Status};
     use std::sync::Arc;
 
-    let bridge = Bridge::new(
-        Arc::new(MemoryStore::default()),
-        BridgeOptions {
+    let bridge = Bridge::builder(Arc::new(MemoryStore::default()))
+        .options(BridgeOptions {
             approvers: vec!["chat:7".into(), "chat:8".into()],
             ..BridgeOptions::default()
-        },
-    );
-    bridge.add_channel(crate::support::FakeChannel::new("chat"));
-    bridge.start().await.unwrap();
+        })
+        .channel(crate::support::FakeChannel::new("chat"))
+        .start()
+        .await
+        .unwrap();
     let action = || Action::new("shell", json!({"command": "make deploy"}));
     let approval = |quorum: bool| {
         let request = NewQuestion::ask("Deploy?")

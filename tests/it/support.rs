@@ -2,11 +2,11 @@
 
 #![allow(dead_code)]
 
-use askbridge::BridgeOptions;
 use askbridge::bridge::Bridge;
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::redis::{RedisOptions, RedisStore};
 use askbridge::store::{Store, StoreOptions};
+use askbridge::{BridgeBuilder, BridgeOptions, Flows};
 use askbridge_core::{Channel, Error as ModelError, Question, Target};
 use async_trait::async_trait;
 use std::io::{Read, Write};
@@ -151,27 +151,40 @@ pub async fn memory_bridge() -> (Bridge, Arc<FakeChannel>) {
 
 /// A started bridge over `store` with a fake `chat` channel (targets `chat:<n>`).
 pub async fn bridge_over(store: Arc<dyn Store>) -> (Bridge, Arc<FakeChannel>) {
-    bridge_with(store, |_| {}).await
+    bridge_with(store, |builder| builder).await
 }
 
-/// [`bridge_over`], with `set_up` (registering flows) run before the bridge starts, as `serve`
-/// does: recovery at start-up and the first sweep then find the flows there.
+/// [`bridge_over`], with `set_up` adding to the builder (flows, channels) before the bridge is
+/// made and started.
 pub async fn bridge_with(
     store: Arc<dyn Store>,
-    set_up: impl FnOnce(&Bridge),
+    set_up: impl FnOnce(BridgeBuilder) -> BridgeBuilder,
 ) -> (Bridge, Arc<FakeChannel>) {
-    let bridge = Bridge::new(
-        store,
-        BridgeOptions {
+    let channel = FakeChannel::new("chat");
+    let builder = Bridge::builder(store)
+        .options(BridgeOptions {
             default_targets: vec!["chat:1".into()],
             ..BridgeOptions::default()
-        },
-    );
-    let channel = FakeChannel::new("chat");
-    bridge.add_channel(channel.clone());
-    set_up(&bridge);
-    bridge.start().await.unwrap();
+        })
+        .channel(channel.clone());
+    let bridge = set_up(builder).start().await.unwrap();
     (bridge, channel)
+}
+
+/// [`memory_bridge`] with `channel` too.
+pub async fn memory_bridge_and(channel: Arc<dyn Channel>) -> (Bridge, Arc<FakeChannel>) {
+    let store = Arc::new(MemoryStore::default());
+    bridge_with(store, |builder| builder.channel(channel)).await
+}
+
+/// [`bridge_over`] running `flows`.
+pub async fn bridge_running(store: Arc<dyn Store>, flows: Flows) -> (Bridge, Arc<FakeChannel>) {
+    bridge_with(store, |builder| builder.runner(Arc::new(flows))).await
+}
+
+/// [`memory_bridge`] running `flows`.
+pub async fn memory_bridge_running(flows: Flows) -> (Bridge, Arc<FakeChannel>) {
+    bridge_running(Arc::new(MemoryStore::default()), flows).await
 }
 
 /// Polls `check` every 20 ms until it is true or `within` passes.

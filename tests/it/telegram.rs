@@ -2,13 +2,13 @@
 
 use crate::fakes::telegram::{BOT_USERNAME, FakeTelegram, Sent, User};
 use crate::support::{
-    Call as ChannelCall, FakeChannel, bridge_over, eventually, eventually_some, http,
-    memory_bridge, serve,
+    Call as ChannelCall, FakeChannel, bridge_with, eventually, eventually_some, http, serve,
 };
 use askbridge::Bridge;
-use askbridge::FlowsExt;
+use askbridge::Flows;
 use askbridge::http::{AppState, app};
 use askbridge::store::Store;
+use askbridge::store::memory::MemoryStore;
 use askbridge_core::{Inbox, Status};
 use askbridge_telegram::{SECRET_HEADER, Telegram, TelegramOptions, WebhookOptions};
 use serde_json::{Value, json};
@@ -40,19 +40,17 @@ pub(crate) struct Setup {
 }
 
 async fn setup_with(webhook: Option<WebhookOptions>) -> Setup {
-    let (bridge, chat) = memory_bridge().await;
-    setup_bridge(bridge, chat, webhook).await
+    setup_bridge(Arc::new(MemoryStore::default()), Flows::new(), webhook).await
 }
 
 /// A fake Telegram, askbridge's Telegram adapter, and the HTTP API, over `store`.
 pub(crate) async fn setup_over(store: Arc<dyn Store>) -> Setup {
-    let (bridge, chat) = bridge_over(store).await;
-    setup_bridge(bridge, chat, None).await
+    setup_bridge(store, Flows::new(), None).await
 }
 
 async fn setup_bridge(
-    bridge: Bridge,
-    chat: Arc<FakeChannel>,
+    store: Arc<dyn Store>,
+    flows: Flows,
     webhook: Option<WebhookOptions>,
 ) -> Setup {
     let fake = FakeTelegram::start();
@@ -64,7 +62,10 @@ async fn setup_bridge(
     .await
     .unwrap();
     assert_eq!(telegram.username(), BOT_USERNAME);
-    bridge.add_channel(telegram.channel());
+    let (bridge, chat) = bridge_with(store, |builder| {
+        builder.channel(telegram.channel()).runner(Arc::new(flows))
+    })
+    .await;
     let inbox: Arc<dyn Inbox> = Arc::new(bridge.clone());
     let state = AppState::new(bridge.clone(), None).with_routes(telegram.routes(inbox.clone()));
     let base = serve(app(state)).await;
@@ -909,8 +910,8 @@ async fn approvals_on_telegram_once_reject_with_feedback_and_a_stranger_denied()
 }
 
 /// A flow with three asks and a step, driven entirely from Telegram.
-fn register_trip(bridge: &askbridge::Bridge, side_effects: Arc<std::sync::atomic::AtomicUsize>) {
-    bridge
+fn trip_flows(side_effects: Arc<std::sync::atomic::AtomicUsize>) -> Flows {
+    Flows::new()
         .flow("trip", "plans a trip", move |ctx| {
             let side_effects = side_effects.clone();
             async move {
@@ -952,14 +953,14 @@ fn register_trip(bridge: &askbridge::Bridge, side_effects: Arc<std::sync::atomic
                 ))
             }
         })
-        .unwrap();
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flow_started_by_a_message_is_answered_by_taps_plain_replies_declines_and_expiry() {
-    let s = setup().await;
     let side_effects = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    register_trip(&s.bridge, side_effects.clone());
+    let store = Arc::new(MemoryStore::default());
+    let s = setup_bridge(store, trip_flows(side_effects.clone()), None).await;
     s.fake.say(7, &alice(), "/trip Lisbon");
     s.reply_to(7, "▶ trip started.").await;
     let first = s.open_question(7, "How do we get to Lisbon?").await;

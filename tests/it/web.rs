@@ -8,10 +8,10 @@
 
 use crate::cdp::{Browser, Page, artifacts_dir};
 use crate::support::{FakeChannel, Process, eventually_some, http, serve};
+use askbridge::Bridge;
 use askbridge::core::{Actor, Answer, Question, QuestionId, Transition, render};
 use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
-use askbridge::{Bridge, BridgeOptions};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -106,10 +106,21 @@ pub(crate) struct InProcess {
 }
 
 pub(crate) async fn in_process() -> InProcess {
-    let bridge = Bridge::new(Arc::new(MemoryStore::default()), BridgeOptions::default());
-    bridge.add_channel(FakeChannel::new("telegram"));
-    bridge.add_channel(FakeChannel::new("discord"));
-    bridge.start().await.unwrap();
+    in_process_with(|builder| builder).await
+}
+
+/// [`in_process`], running `flows`.
+pub(crate) async fn in_process_running(flows: askbridge::Flows) -> InProcess {
+    in_process_with(|builder| builder.runner(Arc::new(flows))).await
+}
+
+async fn in_process_with(
+    set_up: impl FnOnce(askbridge::BridgeBuilder) -> askbridge::BridgeBuilder,
+) -> InProcess {
+    let builder = Bridge::builder(Arc::new(MemoryStore::default()))
+        .channel(FakeChannel::new("telegram"))
+        .channel(FakeChannel::new("discord"));
+    let bridge = set_up(builder).start().await.unwrap();
     let base = serve(app(AppState::new(bridge.clone(), None))).await;
     InProcess {
         api: Api::new(&base),

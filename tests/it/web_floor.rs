@@ -14,9 +14,8 @@ use std::time::Duration;
 
 /// An in-process askbridge with the example flows (`release` asks three questions).
 async fn with_flows() -> InProcess {
-    let server = in_process().await;
-    askbridge::demo::register_example_flows(&server.bridge).unwrap();
-    server
+    let flows = askbridge::demo::with_example_flows(askbridge::Flows::new()).unwrap();
+    crate::web::in_process_running(flows).await
 }
 
 /// Switches the open page to `view` as a person would: its tab, by keyboard.

@@ -12,6 +12,7 @@ use super::Bridge;
 use super::commands::{Turn, done, refusal_reply};
 use super::forms::Filling;
 use super::resolve::{Attempt, Checked, Refusal, Said};
+use super::runner::Storing;
 use crate::Error;
 use crate::store::ListFilter;
 use askbridge_core::Kind;
@@ -258,10 +259,16 @@ impl Turn {
                 flow,
                 input,
                 origin,
-            } => Some(match self.bridge.start_run(&flow, &input, origin).await {
-                Ok(_) => started(&flow),
-                Err(error) => refusal_reply(&error),
-            }),
+            } => Some(
+                match self
+                    .bridge
+                    .start_run(&flow, &input, origin, Storing::AtStart)
+                    .await
+                {
+                    Ok(_) => started(&flow),
+                    Err(error) => refusal_reply(&error),
+                },
+            ),
         }
     }
 

@@ -2,6 +2,7 @@
 //! replay the run's journal before they ask anything new.
 
 use super::Interrupt;
+use super::unstored::Unstored;
 use crate::Session;
 use crate::bridge::{Bridge, decide, outcome_from};
 use crate::store::Saved;
@@ -46,6 +47,9 @@ pub(super) struct Suspension {
 
 struct ContextInner {
     bridge: Bridge,
+    /// Where a run started here waits to be stored with its first step; `None` for contexts
+    /// that never write (blocking mode, carrying a run ahead).
+    unstored: Option<Arc<Unstored>>,
     /// Serialises writes of the run (a step's journal entry, the heartbeat's lease renewal): each
     /// takes its snapshot under this lock, so the last write has the latest journal.
     saving: tokio::sync::Mutex<()>,
@@ -70,19 +74,26 @@ impl std::fmt::Debug for FlowContext {
 }
 
 impl FlowContext {
-    pub(super) fn for_run(bridge: &Bridge, run: Run, owner: &str) -> Self {
-        Self::replaying(bridge, run, owner, false)
+    pub(super) fn for_run(flows: &super::Flows, bridge: &Bridge, run: Run, owner: &str) -> Self {
+        Self::replaying(bridge, Some(flows.unstored.clone()), run, owner, false)
     }
 
     /// A context that carries `run` ahead (see `ahead.rs`).
     pub(super) fn ahead(bridge: &Bridge, run: Run) -> Self {
-        Self::replaying(bridge, run, "", true)
+        Self::replaying(bridge, None, run, "", true)
     }
 
-    fn replaying(bridge: &Bridge, run: Run, owner: &str, ahead: bool) -> Self {
+    fn replaying(
+        bridge: &Bridge,
+        unstored: Option<Arc<Unstored>>,
+        run: Run,
+        owner: &str,
+        ahead: bool,
+    ) -> Self {
         FlowContext {
             inner: Arc::new(ContextInner {
                 bridge: bridge.clone(),
+                unstored,
                 saving: tokio::sync::Mutex::new(()),
                 input: run.input.clone(),
                 run_id: Some(run.id.clone()),
@@ -104,6 +115,7 @@ impl FlowContext {
         FlowContext {
             inner: Arc::new(ContextInner {
                 bridge: bridge.clone(),
+                unstored: None,
                 saving: tokio::sync::Mutex::new(()),
                 input: input.to_owned(),
                 run_id: None,
@@ -318,11 +330,10 @@ impl FlowContext {
             let was_unsaved = std::mem::take(&mut replay.unsaved);
             (replay.run.clone(), replay.owner.clone(), was_unsaved)
         };
-        let bridge = &self.inner.bridge;
-        let saved = super::registry(bridge)
-            .unstored
-            .save(bridge, &run, &owner)
-            .await;
+        let Some(unstored) = &self.inner.unstored else {
+            return Ok(true);
+        };
+        let saved = unstored.save(&self.inner.bridge, &run, &owner).await;
         if saved.is_err() {
             // Not written after all: the next write (or the gate) tries again.
             if let Some(mut replay) = self.replay() {
