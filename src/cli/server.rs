@@ -452,12 +452,19 @@ pub(crate) async fn demo(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `serve --help`'s list of settings.
+/// `serve --help`'s list of settings, from the settings table. Laid out as clap lays out a long
+/// option (the name, then its help indented below), so that a help wrapped by a narrow terminal
+/// stays under its name.
 pub(crate) static SETTINGS_HELP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     let mut text =
         String::from("Settings (environment, or a .env file in the current directory):\n");
-    for (name, what) in config::ALL {
-        text.push_str(&format!("  {name:<28} {what}\n"));
+    for setting in config::SETTINGS {
+        text.push_str(&format!(
+            "  {} [default: {}]\n          {}\n",
+            setting.name,
+            setting.default_text(),
+            setting.help_text()
+        ));
     }
     text
 });

@@ -1,10 +1,12 @@
 //! Configuration, read once at start-up from the environment (and a `.env` file, which the
 //! binary loads first without overriding what the environment already sets).
 //!
-//! Every variable is named by a constant here and listed in `.env.example`. A malformed value is
-//! an error naming the variable and saying what would be accepted; an absent one takes the
-//! documented default. Secrets are kept in [`Secret`], whose `Debug` prints `***`, so a logged
-//! config never shows a token.
+//! Every variable is declared once, in the table of `vars.rs` (name, default, parser, help),
+//! from which come its constant here, `serve --help`'s list and the README's table; the
+//! integration tests hold the README and `.env.example` to the table. A malformed value is an
+//! error naming the variable and saying what would be accepted; an absent one takes the default
+//! shown. Secrets are kept in [`Secret`], whose `Debug` prints `***`, so a logged config never
+//! shows a token.
 
 pub use askbridge_core::secret::Secret;
 use askbridge_core::{Identity, Target};
@@ -13,9 +15,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod parse;
+mod table;
 mod vars;
 
-use parse::{default_data_dir, flag, identities, list, parse_flows, seconds};
+use parse::default_data_dir;
+use table::Get;
+pub use table::{Setting, Shown};
 pub use vars::*;
 
 /// Which store to use.
@@ -124,12 +129,31 @@ pub struct Config {
     pub reminder_gap: Duration,
 }
 
+/// The README's table of settings, one row per entry of [`SETTINGS`] (a test holds README.md to
+/// it).
+pub fn markdown_table() -> String {
+    let mut table = String::from("| variable | default | meaning |\n|---|---|---|\n");
+    for setting in SETTINGS {
+        table.push_str(&setting.markdown_row());
+    }
+    table
+}
+
 /// How many threads execute askbridge's work ([`WORKER_THREADS`]); `None` for one per core.
 /// Read on its own, before the rest: the runtime that reads the rest is built with it.
 pub fn worker_threads(
     lookup: impl Fn(&str) -> Option<String>,
 ) -> Result<Option<usize>, ConfigError> {
-    parse::positive(&lookup, WORKER_THREADS)
+    Values::worker_threads(&trimmed(&lookup))
+}
+
+/// `lookup` as settings are read: a value trimmed, a blank one as unset.
+fn trimmed(lookup: &impl Fn(&str) -> Option<String>) -> impl Fn(&str) -> Option<String> + '_ {
+    |name| {
+        lookup(name)
+            .map(|value| value.trim().to_owned())
+            .filter(|value| !value.is_empty())
+    }
 }
 
 impl Config {
@@ -138,78 +162,88 @@ impl Config {
         Config::from_lookup(|name| std::env::var(name).ok())
     }
 
-    /// Reads settings through `lookup` (tests pass a map).
+    /// Reads settings through `lookup` (tests pass a map): every variable of the table, then
+    /// the rules between them.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let get = |name: &str| {
-            lookup(name)
-                .map(|v| v.trim().to_owned())
-                .filter(|v| !v.is_empty())
-        };
-        let http_addr = match get(HTTP_ADDR) {
-            Some(text) => text.parse().map_err(|_| ConfigError {
-                variable: HTTP_ADDR,
-                reason: format!("`{text}` is not an address like 127.0.0.1:8080"),
-            })?,
-            None => SocketAddr::from(([127, 0, 0, 1], 8080)),
-        };
-        let store = match get(REDIS_URL) {
-            Some(url) => {
-                let seeds: Vec<&str> = url.split(',').map(str::trim).collect();
-                let well_formed = |u: &&str| {
-                    u.starts_with("redis://")
-                        || u.starts_with("rediss://")
-                        || u.starts_with("unix://")
-                };
-                if !seeds.iter().all(well_formed) {
-                    return Err(ConfigError {
-                        variable: REDIS_URL,
-                        reason: "must start with redis://, rediss:// or unix:// (for a cluster, seed URLs separated by commas)".into(),
-                    });
-                }
-                let cluster = seeds.len() > 1 || flag(&get, REDIS_CLUSTER, false)?;
-                StoreChoice::Redis {
-                    url: Secret::new(url),
-                    prefix: get(REDIS_PREFIX)
-                        .unwrap_or_else(|| crate::store::redis::DEFAULT_PREFIX.into()),
-                    cluster,
-                    replica_wait: match get(REDIS_REPLICA_WAIT) {
-                        None => crate::store::redis::DEFAULT_REPLICA_WAIT,
-                        Some(text) => Duration::from_millis(text.parse().map_err(|_| ConfigError {
-                            variable: REDIS_REPLICA_WAIT,
-                            reason: format!("`{text}` is not a number of milliseconds (0 turns the wait off)"),
-                        })?),
-                    },
-                }
-            }
+        let get = trimmed(&lookup);
+        let values = Values::read(&get)?;
+        values.check_pairs()?;
+        Ok(Config::assemble(values, &get, &lookup))
+    }
+
+    /// `Config`'s shape from the values: stores and chats grouped, lists empty when unset. A
+    /// setting added to the table and used nowhere here is a dead field, which fails the build.
+    fn assemble(v: Values, get: &Get<'_>, lookup: &impl Fn(&str) -> Option<String>) -> Self {
+        // Read by `worker_threads` before the runtime this config is read on, and read again by
+        // `Values::read` only so that a malformed value stops start-up wherever it comes from.
+        let _ = v.worker_threads;
+        let store = match v.redis_url {
+            Some(url) => StoreChoice::Redis {
+                cluster: v.redis_cluster || url.expose().contains(','),
+                url,
+                prefix: v.redis_prefix,
+                replica_wait: v.redis_replica_wait,
+            },
             None => StoreChoice::Embedded {
-                dir: get(DATA_DIR)
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| default_data_dir(&lookup)),
+                dir: v.data_dir.unwrap_or_else(|| default_data_dir(lookup)),
             },
         };
-        let telegram = get(TELEGRAM_BOT_TOKEN).map(|token| TelegramConfig {
-            token: Secret::new(token),
-            api_url: get(TELEGRAM_API_URL),
-            webhook_url: get(TELEGRAM_WEBHOOK_URL),
-            webhook_secret: get(TELEGRAM_WEBHOOK_SECRET).map(Secret::new),
+        let telegram = v.telegram_bot_token.map(|token| TelegramConfig {
+            token,
+            api_url: v.telegram_api_url,
+            webhook_url: v.telegram_webhook_url,
+            webhook_secret: v.telegram_webhook_secret,
         });
-        if let Some(secret) = telegram.as_ref().and_then(|t| t.webhook_secret.as_ref()) {
-            let text = secret.expose();
-            let ok = (1..=256).contains(&text.len())
-                && text
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-            if !ok {
-                return Err(ConfigError {
-                    variable: TELEGRAM_WEBHOOK_SECRET,
-                    reason: "must be 1-256 characters of A-Z, a-z, 0-9, _ and -".into(),
-                });
-            }
+        let discord = v.discord_bot_token.map(|token| DiscordConfig {
+            token,
+            api_url: v.discord_api_url,
+            public_key: v.discord_public_key,
+        });
+        let mut allowed_hosts = v.allowed_hosts.unwrap_or_default();
+        // Telegram posts its webhook to this name.
+        allowed_hosts.extend(
+            telegram
+                .as_ref()
+                .and_then(|t| t.webhook_url.as_deref())
+                .and_then(|url| reqwest::Url::parse(url).ok())
+                .and_then(|url| url.host_str().map(str::to_owned)),
+        );
+        Config {
+            http_addr: v.http_addr,
+            api_token: v.api_token,
+            store,
+            default_timeout: v.default_timeout,
+            retention: v.retention,
+            default_targets: v.default_targets.unwrap_or_default(),
+            log: v
+                .log
+                .or_else(|| get("RUST_LOG"))
+                .unwrap_or_else(|| "info".into()),
+            telegram,
+            discord,
+            http_flows: v.flows.unwrap_or_default(),
+            flow_secret: v.flow_secret,
+            run_lease: v.run_lease,
+            example_flows: v.example_flows,
+            approvers: v.approvers.unwrap_or_default(),
+            audit_retention: v.audit_retention,
+            flow_starters: v.flow_starters.unwrap_or_default(),
+            allowed_hosts,
+            metrics_public: v.metrics_public,
+            callback_allow: v.callback_allow.unwrap_or_default(),
+            max_connections: v.max_connections,
+            mcp_progress: v.mcp_progress,
+            reminder_gap: v.reminder_gap,
         }
-        if telegram
-            .as_ref()
-            .is_some_and(|t| t.webhook_url.is_some() && t.webhook_secret.is_none())
-        {
+    }
+}
+
+impl Values {
+    /// The settings that need another, each saying why.
+    fn check_pairs(&self) -> Result<(), ConfigError> {
+        let telegram_webhook =
+            self.telegram_bot_token.is_some() && self.telegram_webhook_url.is_some();
+        if telegram_webhook && self.telegram_webhook_secret.is_none() {
             return Err(ConfigError {
                 variable: TELEGRAM_WEBHOOK_SECRET,
                 reason: format!(
@@ -217,40 +251,16 @@ impl Config {
                 ),
             });
         }
-        let discord = get(DISCORD_BOT_TOKEN).map(|token| DiscordConfig {
-            token: Secret::new(token),
-            api_url: get(DISCORD_API_URL),
-            public_key: get(DISCORD_PUBLIC_KEY),
-        });
-        let approvers = identities(&get, APPROVERS)?;
-        let default_targets: Vec<String> = get(DEFAULT_TARGETS)
-            .map(|list| {
-                list.split(',')
-                    .map(|t| t.trim().to_owned())
-                    .filter(|t| !t.is_empty())
-                    .collect()
-            })
-            .unwrap_or_default();
-        if let Some(bad) = default_targets
-            .iter()
-            .find(|t| !askbridge_core::identity::is_well_formed(t))
-        {
-            return Err(ConfigError {
-                variable: DEFAULT_TARGETS,
-                reason: format!(
-                    "`{bad}` is not a target like telegram:<chat id>, discord:<channel id> or console"
-                ),
-            });
-        }
-        let api_token = get(API_TOKEN).map(Secret::new);
-        let public_endpoint = if telegram.as_ref().is_some_and(|t| t.webhook_url.is_some()) {
+        let discord_endpoint =
+            self.discord_bot_token.is_some() && self.discord_public_key.is_some();
+        let public_endpoint = if telegram_webhook {
             Some(TELEGRAM_WEBHOOK_URL)
-        } else if discord.as_ref().is_some_and(|d| d.public_key.is_some()) {
+        } else if discord_endpoint {
             Some(DISCORD_PUBLIC_KEY)
         } else {
             None
         };
-        if let (Some(variable), None) = (public_endpoint, &api_token) {
+        if let (Some(variable), None) = (public_endpoint, &self.api_token) {
             return Err(ConfigError {
                 variable: API_TOKEN,
                 reason: format!(
@@ -259,9 +269,8 @@ impl Config {
                 ),
             });
         }
-        let http_flows = parse_flows(get(FLOWS).as_deref())?;
-        let flow_secret = get(FLOW_SECRET).map(Secret::new);
-        if !http_flows.is_empty() && flow_secret.is_none() {
+        let has_flows = self.flows.as_ref().is_some_and(|flows| !flows.is_empty());
+        if has_flows && self.flow_secret.is_none() {
             return Err(ConfigError {
                 variable: FLOW_SECRET,
                 reason: format!(
@@ -269,54 +278,7 @@ impl Config {
                 ),
             });
         }
-        let example_flows = flag(&get, EXAMPLE_FLOWS, false)?;
-        let callback_allow = list(&get, CALLBACK_ALLOW);
-        crate::egress::Egress::public_only()
-            .allow(&callback_allow)
-            .map_err(|reason| ConfigError {
-                variable: CALLBACK_ALLOW,
-                reason,
-            })?;
-        let mut allowed_hosts = list(&get, ALLOWED_HOSTS);
-        // Telegram posts its webhook to this name.
-        if let Some(host) = telegram
-            .as_ref()
-            .and_then(|t| t.webhook_url.as_deref())
-            .and_then(|url| reqwest::Url::parse(url).ok())
-            .and_then(|url| url.host_str().map(str::to_owned))
-        {
-            allowed_hosts.push(host);
-        }
-        let max_connections = parse::positive(&get, MAX_CONNECTIONS)?.unwrap_or(4096);
-        Ok(Config {
-            http_addr,
-            api_token,
-            store,
-            default_timeout: seconds(&get, DEFAULT_TIMEOUT, 1800)?,
-            retention: seconds(&get, RETENTION, 7 * 24 * 3600)?,
-            default_targets: default_targets.into_iter().map(Target::new).collect(),
-            log: get(LOG)
-                .or_else(|| get("RUST_LOG"))
-                .unwrap_or_else(|| "info".into()),
-            telegram,
-            discord,
-            http_flows,
-            flow_secret,
-            run_lease: seconds(&get, RUN_LEASE, 30)?,
-            example_flows,
-            approvers: approvers.into_iter().map(Identity::new).collect(),
-            audit_retention: seconds(&get, AUDIT_RETENTION, 90 * 24 * 3600)?,
-            flow_starters: identities(&get, FLOW_STARTERS)?
-                .into_iter()
-                .map(Identity::new)
-                .collect(),
-            allowed_hosts,
-            metrics_public: flag(&get, METRICS_PUBLIC, false)?,
-            callback_allow,
-            max_connections,
-            mcp_progress: seconds(&get, MCP_PROGRESS, 15)?,
-            reminder_gap: seconds(&get, REMINDER_GAP, 60)?,
-        })
+        Ok(())
     }
 }
 
@@ -374,6 +336,37 @@ mod tests {
                 other => panic!("{variable}={value}: expected an error, got {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_malformed_value_is_an_error_even_where_it_is_not_used() {
+        // Without REDIS_URL or a Telegram token these are not used; a typo still stops start-up
+        // rather than waiting for the day they are.
+        for (variable, value) in [
+            (REDIS_CLUSTER, "maybe"),
+            (REDIS_REPLICA_WAIT, "soon"),
+            (TELEGRAM_WEBHOOK_SECRET, "has space"),
+            (WORKER_THREADS, "0"),
+        ] {
+            assert_eq!(config(&[(variable, value)]).unwrap_err().variable, variable);
+        }
+    }
+
+    #[test]
+    fn redis_defaults_are_the_stores() {
+        let config = config(&[(REDIS_URL, "redis://localhost")]).unwrap();
+        let StoreChoice::Redis {
+            prefix,
+            replica_wait,
+            cluster,
+            ..
+        } = config.store
+        else {
+            panic!("REDIS_URL is set: {:?}", config.store);
+        };
+        assert_eq!(prefix, crate::store::redis::DEFAULT_PREFIX);
+        assert_eq!(replica_wait, crate::store::redis::DEFAULT_REPLICA_WAIT);
+        assert!(!cluster);
     }
 
     #[test]

@@ -1,164 +1,171 @@
-//! The environment variables askbridge reads, each named once, and the list `--help` prints.
+//! The settings table: every environment variable askbridge reads, declared once with its
+//! default, its parser and its help. From each entry come the constant that names the variable
+//! in the code, its line in `serve --help` and in the README, and the function that reads it.
 
-/// Address of the HTTP API. Default `127.0.0.1:8080`.
-pub const HTTP_ADDR: &str = "ASKBRIDGE_HTTP_ADDR";
-/// Bearer token every `/api` route requires when set.
-pub const API_TOKEN: &str = "ASKBRIDGE_API_TOKEN";
-/// Redis URL; when set, Redis is the store.
-pub const REDIS_URL: &str = "REDIS_URL";
-/// `true` when `REDIS_URL` is one seed node of a Redis Cluster (several comma-separated URLs
-/// mean a cluster anyway).
-pub const REDIS_CLUSTER: &str = "ASKBRIDGE_REDIS_CLUSTER";
-/// On a Redis Cluster, milliseconds a claim or an ask waits for a replica to have it (`WAIT 1`),
-/// so that a failover cannot lose it. Default 500; 0 turns the wait off.
-pub const REDIS_REPLICA_WAIT: &str = "ASKBRIDGE_REDIS_REPLICA_WAIT_MS";
-/// Prefix of askbridge's Redis keys. Default `askbridge`.
-pub const REDIS_PREFIX: &str = "ASKBRIDGE_REDIS_PREFIX";
-/// Directory of the embedded store (used when `REDIS_URL` is unset).
-pub const DATA_DIR: &str = "ASKBRIDGE_DATA_DIR";
-/// Timeout of questions that name none, in seconds. Default 1800.
-pub const DEFAULT_TIMEOUT: &str = "ASKBRIDGE_DEFAULT_TIMEOUT_S";
-/// How long resolved questions are kept, in seconds. Default 604800 (7 days).
-pub const RETENTION: &str = "ASKBRIDGE_RETENTION_S";
-/// Comma-separated targets for questions asked through the Rust API without targets.
-pub const DEFAULT_TARGETS: &str = "ASKBRIDGE_DEFAULT_TARGETS";
-/// Log filter (tracing's `EnvFilter` syntax). Default `info`.
-pub const LOG: &str = "ASKBRIDGE_LOG";
-/// Telegram bot token; Telegram is on when set.
-pub const TELEGRAM_BOT_TOKEN: &str = "TELEGRAM_BOT_TOKEN";
-/// Telegram Bot API base URL. Default `https://api.telegram.org`.
-pub const TELEGRAM_API_URL: &str = "TELEGRAM_API_URL";
-/// Public HTTPS URL Telegram should post updates to; webhook mode when set.
-pub const TELEGRAM_WEBHOOK_URL: &str = "TELEGRAM_WEBHOOK_URL";
-/// Secret Telegram sends with each webhook update (1-256 of `A-Za-z0-9_-`).
-pub const TELEGRAM_WEBHOOK_SECRET: &str = "TELEGRAM_WEBHOOK_SECRET";
-/// Discord bot token; Discord is on when set.
-pub const DISCORD_BOT_TOKEN: &str = "DISCORD_BOT_TOKEN";
-/// Discord API base URL (for tests and proxies). Default Discord's own.
-pub const DISCORD_API_URL: &str = "DISCORD_API_URL";
-/// Discord application public key (hex); enables the HTTP interactions endpoint.
-pub const DISCORD_PUBLIC_KEY: &str = "DISCORD_PUBLIC_KEY";
+use super::ConfigError;
+use super::parse;
+use super::table::{self, Get, Setting, Shown};
+use askbridge_core::secret::Secret;
+use askbridge_core::{Identity, Target};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
 
-/// HTTP flows: comma-separated `name=url` pairs.
-pub const FLOWS: &str = "ASKBRIDGE_FLOWS";
-/// Key signing requests to flow endpoints and callback URLs (HMAC-SHA256).
-pub const FLOW_SECRET: &str = "ASKBRIDGE_FLOW_SECRET";
-/// Seconds a process holds a run it executes (renewed while it runs). Default 30.
-pub const RUN_LEASE: &str = "ASKBRIDGE_RUN_LEASE_S";
-/// `true` to offer the example flows (`/release`) in `serve`, as the demo does.
-pub const EXAMPLE_FLOWS: &str = "ASKBRIDGE_EXAMPLE_FLOWS";
-/// Comma-separated identities who may approve approvals that name none, and manage rules.
-pub const APPROVERS: &str = "ASKBRIDGE_APPROVERS";
-/// Comma-separated identities who may start flows from a chat; anyone when unset.
-pub const FLOW_STARTERS: &str = "ASKBRIDGE_FLOW_STARTERS";
-/// How long audit records are kept, in seconds. Default 7776000 (90 days).
-pub const AUDIT_RETENTION: &str = "ASKBRIDGE_AUDIT_RETENTION_S";
-/// Comma-separated host names the HTTP server answers to besides its addresses and `localhost`
-/// (the name behind a proxy or load balancer); `*` turns the check off.
-pub const ALLOWED_HOSTS: &str = "ASKBRIDGE_ALLOWED_HOSTS";
-/// `true` to serve `/metrics` without the API token. Default false.
-pub const METRICS_PUBLIC: &str = "ASKBRIDGE_METRICS_PUBLIC";
-/// Comma-separated hosts, addresses or networks callback URLs may reach although internal.
-pub const CALLBACK_ALLOW: &str = "ASKBRIDGE_CALLBACK_ALLOW";
-/// Most HTTP connections served at once. Default 4096.
-pub const MAX_CONNECTIONS: &str = "ASKBRIDGE_MAX_CONNECTIONS";
-/// Seconds between progress notifications while an MCP tool call waits. Default 15.
-pub const MCP_PROGRESS: &str = "ASKBRIDGE_MCP_PROGRESS_S";
-/// Threads executing askbridge's work. Default: one per core.
-pub const WORKER_THREADS: &str = "ASKBRIDGE_WORKER_THREADS";
-/// Least seconds between two reminders in one chat (whichever questions they are about), and so
-/// the shortest `remind_after_s`. Default 60, as Telegram limits messages to groups.
-pub const REMINDER_GAP: &str = "ASKBRIDGE_REMINDER_GAP_S";
+/// An entry reads
+/// `CONSTANT = "VARIABLE", field: Type = parser, default "text" | unset "words", "help";`
+/// - `default "text"`: an unset variable reads as `text` (shown as a value); the field is `Type`.
+/// - `unset "words"`: an unset variable is `None` (the words say what that means); the field is
+///   `Option<Type>`, spelled out.
+///
+/// Doc comments on an entry go to its constant, for what a line of help has no room for.
+macro_rules! settings {
+    ($(
+        $(#[$doc:meta])*
+        $constant:ident = $name:literal, $field:ident: $type:ty = $parse:path,
+        $kind:ident $shown:literal, $help:literal;
+    )*) => {
+        $(
+            #[doc = concat!($help, ".")]
+            #[doc = ""]
+            #[doc = settings!(@doc $kind $shown)]
+            $(#[$doc])*
+            pub const $constant: &str = $name;
+        )*
 
-/// Every variable, for `--help`.
-pub const ALL: [(&str, &str); 32] = [
-    (HTTP_ADDR, "HTTP API address (default 127.0.0.1:8080)"),
-    (
-        API_TOKEN,
-        "bearer token required by /api routes (default: none)",
-    ),
-    (REDIS_URL, "Redis URL; when set, Redis is the store"),
-    (
-        REDIS_CLUSTER,
-        "true when REDIS_URL is one seed of a Redis Cluster",
-    ),
-    (
-        REDIS_REPLICA_WAIT,
-        "cluster: ms a claim waits for a replica (default 500, 0 off)",
-    ),
-    (REDIS_PREFIX, "prefix of Redis keys (default askbridge)"),
-    (
-        DATA_DIR,
-        "embedded store directory (default ~/.local/share/askbridge)",
-    ),
-    (
-        DEFAULT_TIMEOUT,
-        "question timeout in seconds (default 1800)",
-    ),
-    (
-        RETENTION,
-        "seconds resolved questions are kept (default 604800)",
-    ),
-    (
-        DEFAULT_TARGETS,
-        "comma-separated targets for Rust API questions",
-    ),
-    (LOG, "log filter (default info)"),
-    (TELEGRAM_BOT_TOKEN, "Telegram bot token; enables Telegram"),
-    (
-        TELEGRAM_API_URL,
-        "Telegram Bot API base (default https://api.telegram.org)",
-    ),
-    (TELEGRAM_WEBHOOK_URL, "public URL for Telegram webhook mode"),
-    (TELEGRAM_WEBHOOK_SECRET, "Telegram webhook secret token"),
-    (DISCORD_BOT_TOKEN, "Discord bot token; enables Discord"),
-    (
-        DISCORD_API_URL,
-        "Discord API base (default https://discord.com)",
-    ),
-    (
-        DISCORD_PUBLIC_KEY,
-        "Discord public key; enables the interactions endpoint",
-    ),
-    (FLOWS, "HTTP flows as name=url pairs, comma-separated"),
-    (FLOW_SECRET, "key signing flow requests and callbacks"),
-    (
-        RUN_LEASE,
-        "seconds a process holds a run it executes (default 30)",
-    ),
-    (EXAMPLE_FLOWS, "true to offer the example flows in serve"),
-    (APPROVERS, "identities who may approve (default: none)"),
-    (
-        AUDIT_RETENTION,
-        "seconds audit records are kept (default 7776000)",
-    ),
-    (
-        FLOW_STARTERS,
-        "identities who may start flows from a chat (default: anyone)",
-    ),
-    (
-        ALLOWED_HOSTS,
-        "public host names the HTTP server answers to (default: its addresses, localhost)",
-    ),
-    (METRICS_PUBLIC, "true to serve /metrics without the token"),
-    (
-        CALLBACK_ALLOW,
-        "internal hosts or networks callback URLs may reach (default: none)",
-    ),
-    (
-        MAX_CONNECTIONS,
-        "HTTP connections served at once (default 4096)",
-    ),
-    (
-        MCP_PROGRESS,
-        "seconds between MCP progress notifications (default 15)",
-    ),
-    (
-        WORKER_THREADS,
-        "threads executing askbridge's work (default: one per core)",
-    ),
-    (
-        REMINDER_GAP,
-        "least seconds between reminders in one chat (default 60)",
-    ),
-];
+        /// Every setting, in the order the listings show them.
+        pub static SETTINGS: &[Setting] = &[$(
+            Setting { name: $constant, default: settings!(@shown $kind $shown), help: $help },
+        )*];
+
+        /// Every setting's value; each field is read by the function of its name.
+        pub(super) struct Values {
+            $(pub(super) $field: $type,)*
+        }
+
+        impl Values {
+            /// Reads every setting: the first malformed one, in table order, is the error.
+            pub(super) fn read(get: &Get<'_>) -> Result<Self, ConfigError> {
+                Ok(Values { $($field: Values::$field(get)?,)* })
+            }
+
+            $(
+                pub(super) fn $field(get: &Get<'_>) -> Result<$type, ConfigError> {
+                    settings!(@read $kind $shown, get, $constant, $parse)
+                }
+            )*
+        }
+    };
+    (@shown default $text:literal) => { Shown::Value($text) };
+    (@shown unset $text:literal) => { Shown::Note($text) };
+    (@doc default $text:literal) => { concat!("Default: `", $text, "`.") };
+    (@doc unset $text:literal) => { concat!("When unset: ", $text, ".") };
+    (@read default $text:literal, $get:ident, $constant:ident, $parse:path) => {
+        table::with_default($get, $constant, $text, $parse)
+    };
+    (@read unset $text:literal, $get:ident, $constant:ident, $parse:path) => {
+        table::optional($get, $constant, $parse)
+    };
+}
+
+settings! {
+    HTTP_ADDR = "ASKBRIDGE_HTTP_ADDR",
+        http_addr: SocketAddr = parse::address, default "127.0.0.1:8080",
+        "HTTP API address";
+    API_TOKEN = "ASKBRIDGE_API_TOKEN",
+        api_token: Option<Secret> = parse::secret, unset "none",
+        "bearer token every `/api` route requires";
+    REDIS_URL = "REDIS_URL",
+        redis_url: Option<Secret> = parse::redis_url, unset "none",
+        "Redis store (else the embedded store); comma-separated seed URLs for a Redis Cluster";
+    REDIS_PREFIX = "ASKBRIDGE_REDIS_PREFIX",
+        redis_prefix: String = parse::text, default "askbridge",
+        "Redis key prefix";
+    REDIS_CLUSTER = "ASKBRIDGE_REDIS_CLUSTER",
+        redis_cluster: bool = parse::flag, default "false",
+        "`REDIS_URL` is one seed of a Redis Cluster (several comma-separated URLs mean a cluster anyway)";
+    /// The wait is there so that a failover cannot lose an acknowledged claim or ask.
+    REDIS_REPLICA_WAIT = "ASKBRIDGE_REDIS_REPLICA_WAIT_MS",
+        redis_replica_wait: Duration = parse::millis, default "500",
+        "on a cluster, milliseconds a claim or an ask waits for a replica (`WAIT 1`); 0 turns it off";
+    DATA_DIR = "ASKBRIDGE_DATA_DIR",
+        data_dir: Option<PathBuf> = parse::path, unset "`~/.local/share/askbridge`",
+        "embedded store directory (used when `REDIS_URL` is unset)";
+    DEFAULT_TIMEOUT = "ASKBRIDGE_DEFAULT_TIMEOUT_S",
+        default_timeout: Duration = parse::seconds, default "1800",
+        "seconds a question stays open when it names no timeout";
+    RETENTION = "ASKBRIDGE_RETENTION_S",
+        retention: Duration = parse::seconds, default "604800",
+        "seconds resolved questions are kept (7 days)";
+    DEFAULT_TARGETS = "ASKBRIDGE_DEFAULT_TARGETS",
+        default_targets: Option<Vec<Target>> = parse::targets, unset "none",
+        "targets of Rust API questions that name none, comma-separated";
+    LOG = "ASKBRIDGE_LOG",
+        log: Option<String> = parse::text, unset "`RUST_LOG`, else `info`",
+        "log filter (`RUST_LOG` syntax)";
+    TELEGRAM_BOT_TOKEN = "TELEGRAM_BOT_TOKEN",
+        telegram_bot_token: Option<Secret> = parse::secret, unset "none",
+        "Telegram bot token; Telegram is on when set";
+    TELEGRAM_API_URL = "TELEGRAM_API_URL",
+        telegram_api_url: Option<String> = parse::text, unset "Telegram's",
+        "Bot API base URL (for a self-hosted Bot API server)";
+    TELEGRAM_WEBHOOK_URL = "TELEGRAM_WEBHOOK_URL",
+        telegram_webhook_url: Option<String> = parse::text, unset "none",
+        "public HTTPS URL Telegram posts updates to (webhook mode; long polling when unset)";
+    TELEGRAM_WEBHOOK_SECRET = "TELEGRAM_WEBHOOK_SECRET",
+        telegram_webhook_secret: Option<Secret> = parse::webhook_secret, unset "none",
+        "secret Telegram sends with each webhook update (1-256 of `A-Za-z0-9_-`)";
+    DISCORD_BOT_TOKEN = "DISCORD_BOT_TOKEN",
+        discord_bot_token: Option<Secret> = parse::secret, unset "none",
+        "Discord bot token; Discord is on when set";
+    DISCORD_API_URL = "DISCORD_API_URL",
+        discord_api_url: Option<String> = parse::text, unset "Discord's",
+        "Discord API base URL (for proxies and tests)";
+    DISCORD_PUBLIC_KEY = "DISCORD_PUBLIC_KEY",
+        discord_public_key: Option<String> = parse::text, unset "none",
+        "Discord application public key (hex); enables the HTTP interactions endpoint";
+    FLOWS = "ASKBRIDGE_FLOWS",
+        flows: Option<Vec<(String, String)>> = parse::flows, unset "none",
+        "HTTP flows, `name=url` pairs, comma-separated";
+    FLOW_SECRET = "ASKBRIDGE_FLOW_SECRET",
+        flow_secret: Option<Secret> = parse::secret, unset "none",
+        "HMAC key signing requests to flows and callback URLs";
+    RUN_LEASE = "ASKBRIDGE_RUN_LEASE_S",
+        run_lease: Duration = parse::seconds, default "30",
+        "seconds a process holds a run it executes (renewed while it runs)";
+    EXAMPLE_FLOWS = "ASKBRIDGE_EXAMPLE_FLOWS",
+        example_flows: bool = parse::flag, default "false",
+        "offer the example flow `/release` in `serve`";
+    APPROVERS = "ASKBRIDGE_APPROVERS",
+        approvers: Option<Vec<Identity>> = parse::identities, unset "none",
+        "identities who approve approvals naming no answerers, and manage rules";
+    AUDIT_RETENTION = "ASKBRIDGE_AUDIT_RETENTION_S",
+        audit_retention: Duration = parse::seconds, default "7776000",
+        "seconds audit records are kept (90 days)";
+    FLOW_STARTERS = "ASKBRIDGE_FLOW_STARTERS",
+        flow_starters: Option<Vec<Identity>> = parse::identities, unset "anyone",
+        "identities who may start flows from a chat";
+    ALLOWED_HOSTS = "ASKBRIDGE_ALLOWED_HOSTS",
+        allowed_hosts: Option<Vec<String>> = parse::list, unset "addresses, `localhost`",
+        "host names the HTTP server answers to (the public name behind a proxy); `*` turns the check off";
+    METRICS_PUBLIC = "ASKBRIDGE_METRICS_PUBLIC",
+        metrics_public: bool = parse::flag, default "false",
+        "serve `/metrics` without the API token";
+    CALLBACK_ALLOW = "ASKBRIDGE_CALLBACK_ALLOW",
+        callback_allow: Option<Vec<String>> = parse::callback_allow, unset "none",
+        "internal hosts, addresses or networks callback URLs may reach";
+    MAX_CONNECTIONS = "ASKBRIDGE_MAX_CONNECTIONS",
+        max_connections: usize = parse::positive, default "4096",
+        "HTTP connections served at once";
+    MCP_PROGRESS = "ASKBRIDGE_MCP_PROGRESS_S",
+        mcp_progress: Duration = parse::seconds, default "15",
+        "seconds between MCP progress notifications while a tool call waits";
+    /// Where askbridge shares a small machine with Redis, fewer threads switch less: on 2 cores,
+    /// one served the most (`scripts/bench`).
+    WORKER_THREADS = "ASKBRIDGE_WORKER_THREADS",
+        worker_threads: Option<usize> = parse::positive, unset "one per core",
+        "threads executing askbridge's work (on 2 cores shared with Redis, 1 served the most; see Benchmarks)";
+    /// 60 by default because Telegram allows a bot about 20 messages a minute in a group.
+    REMINDER_GAP = "ASKBRIDGE_REMINDER_GAP_S",
+        reminder_gap: Duration = parse::seconds, default "60",
+        "least seconds between two reminders in one chat, and so the shortest `remind_after_s`";
+}

@@ -32,6 +32,7 @@ mod own_events;
 mod quorum;
 mod restart;
 mod runs_crash;
+mod settings;
 mod store_conformance;
 mod telegram;
 mod web;
