@@ -2,6 +2,8 @@
 //!
 //! - [`Error`]: a request that cannot be done (bad input, an unknown id, a stranger, a store that
 //!   does not answer). The HTTP layer maps each variant to a status code (`http::ApiError`).
+//!   Its `Display` says its own part and `source()` the cause; what shows it to a person shows
+//!   the chain (`askbridge_core::error::Chain`).
 //! - [`NoAnswer`]: why an ask gives no answer (declined, timed out, cancelled). Not a failure: it
 //!   is one of the explicit outcomes a function that asks must handle, never an empty value.
 //! - [`AskError`]: either of the two, for the in-process API (`Session::ask`), so `?` passes both
@@ -90,10 +92,15 @@ fn run_not_waiting_line(run: &str, state: &str, waiting_on: Option<&QuestionId>)
 }
 
 impl Error {
-    /// True for a store that did not answer (worth trying again later), false for everything
-    /// that will fail the same way again.
-    pub fn is_unavailable(&self) -> bool {
-        matches!(self, Error::Store(error) if error.is_unavailable())
+    /// True when trying again later may work (a store that did not answer, a delivery worth
+    /// retrying), false for everything that will fail the same way again. askbridge's one word
+    /// for it: see `askbridge_core::error`.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Store(error) => error.is_retryable(),
+            Error::Model(error) => error.is_retryable(),
+            _ => false,
+        }
     }
 }
 

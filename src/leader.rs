@@ -7,6 +7,7 @@
 //! the connection. Webhook and interactions-endpoint modes need no leader.
 
 use crate::bridge::Bridge;
+use askbridge_core::error::Chain;
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -66,12 +67,14 @@ pub async fn while_leader<F, Fut>(
                 renewer.abort();
                 book.lock().remove(name);
                 if let Err(error) = bridge.store().release_lease(name, &owner).await {
-                    tracing::warn!(lease = name, %error, "cannot release the lease; it lapses");
+                    tracing::warn!(lease = name, error = %Chain(&error), "cannot release the lease; it lapses");
                 }
                 tracing::info!(lease = name, "lease given up");
             }
             Ok(false) => {}
-            Err(error) => tracing::warn!(lease = name, %error, "cannot take the lease yet"),
+            Err(error) => {
+                tracing::warn!(lease = name, error = %Chain(&error), "cannot take the lease yet")
+            }
         }
         tokio::select! {
             () = tokio::time::sleep(RENEW_EVERY) => {}
@@ -104,11 +107,13 @@ async fn renew(bridge: Bridge, name: &'static str, owner: String, stop: watch::S
                 return;
             }
             Err(error) if extended.elapsed() + RENEW_EVERY >= LEASE_TTL => {
-                tracing::warn!(lease = name, %error, "cannot extend the lease before it lapses; stopping here");
+                tracing::warn!(lease = name, error = %Chain(&error), "cannot extend the lease before it lapses; stopping here");
                 let _ = stop.send(true);
                 return;
             }
-            Err(error) => tracing::warn!(lease = name, %error, "cannot extend the lease; retrying"),
+            Err(error) => {
+                tracing::warn!(lease = name, error = %Chain(&error), "cannot extend the lease; retrying")
+            }
         }
     }
 }

@@ -71,7 +71,8 @@ async fn run(command: Command) -> u8 {
         }
     };
     result.unwrap_or_else(|error| {
-        eprintln!("askbridge: {error:#}");
+        // The chain, each cause once (a store error's cause is its source, not in its words).
+        eprintln!("askbridge: {}", askbridge_core::error::Chain(&*error));
         cli::ExitCode::ERROR
     })
 }

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 /// What an audit record is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum AuditEvent {
     /// A question was resolved (answered, declined, expired, cancelled; approvals by rule too).
     Resolved,

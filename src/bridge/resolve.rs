@@ -254,7 +254,7 @@ impl Bridge {
             Ok(question) => return Ok(question),
             Err(refusal) => refusal,
         };
-        if refusal.error.is_unavailable() {
+        if refusal.error.is_retryable() {
             return Err(refusal.error);
         }
         let caller = format!("{}/{}", actor.by, actor.via);

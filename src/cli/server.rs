@@ -58,7 +58,7 @@ async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
             t.failing,
             if t.ok { "" } else { ", cluster_state:fail" }
         ),
-        Err(error) => format!("unknown ({error})"),
+        Err(error) => format!("unknown ({})", askbridge_core::error::Chain(&error)),
     };
     if store.is_durable() {
         tracing::info!(store = %store.describe(), %shape, "store opened");

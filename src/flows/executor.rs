@@ -7,6 +7,7 @@ use super::{Flow, FlowContext, FlowResult, Flows, Interrupt};
 use crate::Error;
 use crate::bridge::{Bridge, Resume, Storing};
 use crate::store::{ErrorKind, Inserted, Parked, Saved};
+use askbridge_core::error::Chain;
 use askbridge_core::run::{Acquire, Origin, Run, RunState};
 use askbridge_core::{Millis, Question, render};
 use futures_util::FutureExt;
@@ -85,11 +86,11 @@ async fn persist(
 }
 
 /// True for an interruption after which the run is replayed later rather than ended: another
-/// process has it, or the store did not answer.
+/// process has it, or the failure is retryable (the store did not answer).
 fn replayed_later(interrupt: &Interrupt) -> bool {
     match interrupt {
         Interrupt::Superseded => true,
-        Interrupt::Error(error) => error.is_unavailable(),
+        Interrupt::Error(error) => error.is_retryable(),
         _ => false,
     }
 }
@@ -110,7 +111,7 @@ async fn drive(
     }
     if let Err(interrupt) = absorb_answer(bridge, &mut run, answered).await {
         if replayed_later(&interrupt) {
-            tracing::warn!(run_id = %run.id, error = %interrupt, "cannot load the answer the run waited for; recovery will retry");
+            tracing::warn!(run_id = %run.id, error = %Chain(&interrupt), "cannot load the answer the run waited for; recovery will retry");
         } else {
             finish(flows, bridge, run, &owner, Err(interrupt)).await;
         }
@@ -136,7 +137,7 @@ async fn drive(
     let (run, suspended) = ctx.finish();
     match (suspended, result) {
         (_, Err(interrupt)) if replayed_later(&interrupt) => {
-            tracing::warn!(run_id = %run.id, error = %interrupt, "run stopped; it will be replayed from its journal");
+            tracing::warn!(run_id = %run.id, error = %Chain(&interrupt), "run stopped; it will be replayed from its journal");
         }
         (Some(suspension), _) => park(flows, bridge, run, &owner, suspension).await,
         (None, result) => finish(flows, bridge, run, &owner, result).await,
@@ -187,7 +188,7 @@ fn spawn_heartbeat(bridge: &Bridge, ctx: FlowContext) -> tokio::task::JoinHandle
                 Ok(true) => {}
                 Ok(false) => return,
                 Err(error) => {
-                    tracing::warn!(run_id = ?ctx.run_id(), %error, "cannot renew the run's lease")
+                    tracing::warn!(run_id = ?ctx.run_id(), error = %Chain(&error), "cannot renew the run's lease")
                 }
             }
         }
@@ -216,12 +217,12 @@ async fn park(flows: &Flows, bridge: &Bridge, mut run: Run, owner: &str, suspens
             Ok(Some(resolved)) => resolved,
             Ok(None) => return,
             Err(error) => {
-                tracing::warn!(run_id = %run.id, %error, "cannot read the run's question");
+                tracing::warn!(run_id = %run.id, error = %Chain(&error), "cannot read the run's question");
                 return;
             }
         };
         if let Err(error) = take_up(flows, bridge, &resolved).await {
-            tracing::warn!(run_id = %run.id, %error, "cannot resume at once; the question's resume will");
+            tracing::warn!(run_id = %run.id, error = %Chain(&error), "cannot resume at once; the question's resume will");
         }
     }
 }
@@ -263,7 +264,7 @@ async fn park_with_question(
 async fn finish(flows: &Flows, bridge: &Bridge, mut run: Run, owner: &str, result: FlowResult) {
     let (state, text) = match result {
         Ok(text) => (RunState::Done, text),
-        Err(interrupt) => (RunState::Failed, interrupt.to_string()),
+        Err(interrupt) => (RunState::Failed, Chain(&interrupt).to_string()),
     };
     if state == RunState::Failed {
         tracing::warn!(run_id = %run.id, error = %text, "run failed");
@@ -295,7 +296,7 @@ async fn report(flows: &Flows, bridge: &Bridge, mut run: Run, owner: &str) {
     if let Some(chat) = run.origin.chat.clone() {
         let line = report_line(&run);
         if let Err(error) = bridge.say(&chat, &line).await {
-            tracing::warn!(run_id = %run.id, %error, "cannot post the run's result yet; will retry");
+            tracing::warn!(run_id = %run.id, error = %Chain(&error), "cannot post the run's result yet; will retry");
             return;
         }
     }
@@ -358,10 +359,10 @@ pub(super) async fn recover(flows: &Flows, bridge: &Bridge) -> Result<usize, Err
             }
             Ok(None) => {}
             Err(error) if error.kind() == ErrorKind::Corrupt => {
-                tracing::error!(run_id = %id, %error, "run record does not read; it is abandoned");
+                tracing::error!(run_id = %id, error = %Chain(&error), "run record does not read; it is abandoned");
                 bridge
                     .store()
-                    .abandon_run(&id, &format!("abandoned: {error}"))
+                    .abandon_run(&id, &format!("abandoned: {}", Chain(&error)))
                     .await?;
             }
             Err(error) => return Err(error.into()),

@@ -46,8 +46,8 @@ pub enum Interrupt {
     #[error("{0}")]
     Failed(String),
 
-    /// askbridge failed under the flow. An unavailable store means "replay later"; anything
-    /// else (a corrupt record, say) ends the run with its message.
+    /// askbridge failed under the flow. A retryable failure (an unavailable store) means "replay
+    /// later"; anything else (a corrupt record, say) ends the run with its message.
     #[error(transparent)]
     Error(#[from] Error),
 }

@@ -175,7 +175,7 @@ pub(super) async fn healthz(State(state): State<AppState>) -> Response {
             }))
             .into_response();
         }
-        Ok(Err(error)) => error.to_string(),
+        Ok(Err(error)) => askbridge_core::error::Chain(&error).to_string(),
         Err(_) => "the store did not answer within 0.9 s".to_owned(),
     };
     (

@@ -3,6 +3,7 @@
 //! shape, naming the field at fault.
 
 use crate::Error;
+use askbridge_core::error::Chain;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
@@ -36,7 +37,8 @@ impl ApiError {
 impl From<Error> for ApiError {
     fn from(error: Error) -> Self {
         use askbridge_core::Error as Model;
-        let message = error.to_string();
+        // The body says the whole chain: an error's own `Display` leaves its cause to `source()`.
+        let message = Chain(&error).to_string();
         match error {
             Error::Model(Model::Invalid { field, .. }) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message).with("field", json!(field))
@@ -44,7 +46,7 @@ impl From<Error> for ApiError {
             Error::Model(Model::NotFit { .. }) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
             }
-            Error::Model(Model::Delivery { .. }) => ApiError::new(StatusCode::BAD_GATEWAY, message),
+            Error::Model(Model::Delivery(_)) => ApiError::new(StatusCode::BAD_GATEWAY, message),
             Error::Model(_) => ApiError::new(StatusCode::BAD_REQUEST, message),
             Error::NotFound(_) | Error::UnknownRun(_) | Error::UnknownRule(_) => {
                 ApiError::new(StatusCode::NOT_FOUND, message)
@@ -65,12 +67,12 @@ impl From<Error> for ApiError {
             Error::NoSurface | Error::UnknownFlow(_) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
             }
-            Error::Store(error) if error.is_unavailable() => {
-                tracing::error!(%error, "store failure answering an API request");
+            Error::Store(error) if error.is_retryable() => {
+                tracing::error!(error = %message, "store failure answering an API request");
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message)
             }
-            Error::Store(error) => {
-                tracing::error!(%error, "corrupt record met answering an API request");
+            Error::Store(_) => {
+                tracing::error!(error = %message, "corrupt record met answering an API request");
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message)
             }
         }
@@ -243,4 +245,21 @@ pub(super) fn cursor_param<T>(
         )
         .with("field", json!(field))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_failure_s_body_says_its_cause_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let error = Error::from(crate::store::Error::unavailable("redis claim", io));
+        let response = ApiError::from(error);
+        assert_eq!(response.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            response.body,
+            json!({ "error": "store unavailable (redis claim): refused" })
+        );
+    }
 }

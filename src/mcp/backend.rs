@@ -25,6 +25,11 @@ pub trait Backend: Send + Sync + 'static {
 #[derive(Clone, Debug)]
 pub struct BridgeBackend(pub Bridge);
 
+/// An error as the model reads it: with its causes (an error's `Display` leaves them out).
+fn chained(error: crate::Error) -> String {
+    askbridge_core::error::Chain(&error).to_string()
+}
+
 fn question_id(id: &str) -> Result<QuestionId, String> {
     QuestionId::parse(id).map_err(|_| format!("There is no question {id}."))
 }
@@ -32,12 +37,12 @@ fn question_id(id: &str) -> Result<QuestionId, String> {
 #[async_trait]
 impl Backend for BridgeBackend {
     async fn ask(&self, request: NewQuestion) -> Result<Question, String> {
-        self.0.create(request).await.map_err(|e| e.to_string())
+        self.0.create(request).await.map_err(chained)
     }
 
     async fn wait(&self, id: &str, timeout: Duration) -> Result<Question, String> {
         let id = question_id(id)?;
-        self.0.wait(&id, timeout).await.map_err(|e| e.to_string())
+        self.0.wait(&id, timeout).await.map_err(chained)
     }
 
     async fn pending(&self, session: Option<&str>) -> Result<Vec<Question>, String> {
@@ -45,7 +50,7 @@ impl Backend for BridgeBackend {
             session_id: session.map(str::to_owned),
             ..crate::store::ListFilter::pending()
         };
-        self.0.list(&filter).await.map_err(|e| e.to_string())
+        self.0.list(&filter).await.map_err(chained)
     }
 }
 

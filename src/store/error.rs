@@ -1,14 +1,21 @@
 //! The store's own error: what kind of failure, and its cause.
 //!
-//! Callers decide by the kind. [`ErrorKind::Unavailable`] is worth retrying later (Redis
-//! restarting, a connection dropped, the disk busy); [`ErrorKind::Corrupt`] will fail again the
+//! Callers decide by [`Error::is_retryable`], askbridge's one word for "trying again later may
+//! work" (see `askbridge_core::error`): true for [`ErrorKind::Unavailable`] (Redis restarting, a
+//! connection dropped, the disk busy), false for [`ErrorKind::Corrupt`], which will fail again the
 //! same way (a record that no longer reads), so whatever met it should stop and say so rather than
 //! retry for ever. The store never uses the bridge's error type (the store sits below the bridge).
+//!
+//! As in twilight, the error is a kind and a source: `Display` says the store's part (the kind
+//! and the operation or record) and `source()` gives the cause, so what shows the error to a
+//! person shows the chain (`askbridge_core::error::Chain`).
 
 use std::fmt;
 
-/// What kind of failure.
+/// What kind of failure. Whether to retry is [`Error::is_retryable`]'s answer, not a match on
+/// this: a kind added later is then retried (or not) by every caller unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The store could not be reached or did not answer; trying again later may work.
     Unavailable,
@@ -58,22 +65,21 @@ impl Error {
         self.kind
     }
 
-    /// True when trying again later may work.
-    pub fn is_unavailable(&self) -> bool {
-        self.kind == ErrorKind::Unavailable
+    /// True when trying again later may work (the store did not answer).
+    pub fn is_retryable(&self) -> bool {
+        match self.kind {
+            ErrorKind::Unavailable => true,
+            ErrorKind::Corrupt => false,
+        }
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
-            ErrorKind::Unavailable => write!(f, "store unavailable ({})", self.message)?,
-            ErrorKind::Corrupt => write!(f, "corrupt record: {}", self.message)?,
+            ErrorKind::Unavailable => write!(f, "store unavailable ({})", self.message),
+            ErrorKind::Corrupt => write!(f, "corrupt record: {}", self.message),
         }
-        if let Some(source) = &self.source {
-            write!(f, ": {source}")?;
-        }
-        Ok(())
     }
 }
 
@@ -92,14 +98,23 @@ pub type Result<T> = std::result::Result<T, Error>;
 mod tests {
     use super::*;
 
+    use askbridge_core::error::Chain;
+    use std::error::Error as _;
+
     #[test]
-    fn the_kind_and_the_cause_show() {
+    fn the_kind_shows_and_the_cause_is_the_source() {
         let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
         let error = Error::unavailable("claim", io);
-        assert!(error.is_unavailable());
-        assert_eq!(error.to_string(), "store unavailable (claim): refused");
+        assert!(error.is_retryable());
+        assert_eq!(error.to_string(), "store unavailable (claim)");
+        assert_eq!(error.source().unwrap().to_string(), "refused");
+        assert_eq!(
+            Chain(&error).to_string(),
+            "store unavailable (claim): refused"
+        );
         let error = Error::corrupt("run rabc", "expected value at line 1");
         assert_eq!(error.kind(), ErrorKind::Corrupt);
+        assert!(!error.is_retryable());
         assert!(
             error
                 .to_string()

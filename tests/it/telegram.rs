@@ -830,6 +830,38 @@ async fn telegram_outages_are_retryable_and_never_show_the_token() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_telegram_delivery_failure_keeps_teloxide_s_error() {
+    let s = setup().await;
+    s.fake.stop();
+    let telegram_channel = s.bridge.channel_for(&"telegram:1".into()).unwrap();
+    let question = s
+        .bridge
+        .create(
+            askbridge_core::NewQuestion::ask("Kept whole?")
+                .session("tg")
+                .targets(["chat:1"]),
+        )
+        .await
+        .unwrap();
+    let error = telegram_channel
+        .show(&question, &"telegram:1".into())
+        .await
+        .unwrap_err();
+    let text = askbridge_core::error::Chain(&error).to_string();
+    assert_eq!(text, error.to_string(), "the chain says nothing twice");
+    assert!(text.starts_with("telegram: "), "{text}");
+    let askbridge_core::Error::Delivery(delivery) = error else {
+        panic!("a delivery failure: {text}");
+    };
+    let kept = delivery
+        .get_ref()
+        .downcast_ref::<askbridge_telegram::BotApiError>()
+        .expect("teloxide's error is kept");
+    assert_eq!(format!("telegram: {kept}"), text);
+    assert!(!format!("{kept:?}").contains("TEST-token-never-logged"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approvals_on_telegram_once_reject_with_feedback_and_a_stranger_denied() {
     let s = setup().await;
     let target = format!("telegram:{GROUP}");

@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
-/// Everything that can go wrong talking to Discord. [`Error::is_retryable`] tells the bridge
-/// whether to try again later (outages, rate limits) or give up (a channel the bot cannot see, a
-/// malformed request, a refused token).
+/// Everything that can go wrong talking to Discord. [`Error::is_retryable`] (askbridge's one word
+/// for it, see `askbridge_core::error`) tells the bridge whether to try again later (outages,
+/// rate limits) or give up (a channel the bot cannot see, a malformed request, a refused token).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A target is not `discord:<channel id>`.
@@ -92,13 +92,14 @@ impl Error {
     }
 }
 
+/// A delivery failure that keeps this error whole (its words hold no secret: see the module
+/// documentation), for the bridge to downcast.
 impl From<Error> for askbridge_core::Error {
     fn from(error: Error) -> Self {
-        let message = error.to_string();
         if error.is_retryable() {
-            askbridge_core::Error::retryable(crate::SURFACE, message)
+            askbridge_core::Error::retryable(crate::SURFACE, error)
         } else {
-            askbridge_core::Error::permanent(crate::SURFACE, message)
+            askbridge_core::Error::permanent(crate::SURFACE, error)
         }
     }
 }
@@ -214,5 +215,12 @@ mod tests {
         assert!(!Error::BadTarget("discord:x".into()).is_retryable());
         let model: askbridge_core::Error = api(503).into();
         assert!(model.is_retryable());
+        let askbridge_core::Error::Delivery(delivery) = model else {
+            panic!("a delivery failure");
+        };
+        assert!(matches!(
+            delivery.get_ref().downcast_ref::<Error>(),
+            Some(Error::Api { status: 503, .. })
+        ));
     }
 }

@@ -31,6 +31,7 @@ use teloxide::types::{AllowedUpdate, BotCommand, Me};
 use tokio::sync::watch;
 
 pub use keyboard::{keyboard, message_text, resolved_text};
+pub use sending::BotApiError;
 pub use webhook::SECRET_HEADER;
 
 /// The surface name, and the prefix of targets and identities (`telegram:<id>`).

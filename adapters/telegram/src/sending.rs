@@ -50,22 +50,69 @@ where
     }
 }
 
+/// A Bot API call that failed: teloxide's error kept whole, shown in words without the token.
+///
+/// This is the source of a Telegram delivery failure ([`askbridge_core::error::Delivery`]); the
+/// bridge may downcast to it and read [`BotApiError::request_error`]. Its `Display` and `Debug`
+/// are teloxide's words cleaned of the token, and its `source()` is `None`: teloxide's words
+/// already say the causes, and reqwest's would carry the token in a URL.
+pub struct BotApiError {
+    text: String,
+    error: RequestError,
+}
+
+impl BotApiError {
+    fn new(redactor: &Redactor, error: RequestError) -> Self {
+        BotApiError {
+            text: redactor.clean(&error.to_string()),
+            error,
+        }
+    }
+
+    /// teloxide's error (its `Display` and `Debug` may hold the bot token: log
+    /// [`BotApiError`] itself).
+    pub fn request_error(&self) -> &RequestError {
+        &self.error
+    }
+}
+
+impl std::fmt::Display for BotApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::fmt::Debug for BotApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("BotApiError").field(&self.text).finish()
+    }
+}
+
+impl std::error::Error for BotApiError {}
+
 /// Maps a Bot API failure to the bridge's retryable/permanent distinction.
 pub(crate) fn to_model_error(redactor: &Redactor, error: RequestError) -> Error {
-    let text = redactor.clean(&error.to_string());
-    match error {
+    let retryable = match &error {
         RequestError::Network(_)
         | RequestError::RetryAfter(_)
         | RequestError::InvalidJson { .. }
-        | RequestError::Io(_) => Error::retryable(SURFACE, text),
-        RequestError::MigrateToChatId(new_id) => Error::permanent(
-            SURFACE,
-            format!("the group became a supergroup; use the target telegram:{new_id}"),
-        ),
+        | RequestError::Io(_) => true,
+        RequestError::MigrateToChatId(new_id) => {
+            return Error::permanent(
+                SURFACE,
+                format!("the group became a supergroup; use the target telegram:{new_id}"),
+            );
+        }
         // Errors Telegram names (a chat that does not exist, a bot blocked or kicked, a message
         // gone) will not change; unnamed ones (a 5xx with a JSON body) may pass.
-        RequestError::Api(ApiError::Unknown(_)) => Error::retryable(SURFACE, text),
-        RequestError::Api(_) => Error::permanent(SURFACE, text),
+        RequestError::Api(ApiError::Unknown(_)) => true,
+        RequestError::Api(_) => false,
+    };
+    let error = BotApiError::new(redactor, error);
+    if retryable {
+        Error::retryable(SURFACE, error)
+    } else {
+        Error::permanent(SURFACE, error)
     }
 }
 
