@@ -11,8 +11,8 @@ use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::{
     Admin, AuditLog, ClaimOptions, Claimed, Counts, Dedupe, Deliveries, Drafts, Event, Events,
-    Inserted, Leases, ListFilter, Outbox, Parked, Questions, Result, Rules, Runs, Saved, Shown,
-    StoreOptions, Votes, Work,
+    Inserted, Leases, ListFilter, Outbox, Page, Parked, Questions, Result, Rules, Runs, Saved,
+    Shown, StoreOptions, Votes, Work,
 };
 use askbridge_core::Identity;
 use askbridge_core::audit::{AuditEntry, AuditFilter};
@@ -231,17 +231,17 @@ impl Events for CountingStore {
 
 #[async_trait]
 impl askbridge::store::Listings for CountingStore {
-    async fn list_runs(&self, filter: &askbridge::store::RunFilter) -> Result<Vec<Run>> {
+    async fn list_runs(&self, filter: &askbridge::store::RunFilter) -> Result<Page<Run>> {
         self.inner.list_runs(filter).await
     }
-    async fn history(&self, filter: &askbridge::store::HistoryFilter) -> Result<Vec<Question>> {
+    async fn history(&self, filter: &askbridge::store::HistoryFilter) -> Result<Page<Question>> {
         self.inner.history(filter).await
     }
     async fn rules_page(
         &self,
         after: Option<&askbridge::store::Cursor>,
         limit: usize,
-    ) -> Result<Vec<askbridge_core::Rule>> {
+    ) -> Result<Page<askbridge_core::Rule>> {
         self.inner.rules_page(after, limit).await
     }
 }
