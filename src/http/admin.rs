@@ -2,7 +2,7 @@
 
 use super::{ApiError, AppState};
 use crate::metrics::Scrape;
-use crate::store::Cursor;
+use crate::store::{Cursor, Page};
 use askbridge_core::audit::{AuditCursor, AuditFilter};
 use askbridge_core::{Actor, Millis, RuleId};
 use axum::Json;
@@ -30,23 +30,13 @@ pub(super) async fn list_rules(
     let Some(limit) = query.limit.or(after.as_ref().map(|_| 50)) else {
         return Ok(Json(json!({ "rules": state.bridge.rules().await? })));
     };
-    let limit = limit.clamp(1, 500);
-    // One more than the page tells whether there is a next one.
-    let mut page = state
+    let page = state
         .bridge
         .store()
-        .rules_page(after.as_ref(), limit + 1)
+        .rules_page(after.as_ref(), limit.clamp(1, 500))
         .await?;
-    let more = page.len() > limit;
-    page.truncate(limit);
-    let next = more.then(|| page.last()).flatten().map(|r| {
-        Cursor {
-            at: r.created_at,
-            id: r.id.to_string(),
-        }
-        .to_string()
-    });
-    Ok(Json(json!({ "rules": page, "next": next })))
+    let next = page.next.as_ref().map(Cursor::to_string);
+    Ok(Json(json!({ "rules": page.items, "next": next })))
 }
 
 pub(super) async fn revoke_rule(
@@ -141,16 +131,12 @@ pub(super) async fn audit(
         ));
     }
     // One more than the page tells whether there is a next one.
-    let page = filter.effective_limit();
-    filter.limit = page + 1;
-    let mut entries = state.bridge.audit(&filter).await?;
-    let more = entries.len() > page;
-    entries.truncate(page);
-    let next = more
-        .then(|| filter.next_cursor(&entries))
-        .flatten()
-        .map(|c| c.to_string());
-    Ok(Json(json!({ "entries": entries, "next": next })))
+    let limit = filter.effective_limit();
+    filter.limit = limit + 1;
+    let fetched = state.bridge.audit(&filter).await?;
+    let page = Page::cut(fetched, limit, |kept| filter.next_cursor(kept));
+    let next = page.next.as_ref().map(AuditCursor::to_string);
+    Ok(Json(json!({ "entries": page.items, "next": next })))
 }
 
 pub(super) async fn healthz(State(state): State<AppState>) -> Response {

@@ -262,25 +262,14 @@ pub(super) async fn history(
         ),
     };
     let after = super::error::cursor_param("after", query.after.as_deref(), Cursor::parse)?;
-    let mut filter = HistoryFilter {
+    let filter = HistoryFilter {
         status,
         session_id: query.session_id.filter(|s| !s.is_empty()),
         after,
-        limit: query.limit.unwrap_or(0).min(500),
+        limit: query.limit.unwrap_or(0),
     };
-    // One more than the page tells whether there is a next one.
-    let limit = filter.effective_limit();
-    filter.limit = limit + 1;
-    let mut page = state.bridge.store().history(&filter).await?;
-    let more = page.len() > limit;
-    page.truncate(limit);
-    let next = more.then(|| page.last()).flatten().map(|q| {
-        Cursor {
-            at: HistoryFilter::time_of(q),
-            id: q.id.to_string(),
-        }
-        .to_string()
-    });
-    let questions: Vec<serde_json::Value> = page.iter().map(view::json).collect();
+    let page = state.bridge.store().history(&filter).await?;
+    let next = page.next.as_ref().map(Cursor::to_string);
+    let questions: Vec<serde_json::Value> = page.items.iter().map(view::json).collect();
     Ok(Json(json!({ "questions": questions, "next": next })))
 }

@@ -117,26 +117,15 @@ pub(super) async fn list_runs(
         }
     };
     let after = super::error::cursor_param("after", query.after.as_deref(), Cursor::parse)?;
-    let mut filter = RunFilter {
+    let filter = RunFilter {
         ended,
         state: only,
         after,
-        limit: query.limit.unwrap_or(0).min(500),
+        limit: query.limit.unwrap_or(0),
     };
-    // One more than the page tells whether there is a next one.
-    let limit = filter.effective_limit();
-    filter.limit = limit + 1;
-    let mut runs = state.bridge.store().list_runs(&filter).await?;
-    let more = runs.len() > limit;
-    runs.truncate(limit);
-    let next = more.then(|| runs.last()).flatten().map(|run| {
-        Cursor {
-            at: filter.time_of(run),
-            id: run.id.to_string(),
-        }
-        .to_string()
-    });
-    Ok(Json(json!({ "runs": runs, "next": next })))
+    let page = state.bridge.store().list_runs(&filter).await?;
+    let next = page.next.as_ref().map(Cursor::to_string);
+    Ok(Json(json!({ "runs": page.items, "next": next })))
 }
 
 pub(super) async fn get_run(

@@ -1,5 +1,6 @@
-//! What the paged listings (the ops page's runs, rules and history views) take: a cursor, the
-//! filters, and the page of items for stores that list by reading everything.
+//! What the paged listings (the ops page's runs, rules and history views) take and give: the
+//! filters, a [`Page`] of items with the [`Cursor`] of the next one, and the page for stores that
+//! list by reading everything.
 
 use askbridge_core::run::{Run, RunState};
 use askbridge_core::{Millis, Question, Status};
@@ -42,6 +43,68 @@ impl std::fmt::Display for Cursor {
     }
 }
 
+/// One page of a newest-first listing, and where the next page starts (`None` on the last).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Page<T, C = Cursor> {
+    /// The page's items, newest first.
+    pub items: Vec<T>,
+    /// The cursor of the next page: the place of this page's last item, when more follow.
+    pub next: Option<C>,
+}
+
+impl<T, C> Page<T, C> {
+    /// The page of `limit` items from `fetched`, which a source read in order with one more than
+    /// `limit` (whether that one came is whether a next page exists); `cursor` gives the next
+    /// page's cursor from the items kept.
+    pub fn cut(mut fetched: Vec<T>, limit: usize, cursor: impl FnOnce(&[T]) -> Option<C>) -> Self {
+        let more = fetched.len() > limit;
+        fetched.truncate(limit);
+        let next = if more { cursor(&fetched) } else { None };
+        Page {
+            items: fetched,
+            next,
+        }
+    }
+
+    /// The same page with each item mapped.
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U, C> {
+        Page {
+            items: self.items.into_iter().map(f).collect(),
+            next: self.next,
+        }
+    }
+}
+
+impl<T> Page<T> {
+    /// The page of `limit` items from `fetched` (in order, one more than `limit` read), whose
+    /// next cursor is the place (time and id) of the last item kept.
+    pub fn after_last(fetched: Vec<T>, limit: usize, place: impl Fn(&T) -> (Millis, &str)) -> Self {
+        Self::cut(fetched, limit, |items| {
+            items.last().map(|last| {
+                let (at, id) = place(last);
+                Cursor {
+                    at,
+                    id: id.to_owned(),
+                }
+            })
+        })
+    }
+
+    /// The page of `limit` items out of all of `items` (any order) that `keep` accepts, newest
+    /// first by `place`: for stores that list by reading everything.
+    pub fn newest_first(
+        items: impl IntoIterator<Item = T>,
+        keep: impl Fn(&T) -> bool,
+        place: impl Fn(&T) -> (Millis, &str),
+        limit: usize,
+    ) -> Self {
+        let mut kept: Vec<T> = items.into_iter().filter(|item| keep(item)).collect();
+        kept.sort_by(|a, b| newest_first(place(a), place(b)));
+        kept.truncate(limit + 1);
+        Self::after_last(kept, limit, place)
+    }
+}
+
 /// Newest first, then by id (descending): the order of every paged listing.
 pub fn newest_first(a: (Millis, &str), b: (Millis, &str)) -> std::cmp::Ordering {
     b.0.cmp(&a.0).then_with(|| b.1.cmp(a.1))
@@ -57,17 +120,14 @@ pub struct RunFilter {
     pub state: Option<RunState>,
     /// The page after this cursor.
     pub after: Option<Cursor>,
-    /// At most this many (0: 50).
+    /// At most this many (0: 50, at most 500).
     pub limit: usize,
 }
 
 impl RunFilter {
-    /// The limit to apply.
+    /// The page's size.
     pub fn effective_limit(&self) -> usize {
-        match self.limit {
-            0 => 50,
-            n => n.min(501),
-        }
+        page_size(self.limit)
     }
 
     /// The time a run is listed by: when it started (live) or last changed (ended).
@@ -77,6 +137,11 @@ impl RunFilter {
         } else {
             run.created_at
         }
+    }
+
+    /// A run's place in the listing: its time and id.
+    pub fn place<'r>(&self, run: &'r Run) -> (Millis, &'r str) {
+        (self.time_of(run), run.id.as_str())
     }
 
     /// Does `run` pass (state group, state, cursor)?
@@ -92,16 +157,13 @@ impl RunFilter {
 
 /// One page of `runs` as `filter` selects them, newest first: for stores that list by reading
 /// every run.
-pub fn page_of(runs: impl IntoIterator<Item = Run>, filter: &RunFilter) -> Vec<Run> {
-    let mut page: Vec<Run> = runs.into_iter().filter(|r| filter.accepts(r)).collect();
-    page.sort_by(|a, b| {
-        newest_first(
-            (filter.time_of(a), a.id.as_str()),
-            (filter.time_of(b), b.id.as_str()),
-        )
-    });
-    page.truncate(filter.effective_limit());
-    page
+pub fn page_of(runs: impl IntoIterator<Item = Run>, filter: &RunFilter) -> Page<Run> {
+    Page::newest_first(
+        runs,
+        |r| filter.accepts(r),
+        |r| filter.place(r),
+        filter.effective_limit(),
+    )
 }
 
 /// Which resolved questions to list (`GET /api/history`).
@@ -118,12 +180,9 @@ pub struct HistoryFilter {
 }
 
 impl HistoryFilter {
-    /// The limit to apply.
+    /// The page's size.
     pub fn effective_limit(&self) -> usize {
-        match self.limit {
-            0 => 50,
-            n => n.min(501),
-        }
+        page_size(self.limit)
     }
 
     /// When `question` was resolved (its place in the listing).
@@ -132,6 +191,11 @@ impl HistoryFilter {
             .resolution
             .as_ref()
             .map_or(question.created_at, |r| r.at)
+    }
+
+    /// A question's place in the listing: when it was resolved, and its id.
+    pub fn place(question: &Question) -> (Millis, &str) {
+        (Self::time_of(question), question.id.as_str())
     }
 
     /// Does `question` pass (resolved, status, session, cursor)?
@@ -149,16 +213,13 @@ impl HistoryFilter {
     }
 
     /// The page from `questions` (any order, unfiltered).
-    pub fn page(&self, questions: impl IntoIterator<Item = Question>) -> Vec<Question> {
-        let mut page: Vec<Question> = questions.into_iter().filter(|q| self.accepts(q)).collect();
-        page.sort_by(|a, b| {
-            newest_first(
-                (Self::time_of(a), a.id.as_str()),
-                (Self::time_of(b), b.id.as_str()),
-            )
-        });
-        page.truncate(self.effective_limit());
-        page
+    pub fn page(&self, questions: impl IntoIterator<Item = Question>) -> Page<Question> {
+        Page::newest_first(
+            questions,
+            |q| self.accepts(q),
+            Self::place,
+            self.effective_limit(),
+        )
     }
 }
 
@@ -168,12 +229,53 @@ pub fn rules_page_of(
     rules: impl IntoIterator<Item = askbridge_core::Rule>,
     after: Option<&Cursor>,
     limit: usize,
-) -> Vec<askbridge_core::Rule> {
-    let mut page: Vec<askbridge_core::Rule> = rules
-        .into_iter()
-        .filter(|r| after.is_none_or(|c| c.precedes(r.created_at, r.id.as_str())))
-        .collect();
-    page.sort_by(|a, b| newest_first((a.created_at, a.id.as_str()), (b.created_at, b.id.as_str())));
-    page.truncate(limit);
-    page
+) -> Page<askbridge_core::Rule> {
+    Page::newest_first(
+        rules,
+        |r| after.is_none_or(|c| c.precedes(r.created_at, r.id.as_str())),
+        rule_place,
+        limit,
+    )
+}
+
+/// A rule's place in its listing: when it was created, and its id.
+pub fn rule_place(rule: &askbridge_core::Rule) -> (Millis, &str) {
+    (rule.created_at, rule.id.as_str())
+}
+
+/// A listing's page size for a requested `limit`: 0 means 50; at most 500.
+fn page_size(limit: usize) -> usize {
+    match limit {
+        0 => 50,
+        n => n.min(500),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place<'a>(item: &'a (u64, &'static str)) -> (Millis, &'a str) {
+        (Millis(item.0), item.1)
+    }
+
+    #[test]
+    fn a_page_has_a_next_cursor_only_when_more_were_read() {
+        let read = vec![(3, "c"), (2, "b"), (1, "a")];
+        let page = Page::after_last(read.clone(), 2, place);
+        assert_eq!(page.items, [(3, "c"), (2, "b")]);
+        assert_eq!(page.next.map(|c| c.to_string()).as_deref(), Some("2-b"));
+        let last = Page::after_last(read, 3, place);
+        assert_eq!((last.items.len(), last.next), (3, None));
+    }
+
+    #[test]
+    fn a_page_of_everything_is_newest_first_with_ties_by_id() {
+        let all = [(1, "a"), (2, "b"), (2, "c"), (0, "z")];
+        let page = Page::newest_first(all, |i| i.1 != "z", place, 2);
+        assert_eq!(page.items, [(2, "c"), (2, "b")]);
+        let cursor = page.next.unwrap();
+        let rest = Page::newest_first(all, |i| cursor.precedes(Millis(i.0), i.1), place, 2);
+        assert_eq!((rest.items, rest.next), (vec![(1, "a"), (0, "z")], None));
+    }
 }

@@ -9,7 +9,7 @@
 
 use super::Result;
 use super::{
-    ClaimOptions, Claimed, Counts, Event, Inserted, ListFilter, Parked, Saved, Shown, Work,
+    ClaimOptions, Claimed, Counts, Event, Inserted, ListFilter, Page, Parked, Saved, Shown, Work,
 };
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::form::Draft;
@@ -280,16 +280,17 @@ pub trait Events: Send + Sync {
 /// [`Questions`], which the hot path needs.
 #[async_trait]
 pub trait Listings: Send + Sync {
-    /// One page of the runs `filter` selects, newest first (see [`super::RunFilter`]).
-    async fn list_runs(&self, filter: &super::RunFilter) -> Result<Vec<Run>>;
+    /// One page of the runs `filter` selects, newest first (see [`super::RunFilter`]), and the
+    /// cursor of the next.
+    async fn list_runs(&self, filter: &super::RunFilter) -> Result<Page<Run>>;
 
     /// One page of resolved questions, most recently resolved first (see
-    /// [`super::HistoryFilter`]).
-    async fn history(&self, filter: &super::HistoryFilter) -> Result<Vec<Question>>;
+    /// [`super::HistoryFilter`]), and the cursor of the next.
+    async fn history(&self, filter: &super::HistoryFilter) -> Result<Page<Question>>;
 
     /// One page of the "always allow" rules, newest first: `limit` after `after` (creation time
-    /// and id).
-    async fn rules_page(&self, after: Option<&super::Cursor>, limit: usize) -> Result<Vec<Rule>>;
+    /// and id), and the cursor of the next.
+    async fn rules_page(&self, after: Option<&super::Cursor>, limit: usize) -> Result<Page<Rule>>;
 }
 
 /// Looking after the store itself.

@@ -17,9 +17,10 @@
 //!   for bots configured with an interactions endpoint URL, checking Discord's Ed25519 signature
 //!   and the freshness of its timestamp.
 //!
-//! REST calls go through `rest.rs`, which keeps serenity's rate limiter in production and waits out
-//! 429s itself when the limiter is off (a proxy base, the tests). Errors never carry the bot token
-//! or interaction tokens (see [`Error`]).
+//! REST calls go through `rest/` (the endpoints in `rest/mod.rs`; `rest/transport.rs` sends
+//! them), which keeps serenity's rate limiter in production and waits out 429s itself when the
+//! limiter is off (a proxy base, the tests). Errors never carry the bot token or interaction
+//! tokens (see [`Error`]).
 //!
 //! Tests hand [`Discord::with_http`] a serenity `Http` pointed at a fake Discord; serenity is
 //! re-exported so that they build it with the very version this crate uses.

@@ -4,7 +4,7 @@
 use super::EmbeddedStore;
 use super::questions::load;
 use super::tables::{BY_SESSION, DONE, ID_END, RUNS, decode_run};
-use crate::store::{FINAL, Result, Rules};
+use crate::store::{FINAL, Page, Result, Rules};
 use askbridge_core::run::Run;
 use askbridge_core::{Question, Rule};
 use async_trait::async_trait;
@@ -14,7 +14,7 @@ use redb::{ReadTransaction, ReadableTable};
 /// number of runs (the Redis store keeps indexes for this).
 #[async_trait]
 impl crate::store::Listings for EmbeddedStore {
-    async fn list_runs(&self, filter: &crate::store::RunFilter) -> Result<Vec<Run>> {
+    async fn list_runs(&self, filter: &crate::store::RunFilter) -> Result<Page<Run>> {
         let filter = filter.clone();
         self.read(move |txn| {
             let table = txn.open_table(RUNS)?;
@@ -32,12 +32,12 @@ impl crate::store::Listings for EmbeddedStore {
         &self,
         after: Option<&crate::store::Cursor>,
         limit: usize,
-    ) -> Result<Vec<Rule>> {
+    ) -> Result<Page<Rule>> {
         let rules = self.rules().await?;
         Ok(crate::store::rules_page_of(rules, after, limit))
     }
 
-    async fn history(&self, filter: &crate::store::HistoryFilter) -> Result<Vec<Question>> {
+    async fn history(&self, filter: &crate::store::HistoryFilter) -> Result<Page<Question>> {
         let filter = filter.clone();
         self.read(move |txn| history_page(txn, &filter)).await
     }
@@ -48,7 +48,7 @@ impl crate::store::Listings for EmbeddedStore {
 fn history_page(
     txn: &ReadTransaction,
     filter: &crate::store::HistoryFilter,
-) -> Result<Vec<Question>> {
+) -> Result<Page<Question>> {
     let limit = filter.effective_limit();
     let ids: Vec<String> = match &filter.session_id {
         Some(session) => {

@@ -2,8 +2,8 @@
 
 use super::MemoryStore;
 use crate::store::{
-    Admin, AuditLog, Dedupe, Event, EventKind, Events, Inserted, Leases, Parked, Result, Rules,
-    Runs, Saved,
+    Admin, AuditLog, Dedupe, Event, EventKind, Events, Inserted, Leases, Page, Parked, Result,
+    Rules, Runs, Saved,
 };
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Acquire, Run, RunState};
@@ -188,7 +188,7 @@ impl Events for MemoryStore {
 
 #[async_trait]
 impl crate::store::Listings for MemoryStore {
-    async fn list_runs(&self, filter: &crate::store::RunFilter) -> Result<Vec<Run>> {
+    async fn list_runs(&self, filter: &crate::store::RunFilter) -> Result<Page<Run>> {
         let state = self.state();
         Ok(crate::store::page_of(state.runs.values().cloned(), filter))
     }
@@ -197,12 +197,12 @@ impl crate::store::Listings for MemoryStore {
         &self,
         after: Option<&crate::store::Cursor>,
         limit: usize,
-    ) -> Result<Vec<Rule>> {
+    ) -> Result<Page<Rule>> {
         let rules: Vec<Rule> = self.state().rules.values().cloned().collect();
         Ok(crate::store::rules_page_of(rules, after, limit))
     }
 
-    async fn history(&self, filter: &crate::store::HistoryFilter) -> Result<Vec<Question>> {
+    async fn history(&self, filter: &crate::store::HistoryFilter) -> Result<Page<Question>> {
         Ok(filter.page(self.state().questions.values().cloned()))
     }
 }

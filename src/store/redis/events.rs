@@ -182,7 +182,7 @@ async fn read_events<C: ConnectionLike + Send + Sync>(
             }
             Err(error) => {
                 failures += 1;
-                if failures == 1 || failures % 30 == 0 {
+                if failures == 1 || failures.is_multiple_of(30) {
                     tracing::warn!(%error, "cannot read events from Redis; retrying");
                 }
                 tokio::time::sleep(Duration::from_millis(200)).await;

@@ -6,7 +6,7 @@ use super::RedisStore;
 use super::codec::assemble_run;
 use super::keys::rule_bucket;
 use super::records::corrupt_rule;
-use crate::store::{Error, Result};
+use crate::store::{Error, Page, Result, rule_place};
 use askbridge_core::run::Run;
 use askbridge_core::{Question, Rule, Status};
 use async_trait::async_trait;
@@ -14,20 +14,21 @@ use std::collections::HashMap;
 
 #[async_trait]
 impl crate::store::Listings for RedisStore {
-    async fn list_runs(&self, filter: &crate::store::RunFilter) -> Result<Vec<Run>> {
+    async fn list_runs(&self, filter: &crate::store::RunFilter) -> Result<Page<Run>> {
         let limit = filter.effective_limit();
+        // One more than the page tells whether there is a next one.
         let ids = if filter.ended {
             self.page_everywhere(
                 |b| vec![self.keys.runs_ended(b)],
                 filter.after.as_ref(),
-                limit,
+                limit + 1,
             )
             .await?
         } else {
             self.page_everywhere(
                 |b| vec![self.keys.runs_live(b)],
                 filter.after.as_ref(),
-                limit,
+                limit + 1,
             )
             .await?
         };
@@ -58,30 +59,31 @@ impl crate::store::Listings for RedisStore {
                 }
             }
         }
-        Ok(runs)
+        Ok(Page::after_last(runs, limit, |r| filter.place(r)))
     }
 
     async fn rules_page(
         &self,
         after: Option<&crate::store::Cursor>,
         limit: usize,
-    ) -> Result<Vec<Rule>> {
+    ) -> Result<Page<Rule>> {
         let ids = self
-            .page_everywhere(|b| vec![self.keys.rules_by_time(b)], after, limit)
+            .page_everywhere(|b| vec![self.keys.rules_by_time(b)], after, limit + 1)
             .await?;
         let mut pipe = redis::pipe();
         for (id, _) in &ids {
             pipe.hget(self.keys.rules(rule_bucket(id)), id);
         }
         let stored: Vec<Option<String>> = self.query_pipe("rules page", &pipe).await?;
-        stored
+        let rules = stored
             .into_iter()
             .flatten()
             .map(|json| serde_json::from_str(&json).map_err(corrupt_rule))
-            .collect()
+            .collect::<Result<Vec<Rule>>>()?;
+        Ok(Page::after_last(rules, limit, rule_place))
     }
 
-    async fn history(&self, filter: &crate::store::HistoryFilter) -> Result<Vec<Question>> {
+    async fn history(&self, filter: &crate::store::HistoryFilter) -> Result<Page<Question>> {
         let limit = filter.effective_limit();
         let ids: Vec<String> = match &filter.session_id {
             Some(session) => {
@@ -102,7 +104,7 @@ impl crate::store::Listings for RedisStore {
                             .collect()
                     },
                     filter.after.as_ref(),
-                    limit,
+                    limit + 1,
                 )
                 .await?
                 .into_iter()

@@ -1,6 +1,6 @@
 //! One suite, three stores: every test runs against memory, embedded (redb) and Redis, grouped
-//! by the store role it checks (`questions.rs`, `outbox.rs`, `runs.rs`, `records.rs`,
-//! `events.rs`), plus Redis-only tests below.
+//! by the store role it checks (`questions.rs`, `votes.rs`, `outbox.rs`, `runs.rs`,
+//! `records.rs`, `listings.rs`), plus Redis-only tests below.
 
 use crate::support::{RedisServer, redis_store_with};
 use askbridge::store::ClaimOptions;
