@@ -4,6 +4,7 @@
 //! numbered options and the exact `/answer` line to type, and what the person types goes through
 //! the same [`Inbox`] as a Telegram tap. When another surface answers first, the console says so.
 
+use askbridge_core::error::Chain;
 use askbridge_core::{
     Channel, Error, Identity, Inbound, Inbox, Question, Target, Tone, identity, render,
 };
@@ -72,7 +73,7 @@ impl Console {
                 }
                 Ok(None) => return,
                 Err(error) => {
-                    tracing::warn!(%error, "cannot read the console");
+                    tracing::warn!(error = %Chain(&error), "cannot read the console");
                     return;
                 }
             };

@@ -7,6 +7,7 @@ use crate::store::embedded::EmbeddedStore;
 use crate::store::memory::MemoryStore;
 use crate::store::redis::{RedisOptions, RedisStore};
 use crate::store::{Store, StoreOptions};
+use askbridge_core::error::Chain;
 use axum::Router;
 use std::future::Future;
 use std::sync::Arc;
@@ -53,7 +54,7 @@ pub async fn serve(
 pub async fn termination() {
     let ctrl_c = async {
         if let Err(error) = tokio::signal::ctrl_c().await {
-            tracing::warn!(%error, "cannot listen for Ctrl-C");
+            tracing::warn!(error = %Chain(&error), "cannot listen for Ctrl-C");
             std::future::pending::<()>().await;
         }
     };
@@ -64,7 +65,7 @@ pub async fn termination() {
                 signal.recv().await;
             }
             Err(error) => {
-                tracing::warn!(%error, "cannot listen for SIGTERM");
+                tracing::warn!(error = %Chain(&error), "cannot listen for SIGTERM");
                 std::future::pending::<()>().await;
             }
         }

@@ -11,6 +11,7 @@
 //!   are doing for [`ServeOptions::grace`], and whatever is left (a stalled header, an event
 //!   stream) is dropped.
 
+use askbridge_core::error::Chain;
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -73,7 +74,7 @@ pub async fn serve_with(
             Ok(accepted) => accepted,
             Err(error) => {
                 // Out of file descriptors, most likely: wait rather than spin.
-                tracing::warn!(%error, "cannot accept a connection (lower ASKBRIDGE_MAX_CONNECTIONS or raise `ulimit -n`)");
+                tracing::warn!(error = %Chain(&error), "cannot accept a connection (lower ASKBRIDGE_MAX_CONNECTIONS or raise `ulimit -n`)");
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }
@@ -102,7 +103,7 @@ pub async fn serve_with(
             tokio::select! {
                 result = connection.as_mut() => {
                     if let Err(error) = result {
-                        tracing::debug!(%peer, %error, "connection ended with an error");
+                        tracing::debug!(%peer, error = %Chain(&error), "connection ended with an error");
                     }
                 }
                 _ = async { closed.wait_for(|closing| *closing).await.map(|_| ()) } => {

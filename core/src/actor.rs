@@ -107,10 +107,10 @@ impl Decider {
 
     /// Reads the strings back.
     pub fn from_wire(wire: WireDecider) -> Self {
-        if wire.via == RULE_VIA {
-            if let Some(rule) = wire.by.rule() {
-                return Decider::Rule(rule);
-            }
+        if wire.via == RULE_VIA
+            && let Some(rule) = wire.by.rule()
+        {
+            return Decider::Rule(rule);
         }
         if wire.via == TIMEOUT_VIA && wire.by == Identity::askbridge() {
             return Decider::Deadline;

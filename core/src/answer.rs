@@ -82,15 +82,14 @@ impl Question {
         if let Some(digest) = digest {
             self.check_digest(digest)?;
         }
-        if self.kind == Kind::Approval {
-            if let Answer::Text(text) = &answer {
-                if text.trim().eq_ignore_ascii_case(REJECT) {
-                    let message = message
-                        .map(|m| truncate_chars(m.trim()))
-                        .filter(|m| !m.is_empty());
-                    return Ok(Transition::Decline { message });
-                }
-            }
+        if self.kind == Kind::Approval
+            && let Answer::Text(text) = &answer
+            && text.trim().eq_ignore_ascii_case(REJECT)
+        {
+            let message = message
+                .map(|m| truncate_chars(m.trim()))
+                .filter(|m| !m.is_empty());
+            return Ok(Transition::Decline { message });
         }
         Ok(Transition::Answer {
             value: self.check_answer(answer)?,

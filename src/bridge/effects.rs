@@ -13,6 +13,7 @@ use crate::Error;
 use crate::metrics::DeliveryAction;
 use crate::signing;
 use crate::store::{Claimed, Shown, Work};
+use askbridge_core::error::Chain;
 use askbridge_core::{Millis, Question, QuestionId, Target};
 use std::time::Duration;
 
@@ -57,21 +58,21 @@ impl Bridge {
                 Err(error) if error.is_retryable() => {
                     self.metrics()
                         .delivery_failed(target.surface(), DeliveryAction::Show);
-                    tracing::warn!(question_id = %question.id, %target, %error, retry_in = ?backoff, "cannot show question; will retry");
+                    tracing::warn!(question_id = %question.id, %target, error = %Chain(&error), retry_in = ?backoff, "cannot show question; will retry");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(MAX_SHOW_BACKOFF);
                     match self.store().get(&question.id).await {
                         Ok(Some(current)) if current.is_pending() => {}
                         Ok(_) => return,
                         Err(error) => {
-                            tracing::warn!(question_id = %question.id, %error, "store unavailable")
+                            tracing::warn!(question_id = %question.id, error = %Chain(&error), "store unavailable")
                         }
                     }
                 }
                 Err(error) => {
                     self.metrics()
                         .delivery_failed(target.surface(), DeliveryAction::Show);
-                    tracing::error!(question_id = %question.id, %target, %error, "cannot show question; giving up on this target");
+                    tracing::error!(question_id = %question.id, %target, error = %Chain(&error), "cannot show question; giving up on this target");
                     return;
                 }
             }
@@ -82,12 +83,14 @@ impl Bridge {
     /// missed this message: settle again, which withdraws what is left.
     async fn after_shown(&self, id: &QuestionId, shown: Shown) {
         if let Err(error) = self.store().record_shown(id, &shown).await {
-            tracing::error!(question_id = %id, %error, "could not record where the question was shown");
+            tracing::error!(question_id = %id, error = %Chain(&error), "could not record where the question was shown");
         }
         match self.store().get(id).await {
             Ok(Some(current)) if !current.is_pending() => self.spawn_settle(current),
             Ok(_) => {}
-            Err(error) => tracing::warn!(question_id = %id, %error, "store unavailable"),
+            Err(error) => {
+                tracing::warn!(question_id = %id, error = %Chain(&error), "store unavailable")
+            }
         }
     }
 
@@ -113,7 +116,7 @@ impl Bridge {
                 let bridge = self.clone();
                 tokio::spawn(async move {
                     if let Err(error) = bridge.introduce(next).await {
-                        tracing::warn!(run_id = %run.id, %error, "cannot show the run's next question yet");
+                        tracing::warn!(run_id = %run.id, error = %Chain(&error), "cannot show the run's next question yet");
                     }
                 });
                 true
@@ -133,7 +136,7 @@ impl Bridge {
         let bridge = self.clone();
         tokio::spawn(async move {
             if let Err(error) = bridge.settle(&question, Some(work), handed_over).await {
-                tracing::warn!(question_id = %question.id, %error, "effects interrupted; the sweeper will retry");
+                tracing::warn!(question_id = %question.id, error = %Chain(&error), "effects interrupted; the sweeper will retry");
             }
         });
     }
@@ -142,7 +145,7 @@ impl Bridge {
         let bridge = self.clone();
         tokio::spawn(async move {
             if let Err(error) = bridge.settle(&question, None, false).await {
-                tracing::warn!(question_id = %question.id, %error, "effects interrupted; the sweeper will retry");
+                tracing::warn!(question_id = %question.id, error = %Chain(&error), "effects interrupted; the sweeper will retry");
             }
         });
     }
@@ -215,7 +218,7 @@ impl Bridge {
                 Ok(Resume::Done) => finished.push(EFFECT_RESUME.to_owned()),
                 Ok(Resume::NotYet) => retry_in(RESUME_RETRY),
                 Err(error) => {
-                    tracing::warn!(question_id = %id, %error, "cannot resume the run yet");
+                    tracing::warn!(question_id = %id, error = %Chain(&error), "cannot resume the run yet");
                     retry_in(RESUME_RETRY * 5);
                 }
             }
@@ -304,10 +307,10 @@ impl Bridge {
                 self.metrics()
                     .delivery_failed(shown.target.surface(), DeliveryAction::Withdraw);
                 if error.is_retryable() {
-                    tracing::warn!(question_id = %question.id, target = %shown.target, %error, "cannot withdraw yet; will retry");
+                    tracing::warn!(question_id = %question.id, target = %shown.target, error = %Chain(&error), "cannot withdraw yet; will retry");
                     false
                 } else {
-                    tracing::warn!(question_id = %question.id, target = %shown.target, %error, "cannot withdraw; giving up");
+                    tracing::warn!(question_id = %question.id, target = %shown.target, error = %Chain(&error), "cannot withdraw; giving up");
                     true
                 }
             }

@@ -7,6 +7,8 @@
 //! process does keep is only about itself: its channels, its waiters, its metrics.
 //!
 //! - `mod.rs`: the handle, its settings and its channels;
+//! - `builder.rs`: [`BridgeBuilder`], which wires store, channels, runner and options before
+//!   anything runs;
 //! - `registry.rs`: creating, reading, listing, waiting for and cancelling questions;
 //! - `resolve.rs`: the one path from "someone said this about a question" to "resolved" or
 //!   "refused": read once, authorize once, fit once, claim once, audit refusals in one place;
@@ -19,7 +21,7 @@
 //! - `forms.rs`: forms filled in one field at a time in chat, each person's draft in the store;
 //! - `votes.rs`: votes on questions with a quorum, and the claim that completes one;
 //! - `approvals.rs`: approvers, "always allow" rules and the audit trail;
-//! - `inbox.rs` and `commands.rs`: what a chat message means (`/answer`, `/decline`, `/pending`,
+//! - `inbox/` and `commands.rs`: what a chat message means (`/answer`, `/decline`, `/pending`,
 //!   plain replies, `/run`);
 //! - `runner.rs`: the [`Runner`] a flow engine registers, so the bridge can resume runs without
 //!   knowing what a flow is;

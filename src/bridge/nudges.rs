@@ -16,6 +16,7 @@ use crate::Error;
 use crate::metrics::DeliveryAction;
 use crate::store::Shown;
 use askbridge_core::audit::{AuditEntry, AuditEvent};
+use askbridge_core::error::Chain;
 use askbridge_core::nudge::Nudge;
 use askbridge_core::{Kind, Millis, NewQuestion, Question, render};
 
@@ -139,7 +140,7 @@ impl Bridge {
                 Err(error) => {
                     self.metrics()
                         .delivery_failed(target.surface(), DeliveryAction::Show);
-                    tracing::warn!(question_id = %question.id, %target, %error, "cannot send a reminder");
+                    tracing::warn!(question_id = %question.id, %target, error = %Chain(&error), "cannot send a reminder");
                 }
             }
         }

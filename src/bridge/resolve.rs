@@ -11,6 +11,7 @@ use super::{Bridge, EFFECT_RULE, SETTLE_GRACE};
 use crate::Error;
 use crate::store::{AheadRun, ClaimOptions, TakeRun};
 use askbridge_core::audit::AuditEntry;
+use askbridge_core::error::Chain;
 use askbridge_core::quorum::Vote;
 use askbridge_core::tally::{self, VoteOutcome};
 use askbridge_core::{
@@ -281,7 +282,7 @@ impl Bridge {
             &why,
         );
         if let Err(error) = self.store().append_audit(&entry).await {
-            tracing::warn!(%error, "cannot append to the audit trail");
+            tracing::warn!(error = %Chain(&error), "cannot append to the audit trail");
         }
         Err(refusal.error)
     }
@@ -362,7 +363,7 @@ impl Bridge {
                     match self.create_rule_now(&resolved).await {
                         Ok(()) => claimed.work.done.push(EFFECT_RULE.into()),
                         Err(error) => {
-                            tracing::warn!(question_id = %resolved.id, %error, "cannot create the rule yet; the sweeper will retry");
+                            tracing::warn!(question_id = %resolved.id, error = %Chain(&error), "cannot create the rule yet; the sweeper will retry");
                         }
                     }
                 }

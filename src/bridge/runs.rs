@@ -132,13 +132,13 @@ impl Bridge {
         let runner = self
             .runner()
             .ok_or_else(|| Error::UnknownFlow(name.to_owned()))?;
-        if let Some(chat) = &origin.chat {
-            if self.channel_for(chat).is_none() {
-                return Err(Error::UnknownTarget {
-                    target: chat.to_string(),
-                    hint: "a run reports in the chat it came from, which needs a channel".into(),
-                });
-            }
+        if let Some(chat) = &origin.chat
+            && self.channel_for(chat).is_none()
+        {
+            return Err(Error::UnknownTarget {
+                target: chat.to_string(),
+                hint: "a run reports in the chat it came from, which needs a channel".into(),
+            });
         }
         runner.start(self, name, input, origin, storing).await
     }

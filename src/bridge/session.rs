@@ -2,6 +2,7 @@
 
 use super::{Bridge, approval_of};
 use crate::{AskError, Error, NoAnswer};
+use askbridge_core::error::Chain;
 use askbridge_core::{Actor, Answer, Approval, Kind, NewQuestion, Question, QuestionId, Status};
 
 /// See the module documentation.
@@ -67,7 +68,7 @@ impl Session {
                 false
             }
             Err(error) => {
-                tracing::info!(session_id = %self.id, %error, "confirm reads as no");
+                tracing::info!(session_id = %self.id, error = %Chain(&error), "confirm reads as no");
                 false
             }
         }

@@ -12,6 +12,7 @@ use super::waiters::{Pumped, next_event};
 use super::{Bridge, SETTLE_GRACE};
 use crate::Error;
 use crate::store::{Event, EventKind};
+use askbridge_core::error::Chain;
 use askbridge_core::run::RunState;
 use askbridge_core::tally;
 use askbridge_core::{Claim, Millis, Question, RunId};
@@ -125,12 +126,12 @@ impl Bridge {
         match self.store().next_due().await {
             Ok(Some(at)) => self.schedule().offer(at),
             Ok(None) => {}
-            Err(error) => tracing::warn!(%error, "cannot read the open index"),
+            Err(error) => tracing::warn!(error = %Chain(&error), "cannot read the open index"),
         }
-        if let Some(runner) = self.runner() {
-            if let Err(error) = runner.recover(self).await {
-                tracing::warn!(%error, "cannot recover runs");
-            }
+        if let Some(runner) = self.runner()
+            && let Err(error) = runner.recover(self).await
+        {
+            tracing::warn!(error = %Chain(&error), "cannot recover runs");
         }
     }
 
@@ -143,19 +144,19 @@ impl Bridge {
                 last_poll = Some(now);
                 self.poll().await;
             }
-            if self.schedule().due(Millis::now()) {
-                if let Err(error) = self.sweep_once().await {
-                    tracing::warn!(%error, "sweep failed; retrying");
-                    self.schedule()
-                        .offer(Millis::now().after(Duration::from_secs(1)));
-                }
+            if self.schedule().due(Millis::now())
+                && let Err(error) = self.sweep_once().await
+            {
+                tracing::warn!(error = %Chain(&error), "sweep failed; retrying");
+                self.schedule()
+                    .offer(Millis::now().after(Duration::from_secs(1)));
             }
             if now.since(last_purge) >= PURGE_EVERY {
                 last_purge = now;
                 match self.store().purge(now).await {
                     Ok(0) => {}
                     Ok(purged) => tracing::info!(purged, "old records purged"),
-                    Err(error) => tracing::warn!(%error, "purge failed"),
+                    Err(error) => tracing::warn!(error = %Chain(&error), "purge failed"),
                 }
             }
             let sleep = self
@@ -291,7 +292,7 @@ impl Bridge {
                 return;
             }
             if let Err(error) = runner.resume(&bridge, &question).await {
-                tracing::warn!(question_id = %question.id, %error, "cannot take up the run yet");
+                tracing::warn!(question_id = %question.id, error = %Chain(&error), "cannot take up the run yet");
             }
         });
     }

@@ -11,6 +11,7 @@ use super::{Bridge, SETTLE_GRACE};
 use crate::Error;
 use crate::store::Shown;
 use askbridge_core::audit::AuditEntry;
+use askbridge_core::error::Chain;
 use askbridge_core::quorum::Vote;
 use askbridge_core::tally::{self, VoteOutcome};
 use askbridge_core::{Millis, Question, render};
@@ -63,7 +64,7 @@ impl Bridge {
             let shown = match bridge.store().shown(&question.id).await {
                 Ok(shown) => shown,
                 Err(error) => {
-                    tracing::warn!(question_id = %question.id, %error, "cannot read where the question is shown");
+                    tracing::warn!(question_id = %question.id, error = %Chain(&error), "cannot read where the question is shown");
                     return;
                 }
             };
@@ -72,7 +73,7 @@ impl Bridge {
                     continue;
                 };
                 if let Err(error) = channel.refresh(&question, &target, &reference).await {
-                    tracing::warn!(question_id = %question.id, %target, %error, "cannot show the quorum's progress");
+                    tracing::warn!(question_id = %question.id, %target, error = %Chain(&error), "cannot show the quorum's progress");
                 }
             }
         });

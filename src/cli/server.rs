@@ -11,6 +11,7 @@ use askbridge::http::{AppState, HostPolicy, app};
 use askbridge::leader::LeaseBook;
 use askbridge::store::{Store, StoreOptions};
 use askbridge::{BridgeOptions, Flows, leader, runtime};
+use askbridge_core::error::Chain;
 use askbridge_core::{Channel, Inbox, Target};
 use askbridge_discord::{Discord, DiscordOptions};
 use askbridge_telegram::{Telegram, TelegramOptions, WebhookOptions};
@@ -168,7 +169,7 @@ impl Chats {
                 let (inbox, shutdown) = (Arc::clone(&inbox), bridge.shutdown_signal());
                 tasks.push(tokio::spawn(async move {
                     if let Err(error) = telegram.run(inbox, shutdown).await {
-                        tracing::error!(%error, "Telegram stopped");
+                        tracing::error!(error = %Chain(&error), "Telegram stopped");
                     }
                 }));
             }
@@ -191,7 +192,7 @@ impl Chats {
                     let (discord, inbox) = (discord.clone(), Arc::clone(&inbox));
                     async move {
                         if let Err(error) = discord.run(inbox, stop).await {
-                            tracing::error!(%error, "Discord is off until askbridge restarts");
+                            tracing::error!(error = %Chain(&error), "Discord is off until askbridge restarts");
                         }
                     }
                 },
@@ -247,7 +248,7 @@ async fn run_telegram_when_reachable(
                 return;
             }
             Err(error) => {
-                tracing::warn!(%error, retry_in_s = delay.as_secs(), "cannot reach Telegram; askbridge serves on and tries again");
+                tracing::warn!(error = %Chain(&error), retry_in_s = delay.as_secs(), "cannot reach Telegram; askbridge serves on and tries again");
                 tokio::select! {
                     () = tokio::time::sleep(delay) => {}
                     _ = shutdown.wait_for(|stopped| *stopped) => return,
@@ -262,7 +263,7 @@ async fn run_telegram_when_reachable(
         let (telegram, inbox) = (telegram.clone(), Arc::clone(&inbox));
         async move {
             if let Err(error) = telegram.run(inbox, stop).await {
-                tracing::error!(%error, "Telegram polling stopped");
+                tracing::error!(error = %Chain(&error), "Telegram polling stopped");
             }
         }
     })

@@ -102,14 +102,14 @@ pub(super) struct RejectBody {
 /// unless `api` is among its answerers too.
 fn api_actor(by: Option<String>) -> Result<Actor, ApiError> {
     let name = by.map(|b| b.trim().to_owned()).filter(|b| !b.is_empty());
-    if let Some(name) = &name {
-        if name.chars().count() > 100 || name.chars().any(char::is_control) {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "`by` must be one line of at most 100 characters",
-            )
-            .with("field", json!("by")));
-        }
+    if let Some(name) = &name
+        && (name.chars().count() > 100 || name.chars().any(char::is_control))
+    {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "`by` must be one line of at most 100 characters",
+        )
+        .with("field", json!("by")));
     }
     Ok(Actor::api().named(name))
 }

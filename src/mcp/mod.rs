@@ -20,6 +20,7 @@ mod words;
 
 pub use backend::{Backend, BridgeBackend, HttpBackend};
 
+use askbridge_core::error::Chain;
 use askbridge_core::quorum::Quorum;
 use askbridge_core::{Answer, NewQuestion, Question};
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -332,7 +333,7 @@ impl AskServer {
                         "Still waiting for the person to answer ({waited} s)"
                     ));
                 if let Err(error) = ctx.peer.notify_progress(note).await {
-                    tracing::debug!(%error, "cannot send a progress notification");
+                    tracing::debug!(error = %Chain(&error), "cannot send a progress notification");
                 }
             }
         }

@@ -144,10 +144,11 @@ async fn the_sweeper_expires_questions_nobody_waits_for() {
     let expired = tokio::time::timeout(WITHIN, async {
         loop {
             let event = events.recv().await.unwrap();
-            if let Some(question) = event.question() {
-                if question.id == q.id && question.status == Status::Expired {
-                    return question.clone();
-                }
+            if let Some(question) = event.question()
+                && question.id == q.id
+                && question.status == Status::Expired
+            {
+                return question.clone();
             }
         }
     })

@@ -35,10 +35,10 @@ async fn the_demo_runs_end_to_end() {
                 .expect("demo still running");
             transcript.push_str(&line);
             transcript.push('\n');
-            if let Some(rest) = line.strip_prefix("── question ") {
-                if rest.contains("(expires") {
-                    return rest.split_whitespace().next().unwrap().to_owned();
-                }
+            if let Some(rest) = line.strip_prefix("── question ")
+                && rest.contains("(expires")
+            {
+                return rest.split_whitespace().next().unwrap().to_owned();
             }
         }
     };

@@ -117,10 +117,10 @@ impl Redactor {
     /// `text` with every occurrence of the token (and of its secret half) replaced by `***`.
     pub fn clean(&self, text: &str) -> String {
         let mut cleaned = text.replace(&*self.0, "***");
-        if let Some((_, secret)) = self.0.split_once(':') {
-            if secret.len() >= 8 {
-                cleaned = cleaned.replace(secret, "***");
-            }
+        if let Some((_, secret)) = self.0.split_once(':')
+            && secret.len() >= 8
+        {
+            cleaned = cleaned.replace(secret, "***");
         }
         cleaned
     }

@@ -133,14 +133,13 @@ impl Telegram {
                 .await;
         }
         // A reply with buttons (a form's next field) is a message: a toast cannot hold them.
-        if predicted.as_ref().is_none_or(|p| p.text != reply.text) || !reply.buttons.is_empty() {
-            if let Err(error) = self
+        if (predicted.as_ref().is_none_or(|p| p.text != reply.text) || !reply.buttons.is_empty())
+            && let Err(error) = self
                 .sender()
                 .answer(chat.id, Some(message_id), &reply)
                 .await
-            {
-                tracing::warn!(%error, chat = chat.id.0, "cannot send a tap's reply");
-            }
+        {
+            tracing::warn!(%error, chat = chat.id.0, "cannot send a tap's reply");
         }
     }
 
@@ -183,10 +182,9 @@ impl Telegram {
             .current(&question.id)
             .await
             .filter(|q| !q.is_pending())
+            && let Err(error) = sender.withdraw_message(&now, chat, message_id).await
         {
-            if let Err(error) = sender.withdraw_message(&now, chat, message_id).await {
-                tracing::warn!(question_id = %question.id, %error, "cannot withdraw after a redraw");
-            }
+            tracing::warn!(question_id = %question.id, %error, "cannot withdraw after a redraw");
         }
     }
 }

@@ -100,10 +100,10 @@ impl Field {
     /// The choice `text` names: its value, its label or its number (1-based).
     fn pick(&self, text: &str) -> Result<String, String> {
         let choices = self.choices();
-        if let Ok(n) = text.parse::<usize>() {
-            if (1..=choices.len()).contains(&n) {
-                return Ok(choices[n - 1].clone());
-            }
+        if let Ok(n) = text.parse::<usize>()
+            && (1..=choices.len()).contains(&n)
+        {
+            return Ok(choices[n - 1].clone());
         }
         (0..choices.len())
             .find(|&i| {

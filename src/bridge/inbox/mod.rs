@@ -17,6 +17,7 @@ use crate::Error;
 use crate::store::ListFilter;
 use askbridge_core::Kind;
 use askbridge_core::command::{Command, CommandLine};
+use askbridge_core::error::Chain;
 use askbridge_core::fill::Step;
 use askbridge_core::run::Origin;
 use askbridge_core::{
@@ -73,7 +74,7 @@ impl Inbox for Bridge {
         match self.answerable(sender, chat).await {
             Ok(questions) => questions,
             Err(error) => {
-                tracing::warn!(%error, "cannot list pending questions");
+                tracing::warn!(error = %Chain(&error), "cannot list pending questions");
                 Vec::new()
             }
         }
@@ -293,7 +294,7 @@ impl Turn {
             // Better to risk handling a duplicate (claims are once-only anyway) than to drop a
             // person's message.
             Err(error) => {
-                tracing::warn!(%error, "cannot check for duplicate deliveries");
+                tracing::warn!(error = %Chain(&error), "cannot check for duplicate deliveries");
                 false
             }
         }

@@ -27,6 +27,7 @@ mod votes;
 use super::local_leases::LocalLeases;
 use super::{Admin, EVENT_BUFFER, Error, Event, Events, Leases, Result, StoreOptions};
 use askbridge_core::Millis;
+use askbridge_core::error::Chain;
 use askbridge_core::run::Run;
 use async_trait::async_trait;
 use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, WriteTransaction};
@@ -75,7 +76,7 @@ fn write_batches(db: Arc<Database>, jobs: std::sync::mpsc::Receiver<Job>) {
             Ok(txn) => txn,
             Err(error) => {
                 // The jobs never ran; dropping them tells each caller the write did not happen.
-                tracing::warn!(%error, writes = batch.len(), "cannot begin a write transaction");
+                tracing::warn!(error = %Chain(&error), writes = batch.len(), "cannot begin a write transaction");
                 continue;
             }
         };

@@ -222,12 +222,11 @@ impl Questions for MemoryStore {
                 }
                 if let (false, Some(take), Some(run_id)) =
                     (carried, options.take_run, &question.run_id)
+                    && let Some(stored) = state.runs.get_mut(run_id)
                 {
-                    if let Some(stored) = state.runs.get_mut(run_id) {
-                        let why = Acquire::Answer(&question.id);
-                        if stored.acquire(why, take.owner, claim.at, take.lease_until) {
-                            run = Some(stored.clone());
-                        }
+                    let why = Acquire::Answer(&question.id);
+                    if stored.acquire(why, take.owner, claim.at, take.lease_until) {
+                        run = Some(stored.clone());
                     }
                 }
             }
@@ -284,10 +283,10 @@ impl Questions for MemoryStore {
                 counts.pending += 1;
                 continue;
             };
-            if let Some(slot) = FINAL.iter().position(|s| *s == question.status) {
-                if resolution.at >= since {
-                    counts.resolved[slot] += 1;
-                }
+            if let Some(slot) = FINAL.iter().position(|s| *s == question.status)
+                && resolution.at >= since
+            {
+                counts.resolved[slot] += 1;
             }
             if question.status == Status::Answered {
                 let took = resolution.at.since(question.created_at).as_millis() as u64;

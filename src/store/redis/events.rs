@@ -18,6 +18,7 @@ use super::EventSource;
 use super::RedisStore;
 use super::keys::BUCKETS;
 use crate::store::{Error, Event, Result};
+use askbridge_core::error::Chain;
 use redis::aio::{ConnectionLike, ConnectionManagerConfig};
 use redis::streams::StreamRangeReply;
 use redis::{ScriptInvocation, Value};
@@ -172,7 +173,7 @@ async fn read_events<C: ConnectionLike + Send + Sync>(
                                 let _ = events.send(event);
                             }
                             Some(Err(error)) => {
-                                tracing::warn!(%error, %id, "skipping an unreadable event")
+                                tracing::warn!(error = %Chain(&error), %id, "skipping an unreadable event")
                             }
                             None => {}
                         }
@@ -183,7 +184,7 @@ async fn read_events<C: ConnectionLike + Send + Sync>(
             Err(error) => {
                 failures += 1;
                 if failures == 1 || failures.is_multiple_of(30) {
-                    tracing::warn!(%error, "cannot read events from Redis; retrying");
+                    tracing::warn!(error = %Chain(&error), "cannot read events from Redis; retrying");
                 }
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }

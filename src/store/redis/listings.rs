@@ -51,12 +51,11 @@ impl crate::store::Listings for RedisStore {
             }
             // An index entry whose run expired meanwhile is skipped; so is one whose run moved
             // to the other group since it was read.
-            if let Some(run) = assemble_run(&fields)? {
-                if run.state.is_final() == filter.ended
-                    && filter.state.is_none_or(|s| s == run.state)
-                {
-                    runs.push(run);
-                }
+            if let Some(run) = assemble_run(&fields)?
+                && run.state.is_final() == filter.ended
+                && filter.state.is_none_or(|s| s == run.state)
+            {
+                runs.push(run);
             }
         }
         Ok(Page::after_last(runs, limit, |r| filter.place(r)))

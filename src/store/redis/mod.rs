@@ -45,6 +45,7 @@ mod votes;
 
 use super::{Admin, EVENT_BUFFER, Error, Event, Events, FINAL, Result, StoreOptions};
 use askbridge_core::Millis;
+use askbridge_core::error::Chain;
 use async_trait::async_trait;
 use connection::Connection;
 use keys::{BUCKETS, Keys};
@@ -224,7 +225,7 @@ impl RedisStore {
                     .insert(slot, now.after(UNREPLICATED_PAUSE));
             }
             Ok(_) => {}
-            Err(error) => tracing::warn!(key, %error, "cannot wait for a replica"),
+            Err(error) => tracing::warn!(key, error = %Chain(&error), "cannot wait for a replica"),
         }
     }
 }

@@ -5,6 +5,7 @@
 
 use super::RedisStore;
 use crate::store::{Error, Result};
+use askbridge_core::error::Chain;
 use redis::{Cmd, FromRedisValue, Pipeline, RedisError, RetryMethod, ScriptInvocation};
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -45,7 +46,7 @@ where
                 if (is_transient(&error) && attempt < ATTEMPTS)
                     || (is_not_ready(&error) && started.elapsed() < PATIENCE) =>
             {
-                tracing::debug!(%error, attempt, "redis {what} failed; retrying");
+                tracing::debug!(error = %Chain(&error), attempt, "redis {what} failed; retrying");
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(1));
                 attempt += 1;

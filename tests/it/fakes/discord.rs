@@ -569,10 +569,10 @@ fn message_json(
 
 /// Discord's checks on a message body; `Err` carries what Discord would say.
 fn check_message(body: &Value) -> Result<(), String> {
-    if let Some(content) = body.get("content").and_then(Value::as_str) {
-        if content.chars().count() > 2000 {
-            return Err("content: Must be 2000 or fewer in length.".into());
-        }
+    if let Some(content) = body.get("content").and_then(Value::as_str)
+        && content.chars().count() > 2000
+    {
+        return Err("content: Must be 2000 or fewer in length.".into());
     }
     let Some(rows) = body.get("components") else {
         return Ok(());
@@ -760,11 +760,11 @@ async fn route(
                 .and_then(Value::as_str)
                 .filter(|_| body["enforce_nonce"] == true)
                 .map(str::to_owned);
-            if let Some(nonce) = &nonce {
-                if let Some(existing) = state.nonces.lock().unwrap().get(nonce) {
-                    let messages = state.messages.lock().unwrap();
-                    return (StatusCode::OK, messages[existing].json.clone());
-                }
+            if let Some(nonce) = &nonce
+                && let Some(existing) = state.nonces.lock().unwrap().get(nonce)
+            {
+                let messages = state.messages.lock().unwrap();
+                return (StatusCode::OK, messages[existing].json.clone());
             }
             let id = state.next_id.fetch_add(1, Ordering::SeqCst);
             let message = message_json(
