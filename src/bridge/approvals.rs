@@ -167,7 +167,7 @@ impl Bridge {
         else {
             return Ok(None);
         };
-        let rules = self.store().rules().await?;
+        let rules = self.roles().approvals.rules.rules().await?;
         let Some(rule) = rules.iter().find(|rule| decides(rule, question, action)) else {
             return Ok(None);
         };
@@ -186,7 +186,9 @@ impl Bridge {
         // Straight to the store, not through `Bridge::claim` (which may create a rule and so
         // come back here): a rule's decision creates no rule, so its effects can run later.
         let Some(claimed) = self
-            .store()
+            .roles()
+            .approvals
+            .questions
             .claim(question, &claim, ClaimOptions::new(SETTLE_GRACE))
             .await?
         else {
@@ -229,11 +231,11 @@ impl Bridge {
             question_id: Some(question.id.clone()),
             quorum: question.quorum.as_ref().map_or(0, |q| q.needs),
         };
-        self.store().put_rule(&rule).await?;
+        self.roles().approvals.rules.put_rule(&rule).await?;
         let mut entry = AuditEntry::resolved(question);
         entry.event = AuditEvent::RuleCreated;
         entry.message = Some(rule.describe());
-        self.store().append_audit(&entry).await?;
+        self.roles().approvals.audit.append_audit(&entry).await?;
         tracing::info!(rule = %rule.describe(), "rule created");
         // The pending approvals it may decide: its session's, or every pending question for a
         // rule that applies everywhere (rare: a person chose "always, everywhere").
@@ -257,7 +259,11 @@ impl Bridge {
                 self.allow_with(other, &rule).await?;
             }
         }
-        self.store().mark_effect(&question.id, EFFECT_RULE).await?;
+        self.roles()
+            .approvals
+            .outbox
+            .mark_effect(&question.id, EFFECT_RULE)
+            .await?;
         Ok(())
     }
 
@@ -268,7 +274,7 @@ impl Bridge {
 
     /// Every "always allow" rule.
     pub async fn rules(&self) -> Result<Vec<Rule>, Error> {
-        let mut rules = self.store().rules().await?;
+        let mut rules = self.roles().approvals.rules.rules().await?;
         rules.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
         Ok(rules)
     }
@@ -276,7 +282,7 @@ impl Bridge {
     /// Revokes a rule on behalf of `actor`; the audit trail records it, with the rule's scope
     /// and action.
     pub async fn revoke_rule(&self, id: &RuleId, actor: &Actor) -> Result<(), Error> {
-        let Some(rule) = self.store().delete_rule(id).await? else {
+        let Some(rule) = self.roles().approvals.rules.delete_rule(id).await? else {
             return Err(Error::UnknownRule(id.to_string()));
         };
         let mut entry = AuditEntry::refused(&actor.by, &actor.via, None, None, "");
@@ -288,7 +294,7 @@ impl Bridge {
         };
         entry.digest = Some(rule.action.digest());
         entry.message = Some(rule.describe());
-        self.store().append_audit(&entry).await?;
+        self.roles().approvals.audit.append_audit(&entry).await?;
         tracing::info!(rule_id = %id, by = %actor.by, "rule revoked");
         Ok(())
     }
@@ -300,6 +306,6 @@ impl Bridge {
 
     /// Audit records passing `filter`.
     pub async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>, Error> {
-        Ok(self.store().audit(filter).await?)
+        Ok(self.roles().approvals.audit.audit(filter).await?)
     }
 }

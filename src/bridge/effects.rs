@@ -61,7 +61,7 @@ impl Bridge {
                     tracing::warn!(question_id = %question.id, %target, error = %Chain(&error), retry_in = ?backoff, "cannot show question; will retry");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(MAX_SHOW_BACKOFF);
-                    match self.store().get(&question.id).await {
+                    match self.roles().effects.questions.get(&question.id).await {
                         Ok(Some(current)) if current.is_pending() => {}
                         Ok(_) => return,
                         Err(error) => {
@@ -82,10 +82,16 @@ impl Bridge {
     /// Records a delivery. If the question was resolved meanwhile, the settle that ran may have
     /// missed this message: settle again, which withdraws what is left.
     async fn after_shown(&self, id: &QuestionId, shown: Shown) {
-        if let Err(error) = self.store().record_shown(id, &shown).await {
+        if let Err(error) = self
+            .roles()
+            .effects
+            .deliveries
+            .record_shown(id, &shown)
+            .await
+        {
             tracing::error!(question_id = %id, error = %Chain(&error), "could not record where the question was shown");
         }
-        match self.store().get(id).await {
+        match self.roles().effects.questions.get(id).await {
             Ok(Some(current)) if !current.is_pending() => self.spawn_settle(current),
             Ok(_) => {}
             Err(error) => {
@@ -164,11 +170,16 @@ impl Bridge {
         let Some(_settling) = Settling::start(self, &question.id) else {
             let later = Millis::now().after(Duration::from_secs(1));
             self.schedule().offer(later);
-            return Ok(self.store().reschedule(&question.id, later).await?);
+            return Ok(self
+                .roles()
+                .effects
+                .outbox
+                .reschedule(&question.id, later)
+                .await?);
         };
         let work = match work {
             Some(work) => work,
-            None => self.store().work(&question.id).await?,
+            None => self.roles().effects.outbox.work(&question.id).await?,
         };
         self.settle_effects(question, work, resumed).await
     }
@@ -241,7 +252,9 @@ impl Bridge {
             self.schedule().offer(at);
         }
         Ok(self
-            .store()
+            .roles()
+            .effects
+            .outbox
             .finish(id, Some(question), &finished, retry_at)
             .await?)
     }

@@ -65,8 +65,12 @@ impl Turn {
         let Some(form) = question.form.clone() else {
             return Err(not_fit("That question is not a form."));
         };
-        let store = self.bridge.store();
-        let mut draft = store.draft(&question.id, sender).await?.unwrap_or_default();
+        let store = &self.bridge.roles().inbox;
+        let mut draft = store
+            .drafts
+            .draft(&question.id, sender)
+            .await?
+            .unwrap_or_default();
         let stepped = fill::step(&form, &mut draft, step);
         Ok(Filling {
             question,
@@ -87,8 +91,9 @@ impl Turn {
             Stepped::Refused(_) => return Filling::reply(&question, &draft, &stepped),
             Stepped::Next { .. } => {
                 let ttl = question.remaining(Millis::now()) + DRAFT_GRACE;
-                let store = self.bridge.store();
+                let store = &self.bridge.roles().inbox;
                 if let Err(error) = store
+                    .drafts
                     .save_draft(&question.id, &self.message.sender, &draft, ttl)
                     .await
                 {

@@ -39,6 +39,7 @@ mod recent;
 mod refusals;
 mod registry;
 mod resolve;
+mod roles;
 mod runner;
 mod runs;
 mod session;
@@ -122,7 +123,10 @@ pub struct Bridge {
 /// channels and the runner are wired before anything runs, so no part ever meets a bridge that is
 /// half set up.
 struct Inner {
+    /// The whole store, for the facade's [`Bridge::store`]; the parts use `roles`.
     store: Arc<dyn Store>,
+    /// Each part's handles on the store roles it uses.
+    roles: roles::Roles,
     /// By surface (`telegram`, `discord`, `console`, ...).
     channels: HashMap<String, Arc<dyn Channel>>,
     runner: Option<Arc<dyn Runner>>,
@@ -172,6 +176,7 @@ impl Bridge {
         let metrics = Metrics::new(store.round_trips());
         Bridge {
             inner: Arc::new(Inner {
+                roles: roles::Roles::of(&store),
                 store,
                 channels,
                 runner,
@@ -242,6 +247,11 @@ impl Bridge {
     /// The run engine, if one was wired.
     pub fn runner(&self) -> Option<Arc<dyn Runner>> {
         self.inner.runner.clone()
+    }
+
+    /// Each part's store handles.
+    fn roles(&self) -> &roles::Roles {
+        &self.inner.roles
     }
 
     fn refusals(&self) -> &refusals::RefusalBudget {

@@ -62,7 +62,11 @@ impl Bridge {
             false => self.carry_out(question, reached, now).await?,
         };
         let next = question.next_due(&done);
-        self.store().reschedule(&question.id, next).await?;
+        self.roles()
+            .effects
+            .outbox
+            .reschedule(&question.id, next)
+            .await?;
         self.schedule().offer(next);
         Ok(())
     }
@@ -74,8 +78,8 @@ impl Bridge {
         reached: Vec<Nudge>,
         now: Millis,
     ) -> Result<Vec<String>, Error> {
-        let store = self.store();
-        let work = store.work(&question.id).await?;
+        let store = &self.roles().effects;
+        let work = store.outbox.work(&question.id).await?;
         let mut done = work.done;
         let due: Vec<Nudge> = reached
             .into_iter()
@@ -89,7 +93,7 @@ impl Bridge {
             .copied();
         for nudge in due {
             let effect = nudge.effect();
-            if store.mark_effect(&question.id, &effect).await? {
+            if store.outbox.mark_effect(&question.id, &effect).await? {
                 match nudge {
                     Nudge::Remind(n) if Some(nudge) == latest_reminder => {
                         self.remind(question, n, &work.shown, now).await?
@@ -125,7 +129,9 @@ impl Bridge {
             // One reminder a minute per chat, whichever question: a busy group is not flooded.
             let key = format!("remind-chat:{target}");
             if !self
-                .store()
+                .roles()
+                .effects
+                .dedupe
                 .first_sighting(&key, self.options().reminder_gap)
                 .await?
             {
@@ -182,7 +188,7 @@ impl Bridge {
 
     /// Appends `entry` to the audit trail.
     pub(super) async fn record(&self, entry: AuditEntry) -> Result<(), Error> {
-        Ok(self.store().append_audit(&entry).await?)
+        Ok(self.roles().effects.audit.append_audit(&entry).await?)
     }
 }
 

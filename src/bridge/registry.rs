@@ -45,7 +45,7 @@ impl Bridge {
                 Millis::now(),
                 self.options().default_timeout,
             )?;
-            if self.store().insert(&question).await? == Inserted::Created {
+            if self.roles().registry.questions.insert(&question).await? == Inserted::Created {
                 return self.introduce(question).await;
             }
         }
@@ -66,7 +66,7 @@ impl Bridge {
     ) -> Result<Question, CreateError> {
         let request = self.vet(request).await?;
         let question = request.into_question(id, Millis::now(), self.options().default_timeout)?;
-        match self.store().insert(&question).await? {
+        match self.roles().registry.questions.insert(&question).await? {
             Inserted::Created => Ok(self.introduce(question).await?),
             Inserted::Taken => self.existing_for_run(&question).await,
         }
@@ -153,7 +153,9 @@ impl Bridge {
 
     /// The question with this id.
     pub async fn get(&self, id: &QuestionId) -> Result<Question, Error> {
-        self.store()
+        self.roles()
+            .registry
+            .questions
             .get(id)
             .await?
             .ok_or_else(|| Error::NotFound(id.clone()))
@@ -172,7 +174,7 @@ impl Bridge {
             }
             .into());
         }
-        Ok(self.store().list(filter).await?)
+        Ok(self.roles().registry.questions.list(filter).await?)
     }
 
     /// Waits until question `id` leaves `pending` or `timeout` passes; returns it as it is then.

@@ -281,7 +281,7 @@ impl Bridge {
             refusal.question.as_ref(),
             &why,
         );
-        if let Err(error) = self.store().append_audit(&entry).await {
+        if let Err(error) = self.roles().resolver.audit.append_audit(&entry).await {
             tracing::warn!(error = %Chain(&error), "cannot append to the audit trail");
         }
         Err(refusal.error)
@@ -293,7 +293,7 @@ impl Bridge {
     /// the usual hand-over.
     fn carry_ahead(&self, question: &Question, claim: &Claim) -> Option<super::Ahead> {
         let run_id = question.run_id.as_ref()?;
-        if question.quorum.is_some() || !self.store().claims_ahead() {
+        if question.quorum.is_some() || !self.roles().resolver.questions.claims_ahead() {
             return None;
         }
         // Only the run is copied, and only when it waits on this question.
@@ -339,7 +339,13 @@ impl Bridge {
             }),
             ..ClaimOptions::new(SETTLE_GRACE)
         };
-        let Some(claimed) = self.store().claim(question, &claim, options).await? else {
+        let Some(claimed) = self
+            .roles()
+            .resolver
+            .questions
+            .claim(question, &claim, options)
+            .await?
+        else {
             return Err(Error::NotFound(question.id.clone()));
         };
         let mut claimed = claimed;

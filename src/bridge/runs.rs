@@ -18,7 +18,12 @@ impl Bridge {
     pub async fn get_run(&self, id: &str) -> Result<Run, Error> {
         let unknown = || Error::UnknownRun(id.to_owned());
         let run_id = RunId::parse(id).ok_or_else(unknown)?;
-        self.store().get_run(&run_id).await?.ok_or_else(unknown)
+        self.roles()
+            .runs
+            .runs
+            .get_run(&run_id)
+            .await?
+            .ok_or_else(unknown)
     }
 
     /// The question run `id` waits on, which must be `expected` when given: what an answer to

@@ -84,12 +84,12 @@ impl Bridge {
 
     /// One pass of the sweeper: expire what is overdue and finish interrupted effects.
     pub async fn sweep_once(&self) -> Result<usize, Error> {
-        let store = self.store();
+        let store = &self.roles().effects;
         let now = Millis::now();
-        let due = store.lease_due(now, LEASE, SWEEP_BATCH).await?;
+        let due = store.outbox.lease_due(now, LEASE, SWEEP_BATCH).await?;
         for id in &due {
-            match store.get(id).await? {
-                None => store.finish(id, None, &[], None).await?,
+            match store.questions.get(id).await? {
+                None => store.outbox.finish(id, None, &[], None).await?,
                 Some(question) if question.is_pending() && now >= question.expires_at => {
                     self.metrics().outbox_lag(now.since(question.expires_at));
                     self.expire(&question).await?;
@@ -123,7 +123,7 @@ impl Bridge {
 
     /// Reads the store's earliest due time, and takes over runs whose process died.
     async fn poll(&self) {
-        match self.store().next_due().await {
+        match self.roles().effects.outbox.next_due().await {
             Ok(Some(at)) => self.schedule().offer(at),
             Ok(None) => {}
             Err(error) => tracing::warn!(error = %Chain(&error), "cannot read the open index"),
@@ -153,7 +153,7 @@ impl Bridge {
             }
             if now.since(last_purge) >= PURGE_EVERY {
                 last_purge = now;
-                match self.store().purge(now).await {
+                match self.roles().effects.admin.purge(now).await {
                     Ok(0) => {}
                     Ok(purged) => tracing::info!(purged, "old records purged"),
                     Err(error) => tracing::warn!(error = %Chain(&error), "purge failed"),
@@ -178,20 +178,20 @@ impl Bridge {
     /// At start-up: finishes effects a previous process left undone, shows pending questions
     /// where no delivery was recorded, and leaves overdue ones to the first sweep.
     pub(super) async fn recover(&self) -> Result<(), Error> {
-        let store = self.store();
+        let store = &self.roles().effects;
         let (mut resolved, mut reshown) = (0usize, 0usize);
-        for id in store.open_ids().await? {
-            let Some(question) = store.get(&id).await? else {
-                store.finish(&id, None, &[], None).await?;
+        for id in store.outbox.open_ids().await? {
+            let Some(question) = store.questions.get(&id).await? else {
+                store.outbox.finish(&id, None, &[], None).await?;
                 continue;
             };
             if !question.is_pending() {
                 resolved += 1;
-                store.reschedule(&id, Millis::now()).await?;
+                store.outbox.reschedule(&id, Millis::now()).await?;
                 continue;
             }
             self.schedule().offer(question.next_due(&[]));
-            let shown = store.shown(&id).await?;
+            let shown = store.deliveries.shown(&id).await?;
             for target in &question.targets {
                 if !shown.iter().any(|s| &s.target == target) && self.channel_for(target).is_some()
                 {
@@ -212,8 +212,8 @@ impl Bridge {
     /// Wakes this process's waiters from the store's events (which come from every process), and
     /// tells the sweeper when something will be due.
     pub(super) async fn pump_events(self) {
-        let mut events = self.store().subscribe();
-        let mut missed = self.store().missed();
+        let mut events = self.roles().effects.events.subscribe();
+        let mut missed = self.roles().effects.events.missed();
         let mut shutdown = self.shutdown_signal();
         let mut recheck = tokio::time::interval(RECHECK_WAITERS_EVERY);
         recheck.tick().await;
@@ -311,12 +311,12 @@ impl Bridge {
 
     async fn recheck_waiters(&self) {
         for id in self.waiters().ids() {
-            if let Ok(Some(question)) = self.store().get(&id).await {
+            if let Ok(Some(question)) = self.roles().effects.questions.get(&id).await {
                 self.waiters().wake(&question);
             }
         }
         for id in self.waiters().run_ids() {
-            if let Ok(Some(run)) = self.store().get_run(&id).await {
+            if let Ok(Some(run)) = self.roles().effects.runs.get_run(&id).await {
                 self.run_news(&run, None);
             }
         }

@@ -21,7 +21,13 @@ impl Bridge {
     /// vote, or resolved when the vote met the quorum.
     pub(super) async fn vote(&self, question: &Question, vote: Vote) -> Result<Question, Error> {
         let due_if_met = Millis::now().after(SETTLE_GRACE);
-        let Some((outcome, voted)) = self.store().vote(question, &vote, due_if_met).await? else {
+        let Some((outcome, voted)) = self
+            .roles()
+            .resolver
+            .votes
+            .vote(question, &vote, due_if_met)
+            .await?
+        else {
             return Err(Error::NotFound(question.id.clone()));
         };
         let progress = render::progress_line(&voted).unwrap_or_default();
@@ -61,7 +67,7 @@ impl Bridge {
     fn spawn_refresh(&self, question: Question) {
         let bridge = self.clone();
         tokio::spawn(async move {
-            let shown = match bridge.store().shown(&question.id).await {
+            let shown = match bridge.roles().resolver.deliveries.shown(&question.id).await {
                 Ok(shown) => shown,
                 Err(error) => {
                     tracing::warn!(question_id = %question.id, error = %Chain(&error), "cannot read where the question is shown");

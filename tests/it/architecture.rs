@@ -931,3 +931,114 @@ fn core_and_the_adapters_depend_on_no_other_workspace_crate() {
     let dirs = std::fs::read_dir(root.join("adapters")).unwrap().count();
     assert_eq!(adapters, dirs, "an adapter outside the workspace?");
 }
+
+/// Which part of the bridge each file belongs to, by the role handles it may use (see
+/// `src/bridge/roles.rs`). `None`: the file holds no store handle at all.
+const BRIDGE_PARTS: &[(&str, Option<&str>)] = &[
+    ("approvals.rs", Some("approvals")),
+    ("builder.rs", None),
+    ("commands.rs", Some("inbox")),
+    ("effects.rs", Some("effects")),
+    ("forms.rs", Some("inbox")),
+    ("inbox/mod.rs", Some("inbox")),
+    ("inbox/plain.rs", Some("inbox")),
+    ("nudges.rs", Some("effects")),
+    ("recent.rs", None),
+    ("refusals.rs", None),
+    ("registry.rs", Some("registry")),
+    ("resolve.rs", Some("resolver")),
+    ("runner.rs", None),
+    ("runs.rs", Some("runs")),
+    ("session.rs", None),
+    ("sweeper.rs", Some("effects")),
+    ("votes.rs", Some("resolver")),
+    ("waiters.rs", None),
+];
+
+/// Where a bridge file reaches past its part's role handles: the whole store, or another part's
+/// handles.
+fn role_violations(bridge: &Path) -> Vec<String> {
+    let handle = regex::Regex::new(r"roles\(\)\s*\.\s*([a-z_]+)").unwrap();
+    let mut found = Vec::new();
+    for (file, part) in BRIDGE_PARTS {
+        let text = std::fs::read_to_string(bridge.join(file)).unwrap();
+        let line_of = |at: usize| text[..at].matches('\n').count() + 1;
+        for (n, line) in text.lines().enumerate() {
+            if line.contains(".store()") || line.contains("inner.store") {
+                found.push(format!("{file}:{}: the whole store", n + 1));
+            }
+        }
+        // Across lines too: rustfmt puts long chains one call a line.
+        for used in handle.captures_iter(&text) {
+            if Some(&used[1]) != *part {
+                let at = line_of(used.get(1).unwrap().start());
+                found.push(format!("{file}:{at}: {}'s role handles", &used[1]));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn each_part_of_the_bridge_reaches_the_store_only_through_its_role_handles() {
+    let bridge = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/bridge");
+    let mut listed: Vec<&str> = BRIDGE_PARTS.iter().map(|(file, _)| *file).collect();
+    listed.sort_unstable();
+    let mut files = Vec::new();
+    for (path, _) in source_files(&bridge) {
+        let relative = path
+            .strip_prefix(&bridge)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if !["mod.rs", "roles.rs"].contains(&relative.as_str()) {
+            files.push(relative);
+        }
+    }
+    files.sort();
+    assert_eq!(
+        files, listed,
+        "every file of src/bridge has a part in BRIDGE_PARTS"
+    );
+    let violations = role_violations(&bridge);
+    assert!(violations.is_empty(), "{violations:#?}");
+}
+
+#[test]
+fn the_role_check_finds_a_part_reaching_past_its_handles() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, _) in BRIDGE_PARTS {
+        let path = dir.path().join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(
+            path,
+            "fn ok(&self) { self.roles().registry.questions.get(id); }\n",
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        dir.path().join("runs.rs"),
+        "fn a(&self) { self.roles().runs.runs.get_run(id); }\nfn b(&self) { self.store().get(id); }\nfn c(&self) { self.roles()\n.effects.outbox; self.roles().effects.outbox.work(id); }\n",
+    )
+    .unwrap();
+    let found = role_violations(dir.path());
+    assert!(
+        found.contains(&"runs.rs:2: the whole store".to_owned()),
+        "{found:#?}"
+    );
+    assert!(
+        found.contains(&"runs.rs:4: effects's role handles".to_owned()),
+        "{found:#?}"
+    );
+    // Every other file uses the registry's handles, which only registry.rs may.
+    assert!(
+        found
+            .iter()
+            .any(|f| f.starts_with("votes.rs:1: registry's")),
+        "{found:#?}"
+    );
+    assert!(
+        !found.iter().any(|f| f.starts_with("registry.rs")),
+        "{found:#?}"
+    );
+}

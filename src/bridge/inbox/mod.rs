@@ -81,7 +81,7 @@ impl Inbox for Bridge {
     }
 
     async fn current(&self, id: &askbridge_core::QuestionId) -> Option<Question> {
-        self.store().get(id).await.ok().flatten()
+        self.roles().inbox.questions.get(id).await.ok().flatten()
     }
 }
 
@@ -281,7 +281,9 @@ impl Turn {
         let key = format!("{}:{delivery}", self.message.via);
         match self
             .bridge
-            .store()
+            .roles()
+            .inbox
+            .dedupe
             .first_sighting(&key, DUPLICATE_WINDOW)
             .await
         {
