@@ -15,7 +15,7 @@ use askbridge_core::error::Chain;
 use askbridge_core::quorum::Vote;
 use askbridge_core::tally::{self, VoteOutcome};
 use askbridge_core::{
-    Actor, Answer, Claim, ClaimOutcome, Millis, Question, QuestionId, Target, Transition,
+    Actor, Answer, Claim, ClaimOutcome, Kind, Millis, Question, QuestionId, Target, Transition,
 };
 
 /// A reply given by a program (HTTP API, Rust API) rather than typed.
@@ -107,6 +107,21 @@ impl Checked {
     }
 }
 
+/// What a sender's words come to, read against their question.
+#[allow(clippy::large_enum_variant)] // made and matched once per message
+pub(crate) enum Reading {
+    /// A claim on the question.
+    Claim(Checked),
+    /// Typed words on a form that are not the whole form's answer: in a chat, the value of the
+    /// field asked now (forms are filled one field at a time there). `not_whole` says why they
+    /// do not answer the form whole, for a caller that fills no fields.
+    Field {
+        question: Question,
+        text: String,
+        not_whole: askbridge_core::Error,
+    },
+}
+
 /// A refused attempt, with the question when it was read (for the audit record).
 #[derive(Debug)]
 pub(crate) struct Refusal {
@@ -133,7 +148,15 @@ impl Bridge {
         // `recent.rs`): if it was resolved meanwhile, the claim says so with the winner.
         let known = self.recent().question(&attempt.id);
         let result = match self.check(&attempt, known).await {
-            Ok(checked) => self.commit(checked).await.map_err(Refusal::from),
+            Ok(Reading::Claim(checked)) => self.commit(checked).await.map_err(Refusal::from),
+            Ok(Reading::Field {
+                question,
+                not_whole,
+                ..
+            }) => Err(Refusal {
+                error: not_whole.into(),
+                question: Some(question),
+            }),
             Err(refusal) => Err(refusal),
         };
         self.conclude(&attempt.actor, Some(attempt.id.to_string()), result)
@@ -180,7 +203,7 @@ impl Bridge {
         &self,
         attempt: &Attempt,
         known: Option<Question>,
-    ) -> Result<Checked, Refusal> {
+    ) -> Result<Reading, Refusal> {
         let question = match known {
             Some(question) => question,
             None => self.get(&attempt.id).await?,
@@ -197,7 +220,19 @@ impl Bridge {
             return Err(Error::AlreadyResolved(Box::new(question)).into());
         }
         let transition = match &attempt.said {
-            Said::Typed(text) => question.read_typed(text),
+            Said::Typed(text) => match question.read_typed(text) {
+                Err(not_whole @ askbridge_core::Error::NotFit { .. })
+                    if question.kind == Kind::Form =>
+                {
+                    let text = text.clone();
+                    return Ok(Reading::Field {
+                        question,
+                        text,
+                        not_whole,
+                    });
+                }
+                read => read,
+            },
             Said::Program(reply) => question.reply_transition(
                 reply.answer.clone(),
                 reply.message.clone(),
@@ -222,7 +257,7 @@ impl Bridge {
                         question,
                     ));
                 }
-                Ok(checked)
+                Ok(Reading::Claim(checked))
             }
             Err(error) => Err(refused(error.into(), question)),
         }

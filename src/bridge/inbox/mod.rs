@@ -11,11 +11,10 @@
 use super::Bridge;
 use super::commands::{Turn, done, refusal_reply};
 use super::forms::Filling;
-use super::resolve::{Attempt, Checked, Refusal, Said};
+use super::resolve::{Attempt, Checked, Reading, Refusal, Said};
 use super::runner::Storing;
 use crate::Error;
 use crate::store::ListFilter;
-use askbridge_core::Kind;
 use askbridge_core::command::{Command, CommandLine};
 use askbridge_core::error::Chain;
 use askbridge_core::fill::Step;
@@ -177,22 +176,19 @@ impl Turn {
             chat: self.message.chat.clone(),
         };
         match self.bridge.check(&attempt, known).await {
-            Ok(checked) => Plan::Claim { checked, attempted },
+            Ok(Reading::Claim(checked)) => Plan::Claim { checked, attempted },
             // On a form, `/answer <id> <value>` (or a field's button) is the field asked now.
-            Err(Refusal {
-                error: Error::Model(askbridge_core::Error::NotFit { .. }),
-                question: Some(question),
-            }) if question.kind == Kind::Form => {
-                let Said::Typed(text) = attempt.said else {
-                    unreachable!("only typed words are read against a form field")
-                };
-                self.fill(question, Step::Value(text))
-                    .await
-                    .map(Plan::Fill)
-                    .unwrap_or_else(|error| Plan::Reply(Some(refusal_reply(&error))))
-            }
+            Ok(Reading::Field { question, text, .. }) => self.fill_field(question, text).await,
             Err(refusal) => self.refuse(refusal, Some(attempted), None),
         }
+    }
+
+    /// `text` as the value of the field `question` (a form) asks now.
+    async fn fill_field(&self, question: Question, text: String) -> Plan {
+        self.fill(question, Step::Value(text))
+            .await
+            .map(Plan::Fill)
+            .unwrap_or_else(|error| Plan::Reply(Some(refusal_reply(&error))))
     }
 
     /// A refused attempt, with the line the sender gets (`reply`, or the error's own).

@@ -5,8 +5,7 @@
 use super::Plan;
 use crate::Error;
 use crate::bridge::commands::{Turn, pending_list, refusal_reply};
-use crate::bridge::resolve::{Attempt, Said};
-use askbridge_core::fill::Step;
+use crate::bridge::resolve::{Attempt, Reading, Said};
 use askbridge_core::{Kind, Millis, Question, Reply, Tone, render};
 
 impl Turn {
@@ -52,12 +51,7 @@ impl Turn {
     /// read). An answer that does not fit gets the list of choices.
     async fn plain_answer(&self, question: Question) -> Plan {
         if question.kind == Kind::Form {
-            let step = Step::Value(self.message.text.clone());
-            return self
-                .fill(question, step)
-                .await
-                .map(Plan::Fill)
-                .unwrap_or_else(|error| Plan::Reply(Some(refusal_reply(&error))));
+            return self.fill_field(question, self.message.text.clone()).await;
         }
         let attempt = Attempt {
             id: question.id.clone(),
@@ -69,10 +63,11 @@ impl Turn {
         let prompt = question.prompt.clone();
         let options = question.options.clone();
         match self.bridge.check(&attempt, Some(question)).await {
-            Ok(checked) => Plan::Claim {
+            Ok(Reading::Claim(checked)) => Plan::Claim {
                 checked,
                 attempted: attempt.id.to_string(),
             },
+            Ok(Reading::Field { question, text, .. }) => self.fill_field(question, text).await,
             Err(refusal) if matches!(refusal.error, Error::Model(_)) => {
                 let choices: String = options
                     .iter()
