@@ -67,6 +67,34 @@ pub struct Attempt {
     pub chat: Target,
 }
 
+impl Attempt {
+    /// A transition the caller made (the Rust API), applied as it is: `Answer`s must already
+    /// fit.
+    pub fn transition(
+        id: &QuestionId,
+        transition: Transition,
+        actor: Actor,
+        chat: &Target,
+    ) -> Self {
+        Attempt {
+            id: id.clone(),
+            said: Said::Transition(transition),
+            actor,
+            chat: chat.clone(),
+        }
+    }
+
+    /// A program's reply, checked against the question.
+    pub fn reply(id: &QuestionId, reply: ProgramReply, actor: Actor, chat: &Target) -> Self {
+        Attempt {
+            id: id.clone(),
+            said: Said::Program(reply),
+            actor,
+            chat: chat.clone(),
+        }
+    }
+}
+
 /// An attempt read and checked against its question: the claim it makes.
 #[derive(Clone, Debug)]
 pub(crate) struct Checked {
@@ -161,40 +189,6 @@ impl Bridge {
         };
         self.conclude(&attempt.actor, Some(attempt.id.to_string()), result)
             .await
-    }
-
-    /// [`Bridge::attempt`] with a transition the caller made: `Answer`s must already fit.
-    pub async fn resolve(
-        &self,
-        id: &QuestionId,
-        transition: Transition,
-        actor: Actor,
-        chat: &Target,
-    ) -> Result<Question, Error> {
-        self.attempt(Attempt {
-            id: id.clone(),
-            said: Said::Transition(transition),
-            actor,
-            chat: chat.clone(),
-        })
-        .await
-    }
-
-    /// [`Bridge::attempt`] with a program's reply, checked against the question.
-    pub async fn answer(
-        &self,
-        id: &QuestionId,
-        reply: ProgramReply,
-        actor: Actor,
-        chat: &Target,
-    ) -> Result<Question, Error> {
-        self.attempt(Attempt {
-            id: id.clone(),
-            said: Said::Program(reply),
-            actor,
-            chat: chat.clone(),
-        })
-        .await
     }
 
     /// Reads the question (unless the caller already has it), checks the sender may answer it

@@ -29,7 +29,7 @@ impl Bridge {
     /// The question run `id` waits on, which must be `expected` when given: what an answer to
     /// the run (not to a question id) answers. What this process last heard of the run spares a
     /// read; if that is stale, the claim that follows finds the question resolved and says so.
-    pub async fn run_question(
+    pub(crate) async fn run_question(
         &self,
         id: &str,
         expected: Option<&QuestionId>,

@@ -2,6 +2,7 @@
 //! digest binding; the audit trail.
 
 use crate::support::{FakeChannel, Process, eventually, eventually_some, http, message, serve};
+use askbridge::bridge::Attempt;
 use askbridge::bridge::{Bridge, ProgramReply};
 use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
@@ -447,7 +448,12 @@ async fn a_reply_bound_to_another_action_is_refused() {
         digest: Some(rm_build().digest()),
     };
     bridge
-        .answer(&q.id, right, Actor::new("api", "api"), &"api".into())
+        .attempt(Attempt::reply(
+            &q.id,
+            right,
+            Actor::new("api", "api"),
+            &"api".into(),
+        ))
         .await
         .unwrap();
 }

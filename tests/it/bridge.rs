@@ -4,6 +4,7 @@
 use crate::store_conformance;
 use crate::support::{Call, FakeChannel, bridge_over, eventually, eventually_some, memory_bridge};
 use askbridge::Error;
+use askbridge::bridge::Attempt;
 use askbridge::bridge::Bridge;
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::{ListFilter, StoreOptions};
@@ -50,12 +51,12 @@ async fn ask_returns_the_answer_given_on_a_surface() {
     assert_eq!(q.session_id, "run-1");
     assert_eq!(q.targets, vec!["chat:1".to_owned()]);
     bridge
-        .resolve(
+        .attempt(Attempt::transition(
             &q.id,
             answer("luxon"),
             Actor::new("chat:7", "chat"),
             &"chat:1".into(),
-        )
+        ))
         .await
         .unwrap();
     assert_eq!(asking.await.unwrap().unwrap(), Answer::Text("luxon".into()));
@@ -71,12 +72,12 @@ async fn a_decline_reaches_the_asker_with_its_message() {
         message: Some("ask Bob".into()),
     };
     bridge
-        .resolve(
+        .attempt(Attempt::transition(
             &q.id,
             decline,
             Actor::new("chat:7", "chat"),
             &"chat:1".into(),
-        )
+        ))
         .await
         .unwrap();
     match asking.await.unwrap() {
@@ -180,7 +181,12 @@ async fn confirm_is_a_bool_and_never_fails() {
     assert_eq!(q.kind, Kind::Confirm);
     let yes = q.read_typed("yes").unwrap();
     bridge
-        .resolve(&q.id, yes, Actor::new("chat:7", "chat"), &"chat:1".into())
+        .attempt(Attempt::transition(
+            &q.id,
+            yes,
+            Actor::new("chat:7", "chat"),
+            &"chat:1".into(),
+        ))
         .await
         .unwrap();
     assert!(asking.await.unwrap());
@@ -277,22 +283,22 @@ async fn first_answer_wins_and_every_surface_withdraws() {
     })
     .await;
     let won = bridge
-        .resolve(
+        .attempt(Attempt::transition(
             &q.id,
             answer("b"),
             Actor::new("other:5", "other"),
             &"other:9".into(),
-        )
+        ))
         .await
         .unwrap();
     assert_eq!(won.status, Status::Answered);
     let late = bridge
-        .resolve(
+        .attempt(Attempt::transition(
             &q.id,
             answer("a"),
             Actor::new("chat:6", "chat"),
             &"chat:1".into(),
-        )
+        ))
         .await;
     match late {
         Err(Error::AlreadyResolved(winner)) => {
@@ -324,22 +330,22 @@ async fn strangers_cannot_answer_and_nothing_changes() {
         .await
         .unwrap();
     let stranger = bridge
-        .resolve(
+        .attempt(Attempt::transition(
             &q.id,
             answer("go"),
             Actor::new("chat:7", "chat"),
             &"chat:1".into(),
-        )
+        ))
         .await;
     assert!(matches!(stranger, Err(Error::Forbidden)));
     assert!(bridge.get(&q.id).await.unwrap().is_pending());
     bridge
-        .resolve(
+        .attempt(Attempt::transition(
             &q.id,
             answer("go"),
             Actor::new("chat:42", "chat"),
             &"chat:1".into(),
-        )
+        ))
         .await
         .unwrap();
 }
@@ -377,12 +383,12 @@ async fn a_new_bridge_on_the_same_store_recovers_open_questions() {
     })
     .await;
     let answered = second
-        .resolve(
+        .attempt(Attempt::transition(
             &keep.id,
             answer("yes"),
             Actor::new("chat:1", "chat"),
             &"chat:1".into(),
-        )
+        ))
         .await
         .unwrap();
     assert_eq!(answered.status, Status::Answered);
@@ -415,12 +421,12 @@ async fn a_channel_outage_delays_showing_and_withdrawing_but_loses_nothing() {
     .await;
     chat.down.store(true, Ordering::SeqCst);
     bridge
-        .resolve(
+        .attempt(Attempt::transition(
             &q.id,
             answer("fine"),
             Actor::new("api", "api"),
             &"api".into(),
-        )
+        ))
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -493,7 +499,12 @@ async fn waits_leave_nothing_behind() {
         bridge.wait(&q.id, Duration::from_millis(1)).await.unwrap();
     }
     bridge
-        .resolve(&q.id, answer("x"), Actor::new("api", "api"), &"api".into())
+        .attempt(Attempt::transition(
+            &q.id,
+            answer("x"),
+            Actor::new("api", "api"),
+            &"api".into(),
+        ))
         .await
         .unwrap();
     for _ in 0..50 {

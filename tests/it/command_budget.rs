@@ -4,6 +4,7 @@
 
 use crate::support::{FakeChannel, api_origin, bridge_over, eventually, message, redis_store};
 use askbridge::Flows;
+use askbridge::bridge::Attempt;
 use askbridge::bridge::{Bridge, ProgramReply, Storing};
 use askbridge::store::redis::slot;
 use askbridge_core::run::{JournalEntry, RunState};
@@ -116,12 +117,12 @@ async fn an_ask_is_one_command_and_an_answer_with_its_effects_at_most_four() {
 
 async fn answer(bridge: &Bridge, id: &QuestionId) {
     bridge
-        .answer(
+        .attempt(Attempt::reply(
             id,
             ProgramReply::from(Answer::Text("a".into())),
             Actor::api(),
             &Target::api(),
-        )
+        ))
         .await
         .unwrap();
 }

@@ -7,6 +7,7 @@ use crate::fakes::discord::{
 };
 use crate::support::{eventually, eventually_some, memory_bridge};
 use askbridge::Bridge;
+use askbridge::bridge::Attempt;
 use askbridge::http::{AppState, app};
 use askbridge_core::{Actor, Inbox, NewQuestion, Question, QuestionId, Status, render};
 use askbridge_discord::Discord;
@@ -894,12 +895,12 @@ async fn a_429_is_waited_out_and_the_request_sent_again() {
     // An edit that meets a 429 gets through too.
     rig.fake.rate_limit_next(1, 0.1);
     rig.bridge
-        .answer(
+        .attempt(Attempt::reply(
             &q.id,
             askbridge_core::Answer::Text("a".into()).into(),
             Actor::new("api", "api"),
             &"api".into(),
-        )
+        ))
         .await
         .unwrap();
     rig.withdrawn(message).await;

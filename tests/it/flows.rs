@@ -5,6 +5,7 @@ use crate::support::{
     Call, FakeChannel, RedisServer, api_origin, bridge_over, bridge_running, bridge_with,
     eventually, eventually_some, http, memory_bridge, memory_bridge_running, message, serve,
 };
+use askbridge::bridge::Attempt;
 use askbridge::bridge::{Bridge, Storing};
 use askbridge::config::Secret;
 use askbridge::flows::FlowContext;
@@ -501,14 +502,14 @@ async fn two_processes_on_one_redis_resume_a_run_once() {
         2,
         "one start, one resume"
     );
-    a.resolve(
+    a.attempt(Attempt::transition(
         &second.id,
         Transition::Answer {
             value: Answer::Text("2".into()),
         },
         Actor::new("chat:7", "chat"),
         &"chat:1".into(),
-    )
+    ))
     .await
     .unwrap();
     let third = waiting_question(&a, "chat:1", "Add travel insurance?").await;
@@ -553,12 +554,12 @@ async fn blocking_mode_runs_the_same_flow_with_waiting_asks() {
         let q = waiting_question(&bridge, "chat:1", prompt).await;
         let transition = q.read_typed(answer).unwrap();
         bridge
-            .resolve(
+            .attempt(Attempt::transition(
                 &q.id,
                 transition,
                 Actor::new("chat:7", "chat"),
                 &"chat:1".into(),
-            )
+            ))
             .await
             .unwrap();
     }
@@ -1189,7 +1190,7 @@ async fn a_run_stored_with_its_first_step_is_stored_by_whichever_write_comes_fir
         .unwrap();
     assert_eq!(question.prompt, "More?");
     bridge
-        .answer(
+        .attempt(Attempt::reply(
             &question.id,
             askbridge::bridge::ProgramReply {
                 answer: Answer::Text("yes".into()),
@@ -1198,7 +1199,7 @@ async fn a_run_stored_with_its_first_step_is_stored_by_whichever_write_comes_fir
             },
             Actor::api(),
             &askbridge_core::Target::api(),
-        )
+        ))
         .await
         .unwrap();
     let done = settled(counting.id, RunState::Done).await;
@@ -1267,14 +1268,14 @@ async fn a_steps_result_is_written_before_the_function_waits_on_anything() {
         .unwrap();
     let question = news.run.waiting_on.expect("parked on More?");
     bridge
-        .resolve(
+        .attempt(Attempt::transition(
             &question,
             Transition::Answer {
                 value: Answer::Text("no".into()),
             },
             Actor::api(),
             &"api".into(),
-        )
+        ))
         .await
         .unwrap();
     let done = bridge

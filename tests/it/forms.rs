@@ -7,6 +7,7 @@ use crate::support::{
     Process, RedisServer, ask_when_connected, eventually_some, found, get_json, post_json,
 };
 use crate::telegram::{GROUP, alice};
+use askbridge::bridge::Attempt;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -250,12 +251,12 @@ async fn a_forms_answer_reads_into_a_rust_type() {
         unreachable!()
     };
     bridge
-        .answer(
+        .attempt(Attempt::reply(
             &pending.id,
             Answer::Object(fields).into(),
             Actor::api(),
             &Target::api(),
-        )
+        ))
         .await
         .unwrap();
     let deploy = asking.await.unwrap().unwrap();
@@ -313,7 +314,12 @@ async fn a_flow_reads_a_forms_answer_into_its_type() {
     };
     let reply = ProgramReply::from(Answer::Object(fields));
     bridge
-        .answer(&waiting, reply, Actor::api(), &Target::api())
+        .attempt(Attempt::reply(
+            &waiting,
+            reply,
+            Actor::api(),
+            &Target::api(),
+        ))
         .await
         .unwrap();
     let done = eventually_some(Duration::from_secs(10), "the run done", || {

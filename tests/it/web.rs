@@ -9,6 +9,7 @@
 use crate::cdp::{Browser, Page, artifacts_dir};
 use crate::support::{FakeChannel, Process, eventually_some, http, serve};
 use askbridge::Bridge;
+use askbridge::bridge::Attempt;
 use askbridge::core::{Actor, Answer, Question, QuestionId, Transition, render};
 use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
@@ -977,12 +978,12 @@ async fn seed_every_kind(server: &InProcess) -> Seeded {
     };
     server
         .bridge
-        .answer(
+        .attempt(Attempt::reply(
             &QuestionId::parse(&answered).unwrap(),
             Answer::Text("csv".into()).into(),
             alice,
             &"telegram:-1001234".into(),
-        )
+        ))
         .await
         .unwrap();
     let declined = api
@@ -1000,14 +1001,14 @@ async fn seed_every_kind(server: &InProcess) -> Seeded {
     };
     server
         .bridge
-        .resolve(
+        .attempt(Attempt::transition(
             &QuestionId::parse(&declined).unwrap(),
             Transition::Decline {
                 message: Some("some of them are work lists".into()),
             },
             bob,
             &"discord:5678".into(),
-        )
+        ))
         .await
         .unwrap();
     let expired = api

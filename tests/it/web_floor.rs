@@ -7,6 +7,7 @@
 use crate::cdp::{Browser, Page, artifacts_dir};
 use crate::support::{eventually_some, http, message};
 use crate::web::{InProcess, in_process, js, open, pending_card, shown_in_test_output};
+use askbridge::bridge::Attempt;
 use askbridge::core::{Actor, Answer, NewQuestion, Transition};
 use askbridge_core::channel::Inbox as _;
 use serde_json::{Value, json};
@@ -279,14 +280,14 @@ async fn history_pages_through_500_resolved_questions() {
             .unwrap();
         server
             .bridge
-            .resolve(
+            .attempt(Attempt::transition(
                 &q.id,
                 Transition::Answer {
                     value: Answer::Text("a".into()),
                 },
                 Actor::new("api", "api"),
                 &"api".into(),
-            )
+            ))
             .await
             .unwrap();
     }
