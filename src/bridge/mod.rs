@@ -18,21 +18,20 @@
 //!   crashed process left;
 //! - `nudges.rs`: reminders and escalation steps of unanswered questions, due through the same
 //!   open index as expiry;
-//! - `forms.rs`: forms filled in one field at a time in chat, each person's draft in the store;
 //! - `votes.rs`: votes on questions with a quorum, and the claim that completes one;
 //! - `approvals.rs`: approvers, "always allow" rules and the audit trail;
-//! - `inbox/` and `commands.rs`: what a chat message means (`/answer`, `/decline`, `/pending`,
-//!   plain replies, `/run`);
-//! - `runner.rs`: the [`Runner`] a flow engine registers, so the bridge can resume runs without
+//! - `inbox/`: what a chat message means (`/answer`, `/decline`, `/pending`, plain replies,
+//!   `/run`): a `Turn` per message, the commands, and forms filled in one field at a time in
+//!   chat, each person's draft in the store;
+//! - `roles.rs`: the store roles each part holds;
+//! - `runner.rs`: the [`Runner`] a flow engine is wired in with, so the bridge can resume runs without
 //!   knowing what a flow is;
 //! - `waiters.rs`: this process's waiters, keyed by question id; `recent.rs`: questions and runs
 //!   seen lately, which spare the hot path its reads.
 
 mod approvals;
 mod builder;
-mod commands;
 mod effects;
-mod forms;
 mod inbox;
 mod nudges;
 mod recent;

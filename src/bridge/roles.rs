@@ -59,7 +59,7 @@ pub(super) struct ApprovalRoles {
     pub(super) outbox: Arc<dyn Outbox>,
 }
 
-/// `inbox/`, `commands.rs` and `forms.rs`: what a chat message reads, form drafts, and dropped
+/// `inbox/` (its commands and forms): what a chat message reads, form drafts, and dropped
 /// re-deliveries.
 pub(super) struct InboxRoles {
     pub(super) questions: Arc<dyn Questions>,

@@ -937,9 +937,9 @@ fn core_and_the_adapters_depend_on_no_other_workspace_crate() {
 const BRIDGE_PARTS: &[(&str, Option<&str>)] = &[
     ("approvals.rs", Some("approvals")),
     ("builder.rs", None),
-    ("commands.rs", Some("inbox")),
+    ("inbox/commands.rs", Some("inbox")),
     ("effects.rs", Some("effects")),
-    ("forms.rs", Some("inbox")),
+    ("inbox/forms.rs", Some("inbox")),
     ("inbox/mod.rs", Some("inbox")),
     ("inbox/plain.rs", Some("inbox")),
     ("nudges.rs", Some("effects")),

@@ -9,8 +9,6 @@
 //! nothing.
 
 use super::Bridge;
-use super::commands::{Turn, done, refusal_reply};
-use super::forms::Filling;
 use super::resolve::{Attempt, Checked, Reading, Refusal, Said};
 use super::runner::Storing;
 use crate::Error;
@@ -23,8 +21,12 @@ use askbridge_core::{
     Actor, IdRef, Identity, Inbound, Inbox, Millis, Prepared, Question, Reply, RuleId, Target, Tone,
 };
 use async_trait::async_trait;
+use commands::{Turn, done, refusal_reply};
+use forms::Filling;
 use std::time::Duration;
 
+mod commands;
+mod forms;
 mod plain;
 
 /// How long a delivery id is remembered to drop re-deliveries.
@@ -33,7 +35,7 @@ const DUPLICATE_WINDOW: Duration = Duration::from_secs(24 * 3600);
 /// What a prepared message will do when committed. One is made and moved once per message, so
 /// the size of its largest variant costs nothing worth boxing for.
 #[allow(clippy::large_enum_variant)]
-pub(super) enum Plan {
+enum Plan {
     /// Nothing but reply (help, a list, a refusal that is not an attempt on a question).
     Reply(Option<Reply>),
     /// Claim what was checked.

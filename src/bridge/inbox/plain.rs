@@ -3,8 +3,8 @@
 //! group, an open question does not wait for everyone, or every remark would answer it).
 
 use super::Plan;
+use super::commands::{Turn, pending_list, refusal_reply};
 use crate::Error;
-use crate::bridge::commands::{Turn, pending_list, refusal_reply};
 use crate::bridge::resolve::{Attempt, Reading, Said};
 use askbridge_core::{Kind, Millis, Question, Reply, Tone, render};
 

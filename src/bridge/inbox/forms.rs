@@ -10,8 +10,8 @@
 
 use super::commands::Turn;
 use super::commands::{done, refusal_reply};
-use super::resolve::{Attempt, ProgramReply, Said};
 use crate::Error;
+use crate::bridge::resolve::{Attempt, ProgramReply, Said};
 use askbridge_core::command::StepCommand;
 use askbridge_core::fill::{self, Step, Stepped};
 use askbridge_core::form::Draft;
