@@ -7,7 +7,7 @@
 
 use super::{Bridge, BridgeOptions, Runner};
 use crate::Error;
-use crate::store::Store;
+use crate::store::{Questions, Store};
 use askbridge_core::Channel;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -38,6 +38,8 @@ pub(super) struct Parts {
     pub(super) options: BridgeOptions,
     pub(super) channels: HashMap<String, Arc<dyn Channel>>,
     pub(super) runner: Option<Arc<dyn Runner>>,
+    /// The questions role every part uses: the store's own unless replaced.
+    pub(super) questions: Option<Arc<dyn Questions>>,
 }
 
 impl std::fmt::Debug for BridgeBuilder {
@@ -60,6 +62,7 @@ impl BridgeBuilder {
                 options: BridgeOptions::default(),
                 channels: HashMap::new(),
                 runner: None,
+                questions: None,
             },
         }
     }
@@ -82,6 +85,15 @@ impl BridgeBuilder {
     /// The engine that runs follow-up runs (see [`Runner`]); the flows of `crate::flows`.
     pub fn runner(mut self, runner: Arc<dyn Runner>) -> Self {
         self.parts.runner = Some(runner);
+        self
+    }
+
+    /// Replaces the questions role every part of the bridge uses (reading, listing, inserting and
+    /// claiming questions) with `questions`, which should wrap the store's own: a decorator that
+    /// traces or counts calls, say. The other roles stay the store's, and a claim's atomicity is
+    /// still the store's, so a replacement that stores questions elsewhere is not what this is for.
+    pub fn questions(mut self, questions: Arc<dyn Questions>) -> Self {
+        self.parts.questions = Some(questions);
         self
     }
 

@@ -171,11 +171,13 @@ impl Bridge {
             options,
             channels,
             runner,
+            questions,
         } = parts;
+        let questions = questions.unwrap_or_else(|| store.clone());
         let metrics = Metrics::new(store.round_trips());
         Bridge {
             inner: Arc::new(Inner {
-                roles: roles::Roles::of(&store),
+                roles: roles::Roles::of(&store, &questions),
                 store,
                 channels,
                 runner,

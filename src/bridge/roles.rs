@@ -73,20 +73,21 @@ pub(super) struct RunRoles {
 }
 
 impl Roles {
-    /// Each part's handles on `store`.
-    pub(super) fn of(store: &Arc<dyn Store>) -> Self {
+    /// Each part's handles on `store`, with `questions` for the questions role (the store's own,
+    /// or a decorator of it: see [`super::BridgeBuilder::questions`]).
+    pub(super) fn of(store: &Arc<dyn Store>, questions: &Arc<dyn Questions>) -> Self {
         Roles {
             registry: RegistryRoles {
-                questions: store.clone(),
+                questions: questions.clone(),
             },
             resolver: ResolverRoles {
-                questions: store.clone(),
+                questions: questions.clone(),
                 votes: store.clone(),
                 audit: store.clone(),
                 deliveries: store.clone(),
             },
             effects: EffectsRoles {
-                questions: store.clone(),
+                questions: questions.clone(),
                 deliveries: store.clone(),
                 outbox: store.clone(),
                 dedupe: store.clone(),
@@ -96,13 +97,13 @@ impl Roles {
                 admin: store.clone(),
             },
             approvals: ApprovalRoles {
-                questions: store.clone(),
+                questions: questions.clone(),
                 rules: store.clone(),
                 audit: store.clone(),
                 outbox: store.clone(),
             },
             inbox: InboxRoles {
-                questions: store.clone(),
+                questions: questions.clone(),
                 drafts: store.clone(),
                 dedupe: store.clone(),
             },

@@ -11,32 +11,24 @@ use askbridge::bridge::Bridge;
 use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::{
-    Admin, AuditLog, ClaimOptions, Claimed, Counts, Dedupe, Deliveries, Drafts, Event, Events,
-    Inserted, Leases, ListFilter, Outbox, Page, Parked, Questions, Result, Rules, Runs, Saved,
-    Shown, StoreOptions, Votes, Work,
+    ClaimOptions, Claimed, Counts, Inserted, ListFilter, Questions, Result, Runs, StoreOptions,
 };
-use askbridge_core::Identity;
-use askbridge_core::audit::{AuditEntry, AuditFilter};
-use askbridge_core::form::Draft;
-use askbridge_core::quorum::Vote;
-use askbridge_core::run::{Acquire, Run, RunState};
-use askbridge_core::tally::VoteOutcome;
-use askbridge_core::{Claim, Millis, NewQuestion, Question, QuestionId, Rule, RuleId, RunId};
+use askbridge_core::run::{Run, RunState};
+use askbridge_core::{Claim, Millis, NewQuestion, Question, QuestionId};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::broadcast;
 
-/// A memory store that logs the question reads and claims made through it.
-#[derive(Default)]
-struct CountingStore {
-    inner: MemoryStore,
+/// The questions role of a memory store, logging the question reads and claims made through it
+/// (given to the bridge with `BridgeBuilder::questions`; the other roles stay the store's).
+struct CountingQuestions {
+    inner: Arc<MemoryStore>,
     log: Mutex<Vec<String>>,
 }
 
-impl CountingStore {
+impl CountingQuestions {
     fn note(&self, entry: String) {
         self.log.lock().unwrap().push(entry);
     }
@@ -47,7 +39,7 @@ impl CountingStore {
 }
 
 #[async_trait]
-impl Questions for CountingStore {
+impl Questions for CountingQuestions {
     async fn insert(&self, question: &Question) -> Result<Inserted> {
         self.inner.insert(question).await
     }
@@ -64,6 +56,9 @@ impl Questions for CountingStore {
         self.note(format!("claim {}", snapshot.id));
         self.inner.claim(snapshot, claim, options).await
     }
+    fn claims_ahead(&self) -> bool {
+        self.inner.claims_ahead()
+    }
     async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>> {
         let found = self.inner.list(filter).await?;
         let ids: Vec<String> = found.iter().map(|q| q.id.to_string()).collect();
@@ -75,202 +70,15 @@ impl Questions for CountingStore {
     }
 }
 
-#[async_trait]
-impl Votes for CountingStore {
-    async fn vote(
-        &self,
-        snapshot: &Question,
-        vote: &Vote,
-        due_if_met: Millis,
-    ) -> Result<Option<(VoteOutcome, Question)>> {
-        self.note(format!("vote {}", snapshot.id));
-        self.inner.vote(snapshot, vote, due_if_met).await
-    }
-}
-
-#[async_trait]
-impl Drafts for CountingStore {
-    async fn draft(&self, id: &QuestionId, who: &Identity) -> Result<Option<Draft>> {
-        self.inner.draft(id, who).await
-    }
-    async fn save_draft(
-        &self,
-        id: &QuestionId,
-        who: &Identity,
-        draft: &Draft,
-        ttl: Duration,
-    ) -> Result<()> {
-        self.inner.save_draft(id, who, draft, ttl).await
-    }
-}
-
-#[async_trait]
-impl Deliveries for CountingStore {
-    async fn record_shown(&self, id: &QuestionId, shown: &Shown) -> Result<()> {
-        self.inner.record_shown(id, shown).await
-    }
-    async fn shown(&self, id: &QuestionId) -> Result<Vec<Shown>> {
-        self.inner.shown(id).await
-    }
-}
-
-#[async_trait]
-impl Outbox for CountingStore {
-    async fn mark_effect(&self, id: &QuestionId, effect: &str) -> Result<bool> {
-        self.inner.mark_effect(id, effect).await
-    }
-    async fn work(&self, id: &QuestionId) -> Result<Work> {
-        self.inner.work(id).await
-    }
-    async fn lease_due(
-        &self,
-        now: Millis,
-        lease: Duration,
-        limit: usize,
-    ) -> Result<Vec<QuestionId>> {
-        self.inner.lease_due(now, lease, limit).await
-    }
-    async fn next_due(&self) -> Result<Option<Millis>> {
-        self.inner.next_due().await
-    }
-    async fn open_ids(&self) -> Result<Vec<QuestionId>> {
-        self.inner.open_ids().await
-    }
-    async fn reschedule(&self, id: &QuestionId, at: Millis) -> Result<()> {
-        self.inner.reschedule(id, at).await
-    }
-    async fn finish(
-        &self,
-        id: &QuestionId,
-        question: Option<&Question>,
-        done: &[String],
-        retry_at: Option<Millis>,
-    ) -> Result<()> {
-        self.inner.finish(id, question, done, retry_at).await
-    }
-}
-
-#[async_trait]
-impl Dedupe for CountingStore {
-    async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<bool> {
-        self.inner.first_sighting(key, ttl).await
-    }
-}
-
-#[async_trait]
-impl Runs for CountingStore {
-    async fn insert_run(&self, run: &Run) -> Result<Inserted> {
-        self.inner.insert_run(run).await
-    }
-    async fn get_run(&self, id: &RunId) -> Result<Option<Run>> {
-        self.inner.get_run(id).await
-    }
-    async fn acquire_run(
-        &self,
-        id: &RunId,
-        why: Acquire<'_>,
-        owner: &str,
-        now: Millis,
-        lease_until: Millis,
-    ) -> Result<Option<Run>> {
-        self.inner
-            .acquire_run(id, why, owner, now, lease_until)
-            .await
-    }
-    async fn save_run(&self, run: &Run, owner: &str) -> Result<Saved> {
-        self.inner.save_run(run, owner).await
-    }
-    async fn park_run(&self, run: &Run, owner: &str, question: &Question) -> Result<Parked> {
-        self.inner.park_run(run, owner, question).await
-    }
-    async fn expired_runs(&self, now: Millis, limit: usize) -> Result<Vec<RunId>> {
-        self.inner.expired_runs(now, limit).await
-    }
-    async fn abandon_run(&self, id: &RunId, why: &str) -> Result<()> {
-        self.inner.abandon_run(id, why).await
-    }
-}
-
-#[async_trait]
-impl Leases for CountingStore {
-    async fn hold_lease(&self, name: &str, owner: &str, ttl: Duration) -> Result<bool> {
-        self.inner.hold_lease(name, owner, ttl).await
-    }
-    async fn release_lease(&self, name: &str, owner: &str) -> Result<()> {
-        self.inner.release_lease(name, owner).await
-    }
-}
-
-#[async_trait]
-impl Rules for CountingStore {
-    async fn put_rule(&self, rule: &Rule) -> Result<()> {
-        self.inner.put_rule(rule).await
-    }
-    async fn rules(&self) -> Result<Vec<Rule>> {
-        self.inner.rules().await
-    }
-    async fn delete_rule(&self, id: &RuleId) -> Result<Option<Rule>> {
-        self.inner.delete_rule(id).await
-    }
-}
-
-#[async_trait]
-impl AuditLog for CountingStore {
-    async fn append_audit(&self, entry: &AuditEntry) -> Result<()> {
-        self.inner.append_audit(entry).await
-    }
-    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
-        self.inner.audit(filter).await
-    }
-}
-
-impl Events for CountingStore {
-    fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.inner.subscribe()
-    }
-}
-
-#[async_trait]
-impl askbridge::store::Listings for CountingStore {
-    async fn list_runs(&self, filter: &askbridge::store::RunFilter) -> Result<Page<Run>> {
-        self.inner.list_runs(filter).await
-    }
-    async fn history(&self, filter: &askbridge::store::HistoryFilter) -> Result<Page<Question>> {
-        self.inner.history(filter).await
-    }
-    async fn rules_page(
-        &self,
-        after: Option<&askbridge::store::Cursor>,
-        limit: usize,
-    ) -> Result<Page<askbridge_core::Rule>> {
-        self.inner.rules_page(after, limit).await
-    }
-}
-
-#[async_trait]
-impl Admin for CountingStore {
-    fn describe(&self) -> String {
-        "counting memory store".into()
-    }
-    fn is_durable(&self) -> bool {
-        false
-    }
-    async fn ping(&self) -> Result<()> {
-        Ok(())
-    }
-    async fn purge(&self, now: Millis) -> Result<usize> {
-        self.inner.purge(now).await
-    }
-    async fn topology(&self) -> Result<askbridge::store::Topology> {
-        self.inner.topology().await
-    }
-}
-
 /// A Telegram tap reads its question once (for the toast and the claim alike), then claims.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_telegram_tap_reads_its_question_once_before_claiming() {
-    let store = Arc::new(CountingStore::default());
-    let s = setup_over(store.clone()).await;
+    let memory = Arc::new(MemoryStore::default());
+    let store = Arc::new(CountingQuestions {
+        inner: memory.clone(),
+        log: Mutex::default(),
+    });
+    let s = setup_over(memory, store.clone()).await;
     let q = s
         .ask(ask_body(&[&format!("telegram:{GROUP}")], &["telegram:7"]))
         .await;

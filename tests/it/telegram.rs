@@ -5,10 +5,10 @@ use crate::support::{
     Call as ChannelCall, FakeChannel, bridge_with, eventually, eventually_some, http, serve,
 };
 use askbridge::Bridge;
-use askbridge::Flows;
 use askbridge::http::{AppState, app};
-use askbridge::store::Store;
 use askbridge::store::memory::MemoryStore;
+use askbridge::store::{Questions, Store};
+use askbridge::{BridgeBuilder, Flows};
 use askbridge_core::{Inbox, Status};
 use askbridge_telegram::{SECRET_HEADER, Telegram, TelegramOptions, WebhookOptions};
 use serde_json::{Value, json};
@@ -40,17 +40,18 @@ pub(crate) struct Setup {
 }
 
 async fn setup_with(webhook: Option<WebhookOptions>) -> Setup {
-    setup_bridge(Arc::new(MemoryStore::default()), Flows::new(), webhook).await
+    setup_bridge(Arc::new(MemoryStore::default()), |b| b, webhook).await
 }
 
-/// A fake Telegram, askbridge's Telegram adapter, and the HTTP API, over `store`.
-pub(crate) async fn setup_over(store: Arc<dyn Store>) -> Setup {
-    setup_bridge(store, Flows::new(), None).await
+/// A fake Telegram, askbridge's Telegram adapter, and the HTTP API, over `store`, its questions
+/// role replaced by `questions` (a decorator of the store's).
+pub(crate) async fn setup_over(store: Arc<dyn Store>, questions: Arc<dyn Questions>) -> Setup {
+    setup_bridge(store, |b| b.questions(questions), None).await
 }
 
 async fn setup_bridge(
     store: Arc<dyn Store>,
-    flows: Flows,
+    set_up: impl FnOnce(BridgeBuilder) -> BridgeBuilder,
     webhook: Option<WebhookOptions>,
 ) -> Setup {
     let fake = FakeTelegram::start();
@@ -62,10 +63,8 @@ async fn setup_bridge(
     .await
     .unwrap();
     assert_eq!(telegram.username(), BOT_USERNAME);
-    let (bridge, chat) = bridge_with(store, |builder| {
-        builder.channel(telegram.channel()).runner(Arc::new(flows))
-    })
-    .await;
+    let (bridge, chat) =
+        bridge_with(store, |builder| set_up(builder.channel(telegram.channel()))).await;
     let inbox: Arc<dyn Inbox> = Arc::new(bridge.clone());
     let state = AppState::new(bridge.clone(), None).with_routes(telegram.routes(inbox.clone()));
     let base = serve(app(state)).await;
@@ -973,7 +972,8 @@ fn trip_flows(side_effects: Arc<std::sync::atomic::AtomicUsize>) -> Flows {
 async fn a_flow_started_by_a_message_is_answered_by_taps_plain_replies_declines_and_expiry() {
     let side_effects = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let store = Arc::new(MemoryStore::default());
-    let s = setup_bridge(store, trip_flows(side_effects.clone()), None).await;
+    let flows = Arc::new(trip_flows(side_effects.clone()));
+    let s = setup_bridge(store, |b| b.runner(flows), None).await;
     s.fake.say(7, &alice(), "/trip Lisbon");
     s.reply_to(7, "▶ trip started.").await;
     let first = s.open_question(7, "How do we get to Lisbon?").await;
