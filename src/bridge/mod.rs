@@ -246,7 +246,7 @@ impl Bridge {
     }
 
     /// The run engine, if one was wired.
-    pub fn runner(&self) -> Option<Arc<dyn Runner>> {
+    fn runner(&self) -> Option<Arc<dyn Runner>> {
         self.inner.runner.clone()
     }
 
