@@ -268,8 +268,9 @@ class AsyncClient:
     async def rules(self, *, limit: int | None = None, after: str | None = None) -> list[Rule]:
         return await self._run(self._core.rules(limit, after))
 
-    async def revoke_rule(self, rule_id: str) -> Rule:
-        return await self._run(self._core.revoke_rule(rule_id))
+    async def revoke_rule(self, rule_id: str) -> None:
+        """Revokes an "always allow" rule."""
+        await self._run(self._core.revoke_rule(rule_id))
 
     async def audit(
         self,
@@ -313,7 +314,9 @@ class AsyncClient:
                             raise refused
                         cause = f"the event stream answered {reply.status_code}"
                     else:
-                        reconnect.connected()
+                        if reconnect.connected():
+                            for missed in await self._run(self._core.missed(session_id, seen)):
+                                yield missed
                         parser = SseParser()
                         async for line in reply.aiter_lines():
                             got = parser.feed(line)

@@ -448,8 +448,24 @@ class Core:
         body = yield from self.call(Request("GET", "/api/rules", params))
         return [Rule.from_json(r) for r in _list(body, "rules")]
 
-    def revoke_rule(self, rule_id: str) -> Op[Rule]:
-        return Rule.from_json((yield from self.call(Request("DELETE", f"/api/rules/{rule_id}"))))
+    def revoke_rule(self, rule_id: str) -> Op[None]:
+        yield from self.call(Request("DELETE", f"/api/rules/{rule_id}"))
+
+    def missed(self, session_id: str | None, seen: EventFilter) -> Op[list[Event]]:
+        """After a reconnection: the endings of questions seen pending that ended meanwhile,
+        read from the most recently resolved 500 (``GET /api/history``)."""
+        if not seen.pending:
+            return []
+        params = {"limit": "500", **({"session_id": session_id} if session_id else {})}
+        body = yield from self.call(Request("GET", "/api/history", params))
+        events = []
+        for raw in reversed(_list(body, "questions")):
+            question = Question.from_json(raw)
+            if question.id in seen.pending and question.status in ENDINGS:
+                event = Event(ENDINGS[question.status], raw, question=question)
+                if seen.fresh(event):
+                    events.append(event)
+        return events
 
     def audit(self, params: Mapping[str, str | int | None]) -> Op[list[AuditEntry]]:
         query = {k: str(v) for k, v in params.items() if v is not None}
@@ -494,25 +510,44 @@ class SseParser:
         return None
 
 
+#: The event that ends a question, by the status it ends in.
+ENDINGS = {
+    "answered": "question.replied",
+    "declined": "question.rejected",
+    "expired": "question.expired",
+    "cancelled": "question.cancelled",
+}
+
+
+def _remember(ids: OrderedDict[str, None], key: str) -> None:
+    ids[key] = None
+    if len(ids) > 10_000:
+        ids.popitem(last=False)
+
+
 class EventFilter:
-    """Drops the ``question.asked`` a reconnect replays for a question already seen (askbridge
-    replays the pending ones on every connect), remembering the last 10,000."""
+    """Keeps a reconnecting stream's story whole: askbridge replays the pending questions on
+    every connect, so a ``question.asked`` already seen is dropped; and a question that ended
+    while the stream was away is reported from ``GET /api/history`` (:meth:`Core.missed`), its
+    ending dropped if the live stream then sends it too. Remembers the last 10,000 of each."""
 
     def __init__(self) -> None:
-        self._seen: OrderedDict[str, None] = OrderedDict()
+        self.pending: OrderedDict[str, None] = OrderedDict()
+        self._ended: OrderedDict[str, None] = OrderedDict()
 
     def fresh(self, event: Event) -> bool:
         if event.question is None:
             return True
         key = event.question.id
-        if event.name != "question.asked":
-            self._seen.pop(key, None)
-            return True
-        if key in self._seen:
+        if key in self._ended:
             return False
-        self._seen[key] = None
-        if len(self._seen) > 10_000:
-            self._seen.popitem(last=False)
+        if event.name == "question.asked":
+            if key in self.pending:
+                return False
+            _remember(self.pending, key)
+        elif event.name in ENDINGS.values():
+            self.pending.pop(key, None)
+            _remember(self._ended, key)
         return True
 
 
@@ -523,9 +558,13 @@ class Reconnect:
     def __init__(self, core: Core) -> None:
         self._core = core
         self._since: float | None = None
+        self._connects = 0
 
-    def connected(self) -> None:
+    def connected(self) -> bool:
+        """Notes a connection; true when it is a reconnection (events may have been missed)."""
         self._since = None
+        self._connects += 1
+        return self._connects > 1
 
     def dropped(self, cause: str) -> float:
         now = time.monotonic()

@@ -266,8 +266,9 @@ class Client:
     def rules(self, *, limit: int | None = None, after: str | None = None) -> list[Rule]:
         return self._run(self._core.rules(limit, after))
 
-    def revoke_rule(self, rule_id: str) -> Rule:
-        return self._run(self._core.revoke_rule(rule_id))
+    def revoke_rule(self, rule_id: str) -> None:
+        """Revokes an "always allow" rule."""
+        self._run(self._core.revoke_rule(rule_id))
 
     def audit(
         self,
@@ -309,7 +310,8 @@ class Client:
                             raise refused
                         cause = f"the event stream answered {reply.status_code}"
                     else:
-                        reconnect.connected()
+                        if reconnect.connected():
+                            yield from self._run(self._core.missed(session_id, seen))
                         parser = SseParser()
                         for line in reply.iter_lines():
                             got = parser.feed(line)
