@@ -121,7 +121,7 @@ def test_always_makes_a_rule_listed_revoked_and_audited(api: Api, person: Person
     assert again.decision == "rule"
     rules = {rule.id: rule for rule in api.rules()}
     assert rules[first.rule_id].action is not None
-    assert rules[first.rule_id].action.args == args  # type: ignore[union-attr]
+    assert rules[first.rule_id].action.args == args
     api.revoke_rule(first.rule_id)
     assert first.rule_id not in {rule.id for rule in api.rules()}
     entries = api.audit(session_id=api.session)
