@@ -56,7 +56,10 @@ fn assert_passed(what: &str, output: &Output) {
 #[test]
 fn the_python_client_passes_its_suite_against_this_binary() {
     let Some(python) = python() else { return };
-    let output = run(&python, &["pytest", "tests", "-q", "-p", "no:cacheprovider"]);
+    let output = run(
+        &python,
+        &["pytest", "tests", "-q", "-p", "no:cacheprovider"],
+    );
     assert_passed("pytest clients/python/tests", &output);
     let summary = String::from_utf8_lossy(&output.stdout);
     eprintln!("{}", summary.lines().last().unwrap_or_default());
@@ -67,5 +70,8 @@ fn the_python_client_is_typed_strictly_and_lint_clean() {
     let Some(python) = python() else { return };
     assert_passed("mypy --strict", &run(&python, &["mypy"]));
     assert_passed("ruff check", &run(&python, &["ruff", "check"]));
-    assert_passed("ruff format --check", &run(&python, &["ruff", "format", "--check"]));
+    assert_passed(
+        "ruff format --check",
+        &run(&python, &["ruff", "format", "--check"]),
+    );
 }
