@@ -171,8 +171,10 @@ class Core:
                 yield Sleep(self.retry_every)
                 continue
             assert response is not None
-            if response.status >= 500 and response.body is None and retry:
-                # A proxy's page while askbridge restarts behind it: as if unreachable.
+            proxy_says_down = response.status in (502, 503) or request.method == "GET"
+            if response.status >= 500 and response.body is None and retry and proxy_says_down:
+                # A proxy's page while askbridge restarts behind it: as if unreachable (for a
+                # POST only "bad gateway" and "unavailable", which say it never arrived).
                 now = time.monotonic()
                 if unreachable_since is None:
                     unreachable_since = now
