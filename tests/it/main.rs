@@ -29,6 +29,7 @@ mod http_api;
 mod mcp;
 mod nudges;
 mod own_events;
+mod python_client;
 mod quorum;
 mod restart;
 mod runs_crash;
