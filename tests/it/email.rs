@@ -376,5 +376,14 @@ async fn strangers_forgeries_and_robots_answer_nothing_and_get_no_mail() {
         .iter()
         .any(|e| e["event"] == "refused" && e["by"] == format!("email:{BOB}"));
     assert!(refused, "Bob's reply is in the audit trail: {audit}");
+    let spoof = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["event"] == "refused" && e["by"] == format!("email-unverified:{ALICE}"));
+    assert!(
+        spoof,
+        "the reply without a DMARC pass is in the audit trail: {audit}"
+    );
     assert_eq!(s.mailbox(BRIDGE).len(), 4, "nothing deleted");
 }

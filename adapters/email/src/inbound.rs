@@ -12,6 +12,7 @@ use crate::address::{ReplyAddresses, canonical};
 use crate::quote;
 use askbridge_core::{Identity, QuestionId};
 use mail_parser::{HeaderValue, MessageParser, PartType};
+use sha2::{Digest, Sha256};
 use std::fmt;
 
 /// The surface name, and the prefix of targets and identities (`email:<address>`).
@@ -44,8 +45,11 @@ pub struct MailReply {
     pub name: Option<String>,
     /// The reply's own text (above the quote, without the signature).
     pub text: String,
-    /// Its `Message-ID` (the delivery id: the same mail twice counts once).
+    /// Its `Message-ID`, to reply in its thread.
     pub message_id: Option<String>,
+    /// The delivery id the bridge drops duplicates by: `email:<Message-ID>`, or for a mail
+    /// without one, `email-sha256:<digest of the mail>` (the same mail twice counts once).
+    pub delivery_id: String,
     /// Its `Subject`, for the confirmation's.
     pub subject: Option<String>,
     /// `In-Reply-To`/`References` name a mail we sent about this question.
@@ -69,8 +73,14 @@ pub enum Ignored {
     NotForUs,
     /// Sent to an address like ours whose tag is wrong: made up, or for another secret.
     ForgedAddress(String),
-    /// DMARC is required and did not pass for the `From` domain.
-    DmarcFailed(String),
+    /// DMARC is required and did not pass for the `From` domain; the reply as it claims to be
+    /// (its question is known: the reply address is signed), for the audit trail.
+    DmarcFailed {
+        /// The `From` domain.
+        domain: String,
+        /// What the mail says, its sender unverified.
+        reply: Box<MailReply>,
+    },
 }
 
 impl fmt::Display for Ignored {
@@ -85,7 +95,7 @@ impl fmt::Display for Ignored {
             Ignored::ForgedAddress(to) => {
                 write!(f, "sent to {to}, whose tag is not ours (made up?)")
             }
-            Ignored::DmarcFailed(domain) => {
+            Ignored::DmarcFailed { domain, .. } => {
                 write!(f, "no DMARC pass for {domain} from our authserv-id")
             }
         }
@@ -126,20 +136,34 @@ pub fn read(raw: &[u8], policy: &Policy) -> Result<MailReply, Ignored> {
     }
     let question = question_of(&message, &headers, &policy.addresses)?;
     let domain = address.rsplit('@').next().unwrap_or_default().to_owned();
-    if policy.require_dmarc && !dmarc_pass(&headers, policy.authserv_id.as_deref(), &domain) {
-        return Err(Ignored::DmarcFailed(domain));
-    }
     let threaded = threaded(&message, &question);
-    Ok(MailReply {
+    let message_id = message.message_id().map(str::to_owned);
+    let delivery_id = match &message_id {
+        Some(id) => format!("{SURFACE}:{id}"),
+        None => {
+            let digest = Sha256::digest(raw);
+            let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+            format!("{SURFACE}-sha256:{hex}")
+        }
+    };
+    let reply = MailReply {
         sender: Identity::compose(SURFACE, &address),
         name: from.name().map(str::to_owned).filter(|n| !n.is_empty()),
         text: answer_text(&message),
-        message_id: message.message_id().map(str::to_owned),
+        message_id,
+        delivery_id,
         subject: message.subject().map(str::to_owned),
         threaded,
         question,
         address,
-    })
+    };
+    if policy.require_dmarc && !dmarc_pass(&headers, policy.authserv_id.as_deref(), &domain) {
+        return Err(Ignored::DmarcFailed {
+            domain,
+            reply: Box::new(reply),
+        });
+    }
+    Ok(reply)
 }
 
 /// Header values as one line (folding removed).

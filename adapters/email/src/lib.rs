@@ -42,6 +42,8 @@ use sending::Sender;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The surface unverified senders are named on in the audit trail (`email-unverified:<address>`).
+pub const UNVERIFIED: &str = "email-unverified";
 /// Inbound mails larger than this are skipped (and logged): a reply is a few kilobytes.
 pub const MAX_MAIL_BYTES: usize = 2 * 1024 * 1024;
 const SMTP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -235,6 +237,10 @@ impl Email {
     pub async fn receive(&self, raw: &[u8], inbox: &dyn Inbox) -> Received {
         let reply = match read(raw, &self.policy) {
             Ok(reply) => reply,
+            Err(Ignored::DmarcFailed { domain, reply }) => {
+                self.audit_unverified(&reply, inbox).await;
+                return Received::Ignored(Ignored::DmarcFailed { domain, reply });
+            }
             Err(ignored) => {
                 tracing::info!(reason = %ignored, "inbound mail ignored");
                 return Received::Ignored(ignored);
@@ -256,7 +262,7 @@ impl Email {
             sender_name: reply.name.clone(),
             text,
             private: true,
-            delivery_id: reply.message_id.as_ref().map(|id| format!("email:{id}")),
+            delivery_id: Some(reply.delivery_id.clone()),
         };
         let answer = if reply.text.is_empty() {
             Some(askbridge_core::Reply::refused(format!(
@@ -284,6 +290,43 @@ impl Email {
             reply: answer.map(Box::new),
             mailed,
         }
+    }
+
+    /// A reply to a signed address whose `From` has no DMARC pass: it must not answer, but the
+    /// attempt belongs in the question's audit trail like any refusal. It goes to the bridge as
+    /// said by `email-unverified:<address>` in the chat of that name, whom no question admits
+    /// (checked first: one that would is left alone), so the bridge refuses and records it.
+    /// Nobody is mailed: the `From` may be forged.
+    async fn audit_unverified(&self, reply: &MailReply, inbox: &dyn Inbox) {
+        tracing::warn!(
+            question_id = %reply.question,
+            sender = %reply.sender,
+            "reply without a DMARC pass for its From domain: refused, not mailed back"
+        );
+        let unverified = format!("{UNVERIFIED}:{}", reply.address);
+        let (sender, chat) = (
+            askbridge_core::Identity::new(unverified.clone()),
+            Target::new(unverified),
+        );
+        let Some(question) = inbox.current(&reply.question).await else {
+            return;
+        };
+        if question.may_answer(&sender, &chat, Millis::now()) {
+            tracing::warn!(question_id = %reply.question, "a question admits unverified email senders: not handed over");
+            return;
+        }
+        let inbound = Inbound {
+            via: SURFACE.into(),
+            chat,
+            sender,
+            sender_name: reply.name.clone(),
+            text: command_for(&question, &reply.text),
+            private: true,
+            // Its own delivery ids: a forged mail must not make a genuine one a duplicate.
+            delivery_id: Some(format!("{UNVERIFIED}/{}", reply.delivery_id)),
+        };
+        let refused = inbox.handle(inbound).await;
+        tracing::debug!(question_id = %reply.question, ?refused, "unverified reply recorded");
     }
 
     async fn mail_back(&self, reply: &MailReply, answer: &askbridge_core::Reply) -> bool {

@@ -105,10 +105,15 @@ fn auto_replies_and_bounces_are_ignored() {
 #[test]
 fn only_the_topmost_authentication_results_from_our_server_counts() {
     let policy = policy(true);
-    assert_eq!(
-        read(&fixture("forged_from", &policy), &policy),
-        Err(Ignored::DmarcFailed("example.com".into()))
-    );
+    match read(&fixture("forged_from", &policy), &policy) {
+        Err(Ignored::DmarcFailed { domain, reply }) => {
+            assert_eq!(domain, "example.com");
+            // What it claims, kept for the audit trail.
+            assert_eq!(reply.sender.as_str(), "email:alice@example.com");
+            assert_eq!(reply.question.as_str(), ID);
+        }
+        other => panic!("{other:?}"),
+    }
     // Without DMARC required, the same mail is read (the bridge then checks the answerers).
     let lax = self::policy(false);
     assert!(read(&fixture("forged_from", &lax), &lax).is_ok());
@@ -120,17 +125,17 @@ fn only_the_topmost_authentication_results_from_our_server_counts() {
     );
     assert!(matches!(
         read(other.as_bytes(), &policy),
-        Err(Ignored::DmarcFailed(_))
+        Err(Ignored::DmarcFailed { .. })
     ));
     let other = raw.replace("header.from=example.com", "header.from=evil.test");
     assert!(matches!(
         read(other.as_bytes(), &policy),
-        Err(Ignored::DmarcFailed(_))
+        Err(Ignored::DmarcFailed { .. })
     ));
     let missing = raw.replace("Authentication-Results:", "X-Was-Authentication-Results:");
     assert!(matches!(
         read(missing.as_bytes(), &policy),
-        Err(Ignored::DmarcFailed(_))
+        Err(Ignored::DmarcFailed { .. })
     ));
 }
 
@@ -182,4 +187,16 @@ fn mail_without_one_sender_too_large_or_from_us_is_ignored() {
         Err(Ignored::TooLarge(_))
     ));
     assert!(read(b"", &policy).is_err());
+    // Without a Message-ID, the same bytes are the same delivery.
+    let bare = raw.replace("Message-ID: <CAF=gmail-reply-1@mail.gmail.com>\r\n", "");
+    let (a, b) = (
+        read(bare.as_bytes(), &policy).unwrap(),
+        read(bare.as_bytes(), &policy).unwrap(),
+    );
+    assert!(
+        a.delivery_id.starts_with("email-sha256:"),
+        "{}",
+        a.delivery_id
+    );
+    assert_eq!(a.delivery_id, b.delivery_id);
 }
