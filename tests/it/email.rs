@@ -387,3 +387,179 @@ async fn strangers_forgeries_and_robots_answer_nothing_and_get_no_mail() {
     );
     assert_eq!(s.mailbox(BRIDGE).len(), 4, "nothing deleted");
 }
+
+mod binary {
+    use super::*;
+    use crate::support::Process;
+
+    const BASE_WITHIN: Duration = Duration::from_secs(30);
+
+    async fn status(base: &str, id: &str) -> Value {
+        http()
+            .get(format!("{base}/api/questions/{id}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// A question mailed to Alice; with `open`, answerable by anyone who sees it (the API too).
+    async fn ask(base: &str, prompt: &str, open: bool) -> String {
+        let answerers = if open {
+            vec![]
+        } else {
+            vec![format!("email:{ALICE}")]
+        };
+        let created: Value = http()
+            .post(format!("{base}/api/questions"))
+            .json(&json!({
+                "session_id": "mail", "prompt": prompt, "options": ["dayjs", "date-fns"],
+                "targets": [format!("email:{ALICE}")], "answerers": answerers,
+            }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        created["id"].as_str().unwrap().to_owned()
+    }
+
+    fn find<'a>(mails: &'a [Held], what: &str) -> Option<&'a Held> {
+        mails
+            .iter()
+            .find(|m| m.subject().contains(what) || m.text().contains(what))
+    }
+
+    /// `askbridge serve` from its settings alone: the channel mails, the background loop (under
+    /// its lease) reads an Outlook-shaped reply and an HTML-only one, and a reply to a question
+    /// answered elsewhere is told so.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn serve_runs_email_from_its_settings() {
+        let servers = MailServers::start();
+        let process = Process::spawn(
+            &["serve", "--ephemeral"],
+            &[
+                (
+                    "EMAIL_SMTP_URL",
+                    format!("smtp://127.0.0.1:{}", servers.smtp),
+                ),
+                (
+                    "EMAIL_IMAP_URL",
+                    format!(
+                        "imap://askbridge%40askbridge.test:bridge-pw@127.0.0.1:{}/INBOX",
+                        servers.imap
+                    ),
+                ),
+                ("EMAIL_REPLY_ADDRESS", BRIDGE.to_owned()),
+                ("EMAIL_SECRET", "binary-secret".to_owned()),
+                ("EMAIL_AUTHSERV_ID", "mx.askbridge.test".to_owned()),
+            ],
+        );
+        let base = process.base.clone();
+        let mailbox = |user: &str| -> Vec<Held> {
+            servers
+                .mailbox(user)
+                .into_iter()
+                .map(|(raw, flags)| Held { raw, flags })
+                .collect()
+        };
+        let wait = |user: &'static str, what: String| {
+            let mailbox = &mailbox;
+            async move {
+                eventually(BASE_WITHIN, &format!("{what} for {user}"), || async {
+                    find(&mailbox(user), &what).is_some()
+                })
+                .await;
+                let mails = mailbox(user);
+                find(&mails, &what)
+                    .map(|m| Held {
+                        raw: m.raw.clone(),
+                        flags: m.flags.clone(),
+                    })
+                    .unwrap()
+            }
+        };
+
+        // Outlook: the answer above its "From: … Sent: …" block, in base64.
+        let first = ask(&base, "First question?", false).await;
+        let mail = wait(ALICE, format!("[#{first}]")).await;
+        let reply_address = mail
+            .header("Reply-To")
+            .unwrap()
+            .trim_matches(['<', '>'])
+            .to_owned();
+        let outlook_body = "date-fns\r\n\r\n________________________________\r\nFrom: askbridge <askbridge@askbridge.test>\r\nSent: Monday, December 7, 2026 9:00 AM\r\nTo: Alice\r\nSubject: First question?\r\n\r\n1. dayjs\r\n";
+        let outlook = reply_mail(
+            ALICE,
+            &reply_address,
+            "outlook-1@example.com",
+            "x@y",
+            "pass",
+            outlook_body,
+        );
+        servers.send(ALICE, &reply_address, outlook.as_bytes());
+        eventually(BASE_WITHIN, "the Outlook reply answers", || async {
+            status(&base, &first).await["resolution"]["value"] == "date-fns"
+        })
+        .await;
+        wait(ALICE, "✓ Answered: date-fns".to_owned()).await;
+
+        // HTML only: the answer by name, above a blockquote.
+        let second = ask(&base, "Second question?", false).await;
+        let mail = wait(ALICE, format!("[#{second}]")).await;
+        let reply_address = mail
+            .header("Reply-To")
+            .unwrap()
+            .trim_matches(['<', '>'])
+            .to_owned();
+        let html = reply_mail(
+            ALICE,
+            &reply_address,
+            "html-1@example.com",
+            "x@y",
+            "pass",
+            "<div>dayjs</div><blockquote>Second question? 1. dayjs 2. date-fns</blockquote>\r\n",
+        )
+        .replace("Content-Type: text/plain", "Content-Type: text/html");
+        servers.send(ALICE, &reply_address, html.as_bytes());
+        eventually(BASE_WITHIN, "the HTML reply answers", || async {
+            status(&base, &second).await["resolution"]["value"] == "dayjs"
+        })
+        .await;
+
+        // Answered elsewhere first: the reply is told so.
+        let third = ask(&base, "Third question?", true).await;
+        let mail = wait(ALICE, format!("[#{third}]")).await;
+        let reply_address = mail
+            .header("Reply-To")
+            .unwrap()
+            .trim_matches(['<', '>'])
+            .to_owned();
+        let answered = http()
+            .post(format!("{base}/api/questions/{third}/reply"))
+            .json(&json!({"answer": "dayjs"}))
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            answered.status().is_success(),
+            "{:?}",
+            answered.text().await
+        );
+        let late = reply_mail(
+            ALICE,
+            &reply_address,
+            "late-1@example.com",
+            "x@y",
+            "pass",
+            "2\r\n",
+        );
+        servers.send(ALICE, &reply_address, late.as_bytes());
+        let told = wait(ALICE, "Already answered".to_owned()).await;
+        assert!(told.text().contains("dayjs"), "{}", told.text());
+        assert_eq!(status(&base, &third).await["resolution"]["value"], "dayjs");
+    }
+}
