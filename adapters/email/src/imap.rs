@@ -1,6 +1,7 @@
-//! Receiving: polling a mailbox over IMAP (async-imap) for unseen mail.
+//! Receiving: polling a mailbox over IMAP (async-imap) for mail askbridge has not read.
 //!
-//! Each unseen mail is read with `BODY.PEEK[]` (which leaves it unseen), handed to
+//! Each mail of the last day without the `$AskbridgeRead` keyword (seen by a person or not) is
+//! read with `BODY.PEEK[]`, unless larger than the bound, handed to
 //! [`Email::receive`], and only then flagged `\Seen` and `$AskbridgeRead`; nothing is ever deleted
 //! or expunged. A crash between reading and flagging reads the mail again on the next poll, and
 //! the bridge drops it as a duplicate by its `Message-ID`, so nothing is answered twice and no
@@ -191,15 +192,35 @@ where
         .select(&options.mailbox)
         .await
         .map_err(|error| format!("cannot select {}: {error}", options.mailbox))?;
+    // Not `UNSEEN`: a person reading the mailbox may open a reply before askbridge polls. Mail
+    // older than a day before now is left alone, so a mailbox with a past is not replayed.
+    let since = imap_date(askbridge_core::Millis::now().0 / 1000 - 86_400);
     let mut uids: Vec<u32> = session
-        .uid_search(format!("UNSEEN UNKEYWORD {READ_KEYWORD}"))
+        .uid_search(format!("UNKEYWORD {READ_KEYWORD} SINCE {since}"))
         .await
         .map_err(|error| format!("search failed: {error}"))?
         .into_iter()
         .collect();
     uids.sort_unstable();
     for uid in &uids {
-        let raw = {
+        let size = {
+            let fetches: Vec<_> = session
+                .uid_fetch(uid.to_string(), "RFC822.SIZE")
+                .await
+                .map_err(|error| format!("fetch failed: {error}"))?
+                .try_collect()
+                .await
+                .map_err(|error| format!("fetch failed: {error}"))?;
+            fetches.iter().find_map(|fetch| fetch.size).unwrap_or(0) as usize
+        };
+        let raw = if size > email.policy.max_bytes {
+            tracing::warn!(
+                uid,
+                size,
+                "a mail larger than the bound: flagged and skipped"
+            );
+            None
+        } else {
             let fetches: Vec<_> = session
                 .uid_fetch(uid.to_string(), "BODY.PEEK[]")
                 .await
@@ -207,16 +228,17 @@ where
                 .try_collect()
                 .await
                 .map_err(|error| format!("fetch failed: {error}"))?;
-            fetches
+            let body = fetches
                 .iter()
-                .find_map(|fetch| fetch.body().map(<[u8]>::to_vec))
-        };
-        match raw {
-            Some(raw) => {
-                let received = email.receive(&raw, inbox).await;
-                tracing::debug!(uid, ?received, "mail handled");
+                .find_map(|fetch| fetch.body().map(<[u8]>::to_vec));
+            if body.is_none() {
+                tracing::warn!(uid, "a mail without a body: flagged and skipped");
             }
-            None => tracing::warn!(uid, "a mail without a body: flagged and skipped"),
+            body
+        };
+        if let Some(raw) = raw {
+            let received = email.receive(&raw, inbox).await;
+            tracing::debug!(uid, ?received, "mail handled");
         }
         let _: Vec<_> = session
             .uid_store(uid.to_string(), format!("+FLAGS (\\Seen {READ_KEYWORD})"))
@@ -232,6 +254,25 @@ where
     Ok(uids.len())
 }
 
+/// `seconds` since the epoch as an IMAP date (`5-Dec-2026`), in UTC.
+fn imap_date(seconds: u64) -> String {
+    // Howard Hinnant's days-to-civil algorithm.
+    let days = (seconds / 86_400) as i64 + 719_468;
+    let era = days.div_euclid(146_097);
+    let day_of_era = days.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let mp = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!("{day}-{}-{year}", MONTHS[(month - 1) as usize])
+}
+
 impl Email {
     /// Reads the mailbox once (see the module documentation); `Ok(0)` without a mailbox.
     pub async fn poll_once(&self, inbox: &dyn Inbox) -> Result<usize, ImapError> {
@@ -245,6 +286,13 @@ impl Email {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn imap_dates() {
+        assert_eq!(imap_date(0), "1-Jan-1970");
+        assert_eq!(imap_date(951_782_400), "29-Feb-2000");
+        assert_eq!(imap_date(1_796_515_200), "6-Dec-2026");
+    }
 
     #[test]
     fn imap_urls() {

@@ -17,7 +17,7 @@
 //! - `inbound.rs`: reading a raw mail: the checks, and the reply's own text (`quote.rs`).
 //! - `compose.rs`: the mails' subjects and bodies.
 //! - `sending.rs`: the [`Channel`] side over SMTP.
-//! - `imap.rs`: polling a mailbox for replies.
+//! - `imap.rs`: polling a mailbox for replies (no IDLE yet).
 //!
 //! The SMTP and IMAP URLs may hold passwords: they are [`Secret`]s, and every error text this
 //! crate returns or logs has the passwords replaced by `***`.

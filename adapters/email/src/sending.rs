@@ -247,3 +247,30 @@ impl Channel for EmailChannel {
             .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_few_replies_a_minute_per_address() {
+        let sender = Sender::new(
+            AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("localhost").build(),
+            "askbridge@example.com".parse().unwrap(),
+            ReplyAddresses::new("askbridge@example.com", askbridge_core::Secret::new("s")).unwrap(),
+            vec!["hunter2".into()],
+        );
+        for _ in 0..REPLIES_PER_WINDOW {
+            assert!(sender.may_reply("alice@example.com"));
+        }
+        assert!(
+            !sender.may_reply("Alice@Example.com"),
+            "one address, any case"
+        );
+        assert!(sender.may_reply("bob@example.com"));
+        assert_eq!(
+            sender.clean("AUTH failed for hunter2"),
+            "AUTH failed for ***"
+        );
+    }
+}
