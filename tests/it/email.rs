@@ -388,6 +388,49 @@ async fn strangers_forgeries_and_robots_answer_nothing_and_get_no_mail() {
     assert_eq!(s.mailbox(BRIDGE).len(), 4, "nothing deleted");
 }
 
+/// Dovecot going away between polls costs a failed poll (whose error names no password); the
+/// next poll after it is back reads what arrived meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mailbox_restart_costs_one_poll_and_loses_nothing() {
+    let mut s = setup().await;
+    let id = s.ask(ask_body(&[&format!("email:{ALICE}")])).await;
+    let question = s.wait_for_mails(ALICE, 1).await.remove(0);
+    let reply_address = question
+        .header("Reply-To")
+        .unwrap()
+        .trim_matches(['<', '>'])
+        .to_owned();
+    assert_eq!(s.poll().await, 0);
+
+    s.servers.stop_dovecot();
+    let inbox: Arc<dyn Inbox> = Arc::new(s.bridge.clone());
+    let error = s
+        .email
+        .poll_once(inbox.as_ref())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("IMAP 127.0.0.1"), "{error}");
+    assert!(!error.contains("bridge-pw"), "{error}");
+    // Postfix keeps the reply queued while its LMTP peer is down.
+    let reply = reply_mail(
+        ALICE,
+        &reply_address,
+        "after-restart@example.com",
+        "x@y",
+        "pass",
+        "dayjs\r\n",
+    );
+    s.servers.send(ALICE, &reply_address, reply.as_bytes());
+    s.servers.start_dovecot();
+
+    eventually(WITHIN, "the queued reply answers", || async {
+        let _ = s.poll().await;
+        s.question(&id).await["resolution"]["value"] == "dayjs"
+    })
+    .await;
+}
+
 mod binary {
     use super::*;
     use crate::support::Process;

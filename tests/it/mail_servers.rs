@@ -23,8 +23,8 @@ pub struct MailServers {
     pub smtp: u16,
     pub imap: u16,
     dir: tempfile::TempDir,
-    /// Postfix's and Dovecot's masters.
-    children: Vec<Child>,
+    postfix: Option<Child>,
+    dovecot: Option<Child>,
 }
 
 fn need(binary: &str) {
@@ -122,13 +122,7 @@ service lmtp {{
             ),
         )
         .unwrap();
-        let dovecot = Command::new("/usr/sbin/dovecot")
-            .args(["-F", "-c"])
-            .arg(root.join("dovecot/dovecot.conf"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let dovecot = spawn_dovecot(root);
         std::fs::write(
             root.join("postfix/main.cf"),
             format!(
@@ -157,6 +151,9 @@ append_dot_mydomain = no
 alias_maps =
 alias_database =
 local_recipient_maps =
+queue_run_delay = 1s
+minimal_backoff_time = 1s
+maximal_backoff_time = 2s
 "
             ),
         )
@@ -206,13 +203,28 @@ local_recipient_maps =
         let servers = MailServers {
             smtp,
             imap,
-            children: vec![postfix, dovecot],
+            postfix: Some(postfix),
+            dovecot: Some(dovecot),
             dir,
         };
         wait_for_port(imap, "Dovecot", &servers.path("dovecot/dovecot.log"));
         wait_for_port(lmtp, "Dovecot's LMTP", &servers.path("dovecot/dovecot.log"));
         wait_for_port(smtp, "Postfix", &servers.path("postfix.log"));
         servers
+    }
+
+    /// Stops Dovecot (IMAP and LMTP) until [`MailServers::start_dovecot`].
+    pub fn stop_dovecot(&mut self) {
+        if let Some(dovecot) = self.dovecot.take() {
+            stop(dovecot);
+        }
+    }
+
+    /// Starts Dovecot again, on the same ports and mailboxes.
+    pub fn start_dovecot(&mut self) {
+        assert!(self.dovecot.is_none(), "Dovecot is running");
+        self.dovecot = Some(spawn_dovecot(self.dir.path()));
+        wait_for_port(self.imap, "Dovecot", &self.path("dovecot/dovecot.log"));
     }
 
     fn path(&self, sub: &str) -> PathBuf {
@@ -307,12 +319,30 @@ impl Drop for MailServers {
             .stderr(Stdio::null())
             .status();
         // SIGTERM, so that each master stops its own children.
-        for mut child in self.children.drain(..) {
-            let _ = Command::new("kill")
-                .arg(child.id().to_string())
-                .stderr(Stdio::null())
-                .status();
-            let _ = child.wait();
+        for child in [self.postfix.take(), self.dovecot.take()]
+            .into_iter()
+            .flatten()
+        {
+            stop(child);
         }
     }
+}
+
+fn spawn_dovecot(root: &Path) -> Child {
+    Command::new("/usr/sbin/dovecot")
+        .args(["-F", "-c"])
+        .arg(root.join("dovecot/dovecot.conf"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// SIGTERM, so that a master stops its own children, then waits for it.
+fn stop(mut child: Child) {
+    let _ = Command::new("kill")
+        .arg(child.id().to_string())
+        .stderr(Stdio::null())
+        .status();
+    let _ = child.wait();
 }
