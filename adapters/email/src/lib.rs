@@ -246,6 +246,9 @@ impl Email {
                 return Received::Ignored(ignored);
             }
         };
+        // The signed address decides the question; a reply outside our thread is still one (a
+        // forwarded question, a client that drops In-Reply-To), noted for whoever reads the log.
+        tracing::debug!(question_id = %reply.question, sender = %reply.sender, threaded = reply.threaded, "reply read");
         let question = inbox.current(&reply.question).await;
         let chat = chat_for(question.as_ref(), &reply.address);
         let may_answer = question
@@ -376,10 +379,7 @@ impl Email {
     }
 
     pub(crate) fn clean(&self, text: &str) -> String {
-        self.sender
-            .redact
-            .iter()
-            .fold(text.to_owned(), |t, s| t.replace(s.as_str(), "***"))
+        self.sender.clean(text)
     }
 }
 

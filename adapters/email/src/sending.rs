@@ -40,8 +40,8 @@ pub(crate) struct Sender {
     pub(crate) transport: AsyncSmtpTransport<Tokio1Executor>,
     pub(crate) from: Mailbox,
     pub(crate) addresses: ReplyAddresses,
-    /// Strings never to show (the SMTP password), replaced in every error text.
-    pub(crate) redact: Arc<[String]>,
+    /// Strings never to show (the SMTP and IMAP passwords), replaced in every error text.
+    redact: Arc<[String]>,
     recent: Arc<Mutex<HashMap<String, Vec<Instant>>>>,
 }
 
@@ -74,7 +74,7 @@ impl Sender {
         }
     }
 
-    fn clean(&self, text: &str) -> String {
+    pub(crate) fn clean(&self, text: &str) -> String {
         self.redact
             .iter()
             .filter(|secret| !secret.is_empty())
