@@ -18,6 +18,8 @@ use tokio::sync::watch;
 pub const TELEGRAM_POLL: &str = "telegram-poll";
 /// The lease of Discord's gateway.
 pub const DISCORD_GATEWAY: &str = "discord-gateway";
+/// The lease of polling the email replies' mailbox.
+pub const EMAIL_POLL: &str = "email-poll";
 /// How long a lease lasts unless extended.
 pub const LEASE_TTL: Duration = Duration::from_secs(6);
 /// How often the holder extends it, and how often the others try to take it.

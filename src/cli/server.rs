@@ -14,6 +14,7 @@ use askbridge::{BridgeOptions, Flows, leader, runtime};
 use askbridge_core::error::Chain;
 use askbridge_core::{Channel, Inbox, Target};
 use askbridge_discord::{Discord, DiscordOptions};
+use askbridge_email::{Email, EmailOptions};
 use askbridge_telegram::{Telegram, TelegramOptions, WebhookOptions};
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -108,6 +109,7 @@ fn flows(config: &Config, examples: bool) -> anyhow::Result<Flows> {
 struct Chats {
     telegram: Option<TelegramMode>,
     discord: Option<Discord>,
+    email: Option<Email>,
 }
 
 enum TelegramMode {
@@ -140,7 +142,26 @@ impl Chats {
                 Some(discord)
             }
         };
-        Ok(Chats { telegram, discord })
+        let email = match &config.email {
+            None => None,
+            Some(settings) => Some(
+                Email::new(EmailOptions {
+                    smtp_url: settings.smtp_url.clone(),
+                    imap_url: settings.imap_url.clone(),
+                    from: settings.from.clone(),
+                    reply_address: settings.reply_address.clone(),
+                    secret: settings.secret.clone(),
+                    require_dmarc: settings.require_dmarc,
+                    authserv_id: settings.authserv_id.clone(),
+                })
+                .context("cannot start email")?,
+            ),
+        };
+        Ok(Chats {
+            telegram,
+            discord,
+            email,
+        })
     }
 
     /// The channels, for the bridge's builder.
@@ -150,7 +171,8 @@ impl Chats {
             TelegramMode::Polling(_, late) => Arc::clone(late) as Arc<dyn Channel>,
         });
         let discord = self.discord.as_ref().map(Discord::channel);
-        telegram.into_iter().chain(discord).collect()
+        let email = self.email.as_ref().map(Email::channel);
+        telegram.into_iter().chain(discord).chain(email).collect()
     }
 
     /// Adds the webhook routes to `state` and starts the update loops, which run until the bridge
@@ -193,6 +215,22 @@ impl Chats {
                     async move {
                         if let Err(error) = discord.run(inbox, stop).await {
                             tracing::error!(error = %Chain(&error), "Discord is off until askbridge restarts");
+                        }
+                    }
+                },
+            )));
+        }
+        if let Some(email) = self.email.filter(Email::polls) {
+            let (inbox, holder) = (Arc::clone(&inbox), bridge.clone());
+            tasks.push(tokio::spawn(leader::while_leader(
+                holder,
+                leader::EMAIL_POLL,
+                leases.clone(),
+                move |stop| {
+                    let (email, inbox) = (email.clone(), Arc::clone(&inbox));
+                    async move {
+                        if let Err(error) = email.run(inbox, stop).await {
+                            tracing::error!(error = %Chain(&error), "email polling stopped");
                         }
                     }
                 },

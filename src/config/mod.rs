@@ -80,6 +80,25 @@ pub struct DiscordConfig {
     pub public_key: Option<String>,
 }
 
+/// Email settings.
+#[derive(Clone, Debug)]
+pub struct EmailConfig {
+    /// See [`EMAIL_SMTP_URL`].
+    pub smtp_url: Secret,
+    /// See [`EMAIL_IMAP_URL`].
+    pub imap_url: Option<Secret>,
+    /// See [`EMAIL_FROM`].
+    pub from: Option<String>,
+    /// See [`EMAIL_REPLY_ADDRESS`].
+    pub reply_address: String,
+    /// See [`EMAIL_SECRET`].
+    pub secret: Secret,
+    /// See [`EMAIL_REQUIRE_DMARC`].
+    pub require_dmarc: bool,
+    /// See [`EMAIL_AUTHSERV_ID`].
+    pub authserv_id: Option<String>,
+}
+
 /// Everything askbridge reads from the environment.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -101,6 +120,8 @@ pub struct Config {
     pub telegram: Option<TelegramConfig>,
     /// Discord, when [`DISCORD_BOT_TOKEN`] is set.
     pub discord: Option<DiscordConfig>,
+    /// Email, when [`EMAIL_SMTP_URL`] is set.
+    pub email: Option<EmailConfig>,
     /// See [`FLOWS`]: (name, URL) pairs.
     pub http_flows: Vec<(String, String)>,
     /// See [`FLOW_SECRET`].
@@ -199,6 +220,19 @@ impl Config {
             api_url: v.discord_api_url,
             public_key: v.discord_public_key,
         });
+        // `check_pairs` made sure the reply address and the secret come with the SMTP URL.
+        let email = match (v.email_smtp_url, v.email_reply_address, v.email_secret) {
+            (Some(smtp_url), Some(reply_address), Some(secret)) => Some(EmailConfig {
+                smtp_url,
+                imap_url: v.email_imap_url,
+                from: v.email_from,
+                reply_address,
+                secret,
+                require_dmarc: v.email_require_dmarc,
+                authserv_id: v.email_authserv_id,
+            }),
+            _ => None,
+        };
         let mut allowed_hosts = v.allowed_hosts.unwrap_or_default();
         // Telegram posts its webhook to this name.
         allowed_hosts.extend(
@@ -221,6 +255,7 @@ impl Config {
                 .unwrap_or_else(|| "info".into()),
             telegram,
             discord,
+            email,
             http_flows: v.flows.unwrap_or_default(),
             flow_secret: v.flow_secret,
             run_lease: v.run_lease,
@@ -268,6 +303,33 @@ impl Values {
                      reaches it, and /api must not be open there"
                 ),
             });
+        }
+        if self.email_smtp_url.is_some() {
+            for (variable, set) in [
+                (EMAIL_REPLY_ADDRESS, self.email_reply_address.is_some()),
+                (EMAIL_SECRET, self.email_secret.is_some()),
+            ] {
+                if !set {
+                    return Err(ConfigError {
+                        variable,
+                        reason: format!(
+                            "is required with {EMAIL_SMTP_URL}: replies are matched to questions by signed reply addresses"
+                        ),
+                    });
+                }
+            }
+            if self.email_imap_url.is_some()
+                && self.email_require_dmarc
+                && self.email_authserv_id.is_none()
+            {
+                return Err(ConfigError {
+                    variable: EMAIL_AUTHSERV_ID,
+                    reason: format!(
+                        "is required with {EMAIL_IMAP_URL} while {EMAIL_REQUIRE_DMARC} is true: only your own server's \
+                         DMARC results are trusted (or set {EMAIL_REQUIRE_DMARC}=false)"
+                    ),
+                });
+            }
         }
         let has_flows = self.flows.as_ref().is_some_and(|flows| !flows.is_empty());
         if has_flows && self.flow_secret.is_none() {
@@ -440,6 +502,11 @@ mod tests {
             (DISCORD_BOT_TOKEN, "discord-secret"),
             (REDIS_URL, "redis://:pw@localhost"),
             (FLOW_SECRET, "flow-secret-value"),
+            (EMAIL_SMTP_URL, "smtp://bot:smtp-password@localhost:587"),
+            (EMAIL_IMAP_URL, "imaps://bot:imap-password@localhost"),
+            (EMAIL_REPLY_ADDRESS, "askbridge@example.com"),
+            (EMAIL_SECRET, "email-hmac-secret"),
+            (EMAIL_AUTHSERV_ID, "mx.example.com"),
         ])
         .unwrap();
         let printed = format!("{config:?}");
@@ -449,8 +516,32 @@ mod tests {
             "discord-secret",
             ":pw@",
             "flow-secret-value",
+            "smtp-password",
+            "imap-password",
+            "email-hmac-secret",
         ] {
             assert!(!printed.contains(secret), "{secret} leaked: {printed}");
         }
+    }
+
+    #[test]
+    fn email_needs_its_reply_address_secret_and_authserv_id() {
+        let smtp = (EMAIL_SMTP_URL, "smtp://localhost:25");
+        let error = config(&[smtp]).unwrap_err();
+        assert_eq!(error.variable, EMAIL_REPLY_ADDRESS);
+        let error = config(&[smtp, (EMAIL_REPLY_ADDRESS, "a@example.com")]).unwrap_err();
+        assert_eq!(error.variable, EMAIL_SECRET);
+        let base = [
+            smtp,
+            (EMAIL_REPLY_ADDRESS, "a@example.com"),
+            (EMAIL_SECRET, "s"),
+            (EMAIL_IMAP_URL, "imap://u:p@localhost"),
+        ];
+        assert_eq!(config(&base).unwrap_err().variable, EMAIL_AUTHSERV_ID);
+        let mut lax = base.to_vec();
+        lax.push((EMAIL_REQUIRE_DMARC, "false"));
+        let email = config(&lax).unwrap().email.unwrap();
+        assert!(!email.require_dmarc && email.authserv_id.is_none());
+        assert!(config(&[]).unwrap().email.is_none());
     }
 }

@@ -123,6 +123,27 @@ settings! {
     DISCORD_PUBLIC_KEY = "DISCORD_PUBLIC_KEY",
         discord_public_key: Option<String> = parse::text, unset "none",
         "Discord application public key (hex); enables the HTTP interactions endpoint";
+    EMAIL_SMTP_URL = "EMAIL_SMTP_URL",
+        email_smtp_url: Option<Secret> = parse::secret, unset "none",
+        "SMTP submission URL (`smtp://user:password@host:587?tls=required`, `smtps://...:465`); email is on when set";
+    EMAIL_IMAP_URL = "EMAIL_IMAP_URL",
+        email_imap_url: Option<Secret> = parse::secret, unset "replies are not read",
+        "IMAP mailbox the replies arrive in (`imaps://user:password@host/INBOX`), polled; read mail is flagged, never deleted";
+    EMAIL_FROM = "EMAIL_FROM",
+        email_from: Option<String> = parse::text, unset "`EMAIL_REPLY_ADDRESS`",
+        "sender of askbridge's mails (`askbridge <askbridge@example.com>`)";
+    EMAIL_REPLY_ADDRESS = "EMAIL_REPLY_ADDRESS",
+        email_reply_address: Option<String> = parse::text, unset "none",
+        "base of the per-question reply addresses: `askbridge@example.com` gives `askbridge+<id>.<tag>@example.com`";
+    EMAIL_SECRET = "EMAIL_SECRET",
+        email_secret: Option<Secret> = parse::secret, unset "none",
+        "HMAC key of the reply addresses' tags (so a reply address cannot be made up)";
+    EMAIL_REQUIRE_DMARC = "EMAIL_REQUIRE_DMARC",
+        email_require_dmarc: bool = parse::flag, default "true",
+        "count an emailed answer only when our server's `Authentication-Results` says `dmarc=pass` for its From domain";
+    EMAIL_AUTHSERV_ID = "EMAIL_AUTHSERV_ID",
+        email_authserv_id: Option<String> = parse::text, unset "none",
+        "authserv-id your receiving server writes in `Authentication-Results` (`mx.example.com`); only its results are trusted";
     FLOWS = "ASKBRIDGE_FLOWS",
         flows: Option<Vec<(String, String)>> = parse::flows, unset "none",
         "HTTP flows, `name=url` pairs, comma-separated";

@@ -6,6 +6,7 @@
 
 mod cdp;
 mod fakes;
+mod mail_servers;
 mod redis_cluster;
 mod redis_server;
 mod replicas;
@@ -21,6 +22,7 @@ mod command_budget;
 mod console;
 mod demo;
 mod discord;
+mod email;
 mod faults;
 mod flows;
 mod forms;

@@ -1,0 +1,317 @@
+//! Receiving: polling a mailbox over IMAP (async-imap) for mail askbridge has not read.
+//!
+//! Each mail of the last day without the `$AskbridgeRead` keyword (seen by a person or not) is
+//! read with `BODY.PEEK[]`, unless larger than the bound, handed to
+//! [`Email::receive`], and only then flagged `\Seen` and `$AskbridgeRead`; nothing is ever deleted
+//! or expunged. A crash between reading and flagging reads the mail again on the next poll, and
+//! the bridge drops it as a duplicate by its `Message-ID`, so nothing is answered twice and no
+//! second reply is mailed. Each poll is its own connection (login, select, search, logout): a
+//! restarted server costs one failed poll, retried after a pause.
+
+use crate::{Email, Error, masked_url, percent_decode};
+use askbridge_core::{Inbox, Secret};
+use futures_util::TryStreamExt;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+/// Time between polls.
+const POLL_EVERY: Duration = Duration::from_secs(5);
+/// Longest wait after failed polls.
+const MAX_BACKOFF: Duration = Duration::from_secs(120);
+/// Connecting and each IMAP command give up after this.
+const IMAP_TIMEOUT: Duration = Duration::from_secs(60);
+/// The keyword set on every mail askbridge has read.
+pub(crate) const READ_KEYWORD: &str = "$AskbridgeRead";
+
+/// Where the mailbox is.
+#[derive(Clone, Debug)]
+pub struct ImapOptions {
+    /// `imaps://` (implicit TLS); `imap://` is plain and meant for loopback.
+    pub tls: bool,
+    /// Server host.
+    pub host: String,
+    /// Server port (993 / 143 when the URL has none).
+    pub port: u16,
+    /// Login name.
+    pub user: String,
+    /// Password (an app password for most providers).
+    pub password: Secret,
+    /// The mailbox polled (`INBOX` when the URL has no path).
+    pub mailbox: String,
+}
+
+impl ImapOptions {
+    /// Reads `imap[s]://user:password@host[:port][/mailbox]`.
+    pub fn parse(url: &str) -> Result<Self, Error> {
+        let bad = |reason: &str| Error::BadImapUrl {
+            url: masked_url(url),
+            reason: reason.to_owned(),
+        };
+        let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("not a URL"))?;
+        let tls = match scheme {
+            "imaps" => true,
+            "imap" => false,
+            _ => return Err(bad("the scheme must be imaps:// or imap://")),
+        };
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let (userinfo, hostport) = authority
+            .rsplit_once('@')
+            .ok_or_else(|| bad("it needs user:password@ before the host"))?;
+        let (user, password) = userinfo
+            .split_once(':')
+            .ok_or_else(|| bad("it needs user:password@ before the host"))?;
+        let (host, port) = match hostport.rsplit_once(':') {
+            Some((host, port)) => (
+                host,
+                port.parse().map_err(|_| bad("the port is not a number"))?,
+            ),
+            None => (hostport, if tls { 993 } else { 143 }),
+        };
+        if host.is_empty() {
+            return Err(bad("it has no host"));
+        }
+        let mailbox = percent_decode(path.trim_start_matches('/'));
+        Ok(ImapOptions {
+            tls,
+            host: host.to_owned(),
+            port,
+            user: percent_decode(user),
+            password: Secret::new(percent_decode(password)),
+            mailbox: if mailbox.is_empty() {
+                "INBOX".to_owned()
+            } else {
+                mailbox
+            },
+        })
+    }
+}
+
+/// An IMAP failure, its text cleaned of the password.
+#[derive(Debug, thiserror::Error)]
+#[error("IMAP {host}: {message}")]
+pub struct ImapError {
+    host: String,
+    message: String,
+}
+
+/// Polls until `shutdown` turns true.
+pub(crate) async fn poll(
+    email: &Email,
+    options: &ImapOptions,
+    inbox: Arc<dyn Inbox>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), ImapError> {
+    let mut pause = POLL_EVERY;
+    loop {
+        match poll_once(email, options, inbox.as_ref()).await {
+            Ok(_) => pause = POLL_EVERY,
+            Err(error) => {
+                tracing::warn!(%error, retry_in = ?pause, "cannot poll the mailbox");
+                pause = (pause * 2).min(MAX_BACKOFF);
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = shutdown.wait_for(|stopped| *stopped) => return Ok(()),
+        }
+    }
+}
+
+/// One poll: every unseen mail read, handed over and flagged. Returns how many were read.
+pub(crate) async fn poll_once(
+    email: &Email,
+    options: &ImapOptions,
+    inbox: &dyn Inbox,
+) -> Result<usize, ImapError> {
+    let fail = |message: String| ImapError {
+        host: options.host.clone(),
+        message: email.clean(&message),
+    };
+    let tcp = tokio::time::timeout(
+        IMAP_TIMEOUT,
+        TcpStream::connect((options.host.as_str(), options.port)),
+    )
+    .await
+    .map_err(|_| fail("connecting timed out".into()))?
+    .map_err(|error| fail(format!("cannot connect: {error}")))?;
+    if options.tls {
+        let tls = tls_connect(&options.host, tcp)
+            .await
+            .map_err(|error| fail(format!("TLS: {error}")))?;
+        session(email, options, inbox, tls).await.map_err(fail)
+    } else {
+        session(email, options, inbox, tcp).await.map_err(fail)
+    }
+}
+
+async fn tls_connect(
+    host: &str,
+    tcp: TcpStream,
+) -> Result<tokio_rustls::client::TlsStream<TcpStream>, Box<dyn std::error::Error + Send + Sync>> {
+    use tokio_rustls::rustls;
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from(host.to_owned())?;
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    Ok(connector.connect(name, tcp).await?)
+}
+
+async fn session<T>(
+    email: &Email,
+    options: &ImapOptions,
+    inbox: &dyn Inbox,
+    stream: T,
+) -> Result<usize, String>
+where
+    T: AsyncRead + AsyncWrite + Unpin + std::fmt::Debug + Send,
+{
+    let timed = |what: &'static str| move |_| format!("{what} timed out");
+    let mut client = async_imap::Client::new(stream);
+    tokio::time::timeout(IMAP_TIMEOUT, client.read_response())
+        .await
+        .map_err(timed("the greeting"))?
+        .map_err(|error| format!("no greeting: {error}"))?;
+    let mut session = tokio::time::timeout(
+        IMAP_TIMEOUT,
+        client.login(&options.user, options.password.expose()),
+    )
+    .await
+    .map_err(timed("login"))?
+    .map_err(|(error, _)| format!("login as {} refused: {error}", options.user))?;
+    session
+        .select(&options.mailbox)
+        .await
+        .map_err(|error| format!("cannot select {}: {error}", options.mailbox))?;
+    // Not `UNSEEN`: a person reading the mailbox may open a reply before askbridge polls. Mail
+    // older than a day before now is left alone, so a mailbox with a past is not replayed.
+    let since = imap_date(askbridge_core::Millis::now().0 / 1000 - 86_400);
+    let mut uids: Vec<u32> = session
+        .uid_search(format!("UNKEYWORD {READ_KEYWORD} SINCE {since}"))
+        .await
+        .map_err(|error| format!("search failed: {error}"))?
+        .into_iter()
+        .collect();
+    uids.sort_unstable();
+    for uid in &uids {
+        let size = {
+            let fetches: Vec<_> = session
+                .uid_fetch(uid.to_string(), "RFC822.SIZE")
+                .await
+                .map_err(|error| format!("fetch failed: {error}"))?
+                .try_collect()
+                .await
+                .map_err(|error| format!("fetch failed: {error}"))?;
+            fetches.iter().find_map(|fetch| fetch.size).unwrap_or(0) as usize
+        };
+        let raw = if size > email.policy.max_bytes {
+            tracing::warn!(
+                uid,
+                size,
+                "a mail larger than the bound: flagged and skipped"
+            );
+            None
+        } else {
+            let fetches: Vec<_> = session
+                .uid_fetch(uid.to_string(), "BODY.PEEK[]")
+                .await
+                .map_err(|error| format!("fetch failed: {error}"))?
+                .try_collect()
+                .await
+                .map_err(|error| format!("fetch failed: {error}"))?;
+            let body = fetches
+                .iter()
+                .find_map(|fetch| fetch.body().map(<[u8]>::to_vec));
+            if body.is_none() {
+                tracing::warn!(uid, "a mail without a body: flagged and skipped");
+            }
+            body
+        };
+        if let Some(raw) = raw {
+            let received = email.receive(&raw, inbox).await;
+            tracing::debug!(uid, ?received, "mail handled");
+        }
+        let _: Vec<_> = session
+            .uid_store(uid.to_string(), format!("+FLAGS (\\Seen {READ_KEYWORD})"))
+            .await
+            .map_err(|error| format!("cannot flag a read mail: {error}"))?
+            .try_collect()
+            .await
+            .map_err(|error| format!("cannot flag a read mail: {error}"))?;
+    }
+    if let Err(error) = session.logout().await {
+        tracing::debug!(%error, "IMAP logout failed");
+    }
+    Ok(uids.len())
+}
+
+/// `seconds` since the epoch as an IMAP date (`5-Dec-2026`), in UTC.
+fn imap_date(seconds: u64) -> String {
+    // Howard Hinnant's days-to-civil algorithm.
+    let days = (seconds / 86_400) as i64 + 719_468;
+    let era = days.div_euclid(146_097);
+    let day_of_era = days.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let mp = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!("{day}-{}-{year}", MONTHS[(month - 1) as usize])
+}
+
+impl Email {
+    /// Reads the mailbox once (see the module documentation); `Ok(0)` without a mailbox.
+    pub async fn poll_once(&self, inbox: &dyn Inbox) -> Result<usize, ImapError> {
+        match &self.imap {
+            Some(options) => poll_once(self, options, inbox).await,
+            None => Ok(0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn imap_dates() {
+        assert_eq!(imap_date(0), "1-Jan-1970");
+        assert_eq!(imap_date(951_782_400), "29-Feb-2000");
+        assert_eq!(imap_date(1_796_515_200), "6-Dec-2026");
+    }
+
+    #[test]
+    fn imap_urls() {
+        let options =
+            ImapOptions::parse("imaps://bot%40x.com:p%40ss@imap.x.com/Ask%20Replies").unwrap();
+        assert!(options.tls);
+        assert_eq!(options.port, 993);
+        assert_eq!(options.user, "bot@x.com");
+        assert_eq!(options.password.expose(), "p@ss");
+        assert_eq!(options.mailbox, "Ask Replies");
+        let options = ImapOptions::parse("imap://u:p@127.0.0.1:1143").unwrap();
+        assert_eq!((options.tls, options.port), (false, 1143));
+        assert_eq!(options.mailbox, "INBOX");
+        let error = ImapOptions::parse("pop3://u:hunter2@h")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            !error.contains("hunter2") && error.contains("EMAIL_IMAP_URL"),
+            "{error}"
+        );
+    }
+}
