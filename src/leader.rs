@@ -20,6 +20,8 @@ pub const TELEGRAM_POLL: &str = "telegram-poll";
 pub const DISCORD_GATEWAY: &str = "discord-gateway";
 /// The lease of polling the email replies' mailbox.
 pub const EMAIL_POLL: &str = "email-poll";
+/// Every lease a process may hold, for `/metrics` (1 on the holder, 0 elsewhere).
+pub const ALL: [&str; 3] = [TELEGRAM_POLL, DISCORD_GATEWAY, EMAIL_POLL];
 /// How long a lease lasts unless extended.
 pub const LEASE_TTL: Duration = Duration::from_secs(6);
 /// How often the holder extends it, and how often the others try to take it.

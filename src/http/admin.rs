@@ -177,8 +177,7 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Result<Response, A
     let topology = store.topology().await.ok();
     // Which replica holds which chat connection (see `leader`): 1 here, 0 elsewhere.
     let held = state.leases.held();
-    let leases = [crate::leader::TELEGRAM_POLL, crate::leader::DISCORD_GATEWAY]
-        .map(|lease| (lease, held.iter().any(|h| h == lease)));
+    let leases = crate::leader::ALL.map(|lease| (lease, held.iter().any(|h| h == lease)));
     let body = state.bridge.metrics().render(&Scrape {
         pending,
         topology: topology.as_ref(),
