@@ -14,6 +14,7 @@ use askbridge::{BridgeOptions, Flows, leader, runtime};
 use askbridge_core::error::Chain;
 use askbridge_core::{Channel, Inbox, Target};
 use askbridge_discord::{Discord, DiscordOptions};
+use askbridge_slack::{Slack, SlackOptions};
 use askbridge_telegram::{Telegram, TelegramOptions, WebhookOptions};
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -108,6 +109,7 @@ fn flows(config: &Config, examples: bool) -> anyhow::Result<Flows> {
 struct Chats {
     telegram: Option<TelegramMode>,
     discord: Option<Discord>,
+    slack: Option<Slack>,
 }
 
 enum TelegramMode {
@@ -140,7 +142,25 @@ impl Chats {
                 Some(discord)
             }
         };
-        Ok(Chats { telegram, discord })
+        let slack = match &config.slack {
+            None => None,
+            Some(settings) => {
+                let options = SlackOptions {
+                    bot_token: settings.token.clone(),
+                    signing_secret: settings.signing_secret.clone(),
+                    api_url: settings.api_url.clone(),
+                };
+                let slack = Slack::connect(options)
+                    .await
+                    .with_context(|| format!("cannot start Slack ({})", config::SLACK_BOT_TOKEN))?;
+                Some(slack)
+            }
+        };
+        Ok(Chats {
+            telegram,
+            discord,
+            slack,
+        })
     }
 
     /// The channels, for the bridge's builder.
@@ -150,7 +170,8 @@ impl Chats {
             TelegramMode::Polling(_, late) => Arc::clone(late) as Arc<dyn Channel>,
         });
         let discord = self.discord.as_ref().map(Discord::channel);
-        telegram.into_iter().chain(discord).collect()
+        let slack = self.slack.as_ref().map(Slack::channel);
+        telegram.into_iter().chain(discord).chain(slack).collect()
     }
 
     /// Adds the webhook routes to `state` and starts the update loops, which run until the bridge
@@ -180,6 +201,9 @@ impl Chats {
                 )));
             }
             None => {}
+        }
+        if let Some(slack) = &self.slack {
+            state = state.with_routes(slack.routes(Arc::clone(&inbox)));
         }
         if let Some(discord) = self.discord {
             state = state.with_routes(discord.routes(Arc::clone(&inbox)));

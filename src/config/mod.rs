@@ -80,6 +80,17 @@ pub struct DiscordConfig {
     pub public_key: Option<String>,
 }
 
+/// Slack settings (HTTP mode).
+#[derive(Clone, Debug)]
+pub struct SlackConfig {
+    /// The bot token.
+    pub token: Secret,
+    /// The app's signing secret.
+    pub signing_secret: Secret,
+    /// Web API base URL, if not Slack's.
+    pub api_url: Option<String>,
+}
+
 /// Everything askbridge reads from the environment.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -101,6 +112,8 @@ pub struct Config {
     pub telegram: Option<TelegramConfig>,
     /// Discord, when [`DISCORD_BOT_TOKEN`] is set.
     pub discord: Option<DiscordConfig>,
+    /// Slack, when [`SLACK_BOT_TOKEN`] is set.
+    pub slack: Option<SlackConfig>,
     /// See [`FLOWS`]: (name, URL) pairs.
     pub http_flows: Vec<(String, String)>,
     /// See [`FLOW_SECRET`].
@@ -199,6 +212,15 @@ impl Config {
             api_url: v.discord_api_url,
             public_key: v.discord_public_key,
         });
+        // check_pairs has made sure the signing secret comes with the token.
+        let slack = v
+            .slack_bot_token
+            .zip(v.slack_signing_secret)
+            .map(|(token, signing_secret)| SlackConfig {
+                token,
+                signing_secret,
+                api_url: v.slack_api_url,
+            });
         let mut allowed_hosts = v.allowed_hosts.unwrap_or_default();
         // Telegram posts its webhook to this name.
         allowed_hosts.extend(
@@ -221,6 +243,7 @@ impl Config {
                 .unwrap_or_else(|| "info".into()),
             telegram,
             discord,
+            slack,
             http_flows: v.flows.unwrap_or_default(),
             flow_secret: v.flow_secret,
             run_lease: v.run_lease,
@@ -253,10 +276,21 @@ impl Values {
         }
         let discord_endpoint =
             self.discord_bot_token.is_some() && self.discord_public_key.is_some();
+        if self.slack_bot_token.is_some() && self.slack_signing_secret.is_none() {
+            return Err(ConfigError {
+                variable: SLACK_SIGNING_SECRET,
+                reason: format!(
+                    "is required with {SLACK_BOT_TOKEN}: Slack reaches askbridge over HTTP (Socket Mode \
+                     is not supported yet), and its requests are checked with the app's signing secret"
+                ),
+            });
+        }
         let public_endpoint = if telegram_webhook {
             Some(TELEGRAM_WEBHOOK_URL)
         } else if discord_endpoint {
             Some(DISCORD_PUBLIC_KEY)
+        } else if self.slack_bot_token.is_some() {
+            Some(SLACK_BOT_TOKEN)
         } else {
             None
         };
@@ -400,6 +434,20 @@ mod tests {
             config.http_flows[1],
             ("report".to_owned(), "http://127.0.0.1:9/r".to_owned())
         );
+    }
+
+    #[test]
+    fn slack_needs_its_signing_secret_and_the_api_token() {
+        let token = (SLACK_BOT_TOKEN, "xoxb-1");
+        let missing = config(&[token]).unwrap_err();
+        assert_eq!(missing.variable, SLACK_SIGNING_SECRET);
+        assert!(missing.reason.contains("Socket Mode"), "{}", missing.reason);
+        let with_secret = [token, (SLACK_SIGNING_SECRET, "s")];
+        assert_eq!(config(&with_secret).unwrap_err().variable, API_TOKEN);
+        let config = config(&[with_secret[0], with_secret[1], (API_TOKEN, "t")]).unwrap();
+        let slack = config.slack.unwrap();
+        assert_eq!(slack.signing_secret.expose(), "s");
+        assert_eq!(slack.api_url, None);
     }
 
     #[test]

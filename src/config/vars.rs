@@ -123,6 +123,15 @@ settings! {
     DISCORD_PUBLIC_KEY = "DISCORD_PUBLIC_KEY",
         discord_public_key: Option<String> = parse::text, unset "none",
         "Discord application public key (hex); enables the HTTP interactions endpoint";
+    SLACK_BOT_TOKEN = "SLACK_BOT_TOKEN",
+        slack_bot_token: Option<Secret> = parse::secret, unset "none",
+        "Slack bot token (`xoxb-...`); Slack is on when set (HTTP mode: needs `SLACK_SIGNING_SECRET`)";
+    SLACK_SIGNING_SECRET = "SLACK_SIGNING_SECRET",
+        slack_signing_secret: Option<Secret> = parse::secret, unset "none",
+        "Slack app signing secret, checked on every request to `/slack/*`";
+    SLACK_API_URL = "SLACK_API_URL",
+        slack_api_url: Option<String> = parse::text, unset "Slack's",
+        "Slack Web API base URL (for proxies and tests)";
     FLOWS = "ASKBRIDGE_FLOWS",
         flows: Option<Vec<(String, String)>> = parse::flows, unset "none",
         "HTTP flows, `name=url` pairs, comma-separated";

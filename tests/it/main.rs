@@ -33,6 +33,7 @@ mod quorum;
 mod restart;
 mod runs_crash;
 mod settings;
+mod slack;
 mod store_conformance;
 mod telegram;
 mod web;
