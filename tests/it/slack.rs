@@ -162,14 +162,20 @@ impl Rig {
 
     /// A click on the element whose value (or option value) is `value`, by `user`.
     async fn click(&self, user: &str, value: &str, trigger: &str) -> StatusCode {
+        let action = json!({"type": "button", "action_id": "askbridge-0", "value": value,
+                            "action_ts": "1700000000.000200"});
+        self.act(user, action, trigger).await
+    }
+
+    /// A block action `action` by `user` (a click, a selection).
+    async fn act(&self, user: &str, action: Value, trigger: &str) -> StatusCode {
         let payload = json!({
             "type": "block_actions",
             "user": {"id": user, "username": user.to_lowercase(), "name": user.to_lowercase()},
             "channel": {"id": CHANNEL, "name": "general"},
             "trigger_id": trigger,
             "response_url": self.fake.response_url(trigger),
-            "actions": [{"type": "button", "action_id": "askbridge-0", "value": value,
-                         "action_ts": "1700000000.000200"}],
+            "actions": [action],
         });
         let body = form(&[("payload", &payload.to_string())]);
         let started = Instant::now();
@@ -345,6 +351,40 @@ async fn a_click_answers_and_the_message_is_updated_without_its_buttons() {
     // The click resolved it: the updated message says so, and nothing more is sent.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(ephemerals(&rig).is_empty(), "{:?}", ephemerals(&rig));
+}
+
+#[tokio::test]
+async fn a_multi_choice_is_a_multi_select_whose_choices_make_one_answer() {
+    let rig = Rig::start().await;
+    let q = rig
+        .ask(json!({"prompt": "Which ones?", "options": ["a", "b", "c"], "multi": true}))
+        .await;
+    let (ts, posted) = rig.shown(&q).await;
+    let parts = elements(&posted);
+    assert_eq!(parts[0]["type"], "multi_static_select");
+    let values: Vec<String> = parts[0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["value"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(values[2], format!("/answer {} 3", q.id));
+    assert_eq!(parts[1]["value"], format!("/decline {}", q.id));
+    let chosen = json!({
+        "type": "multi_static_select", "action_id": parts[0]["action_id"],
+        "selected_options": [{"value": values[0]}, {"value": values[2]}],
+        "action_ts": "1700000000.000300",
+    });
+    assert_eq!(
+        rig.act(ALICE, chosen, "trigger-multi").await,
+        StatusCode::OK
+    );
+    let answered = rig.wait_status(&q.id, Status::Answered).await;
+    assert_eq!(
+        serde_json::to_value(answered.resolution.unwrap().value).unwrap(),
+        json!(["a", "c"])
+    );
+    rig.withdrawn(&ts).await;
 }
 
 #[tokio::test]
@@ -604,5 +644,129 @@ async fn every_route_checks_the_signature() {
             let (status, _) = rig.post_signed(path, content_type, &body, signing).await;
             assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}");
         }
+    }
+}
+
+// `askbridge serve` with Slack's settings from the environment.
+
+mod binary {
+    use super::*;
+    use crate::support::{Process, askbridge_binary, free_port, http};
+
+    // Multi-threaded: `Process::spawn` blocks while it waits for /healthz.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn serve_runs_slack_from_its_settings() {
+        let fake = FakeSlack::start();
+        let process = Process::spawn(
+            &["serve", "--ephemeral"],
+            &[
+                ("SLACK_BOT_TOKEN", TOKEN.to_owned()),
+                ("SLACK_SIGNING_SECRET", SECRET.to_owned()),
+                ("SLACK_API_URL", fake.api_url()),
+                ("ASKBRIDGE_API_TOKEN", "api-token".to_owned()),
+            ],
+        );
+        let created: Value = http()
+            .post(format!("{}/api/questions", process.base))
+            .bearer_auth("api-token")
+            .json(&json!({"session_id": "s1", "prompt": "Which library?",
+                          "options": ["dayjs", "luxon"], "targets": [format!("slack:{CHANNEL}")]}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let id = created["id"].as_str().unwrap().to_owned();
+        let post = eventually_some(WITHIN, "the question appears on Slack", || async {
+            fake.calls_of("chat.postMessage")
+                .into_iter()
+                .find(|c| blocks_text(&c.body).contains(&id))
+        })
+        .await;
+        assert_eq!(elements(&post.body)[1]["value"], format!("/answer {id} 2"));
+
+        let payload = json!({
+            "type": "block_actions",
+            "user": {"id": ALICE, "username": "alice"},
+            "channel": {"id": CHANNEL},
+            "trigger_id": "t-serve",
+            "actions": [{"type": "button", "action_id": "askbridge-1",
+                         "value": format!("/answer {id} 2")}],
+        });
+        let body = form(&[("payload", &payload.to_string())]);
+        let ts = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            .to_string();
+        let click = http()
+            .post(format!("{}/slack/interactions", process.base))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("x-slack-request-timestamp", &ts)
+            .header(
+                "x-slack-signature",
+                askbridge_slack::sign(SECRET, &ts, body.as_bytes()),
+            )
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(click.status(), 200);
+        eventually(WITHIN, "answered through the binary", || async {
+            let question: Value = http()
+                .get(format!("{}/api/questions/{id}", process.base))
+                .bearer_auth("api-token")
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            question["status"] == "answered" && question["resolution"]["value"] == "luxon"
+        })
+        .await;
+        eventually(
+            WITHIN,
+            "the message is updated without its buttons",
+            || async {
+                fake.calls_of("chat.update")
+                    .iter()
+                    .any(|c| c.status == 200 && elements(&c.body).is_empty())
+            },
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn serve_stops_on_a_refused_token_without_printing_it() {
+        let fake = FakeSlack::start();
+        let wrong = "xoxb-wrong-token-9999";
+        let run = tokio::process::Command::new(askbridge_binary())
+            .args(["serve", "--ephemeral"])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", std::env::temp_dir())
+            .env("ASKBRIDGE_HTTP_ADDR", format!("127.0.0.1:{}", free_port()))
+            .env("ASKBRIDGE_API_TOKEN", "api-token")
+            .env("SLACK_BOT_TOKEN", wrong)
+            .env("SLACK_SIGNING_SECRET", SECRET)
+            .env("SLACK_API_URL", fake.api_url())
+            .current_dir(std::env::temp_dir())
+            .kill_on_drop(true)
+            .output();
+        let output = tokio::time::timeout(WITHIN, run)
+            .await
+            .expect("askbridge stops")
+            .unwrap();
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("SLACK_BOT_TOKEN"), "{stderr}");
+        assert!(stderr.contains("invalid_auth"), "{stderr}");
+        assert!(
+            !stderr.contains(wrong) && !stderr.contains(SECRET),
+            "{stderr}"
+        );
+        assert_eq!(fake.calls_of("auth.test").len(), 1);
     }
 }
