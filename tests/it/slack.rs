@@ -29,6 +29,7 @@ const BOB: &str = "U0BOB0001";
 struct Rig {
     fake: FakeSlack,
     bridge: Bridge,
+    slack: Slack,
     app: Router,
 }
 
@@ -52,7 +53,13 @@ impl Rig {
         let (bridge, _) = crate::support::memory_bridge_and(slack.channel()).await;
         let inbox: Arc<dyn Inbox> = Arc::new(bridge.clone());
         let app = app(AppState::new(bridge.clone(), None).with_routes(slack.routes(inbox)));
-        Rig { fake, bridge, app }
+        // Kept for calls the bridge makes only on timers (reminders).
+        Rig {
+            fake,
+            bridge,
+            slack,
+            app,
+        }
     }
 
     /// POST /api/questions with `body` (targets default to the test channel).
@@ -560,6 +567,49 @@ async fn a_retried_event_counts_once_and_bots_are_ignored() {
     eventually(WITHIN, "a reply in the DM", || async { replies() == 1 }).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(replies(), 1, "the retried delivery is not handled again");
+}
+
+#[tokio::test]
+async fn a_reminder_replies_in_the_thread_and_mentions_only_slack_answerers() {
+    let rig = Rig::start().await;
+    let q = rig
+        .ask(json!({"prompt": "Which?", "options": ["a", "b"]}))
+        .await;
+    let (ts, _) = rig.shown(&q).await;
+    let mention: Vec<askbridge_core::Identity> = vec![
+        format!("slack:{ALICE}").as_str().into(),
+        "telegram:7".into(),
+        "api".into(),
+    ];
+    rig.slack
+        .channel()
+        .remind(
+            &q,
+            &format!("slack:{CHANNEL}").as_str().into(),
+            &ts,
+            "⏰ Reminder: still waiting <!channel>",
+            &mention,
+        )
+        .await
+        .unwrap();
+    let reminder = rig
+        .fake
+        .calls_of("chat.postMessage")
+        .into_iter()
+        .find(|c| {
+            c.body["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("Reminder"))
+        })
+        .expect("the reminder was posted");
+    assert_eq!(reminder.body["thread_ts"], ts.as_str());
+    let text = reminder.body["text"].as_str().unwrap();
+    assert!(text.ends_with(&format!("<@{ALICE}>")), "{text}");
+    assert!(
+        text.contains("&lt;!channel&gt;") && !text.contains("<!channel>"),
+        "{text}"
+    );
+    assert!(!text.contains("telegram"), "{text}");
 }
 
 #[tokio::test]

@@ -53,21 +53,26 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// `text` escaped, within Slack's limit on a section's text.
-fn section_text(text: &str) -> String {
+/// `text` escaped, in at most `max` characters.
+pub(crate) fn escaped_within(text: &str, max: usize) -> String {
     let escaped = escape(text);
-    if escaped.chars().count() <= SECTION_CHARS {
+    if escaped.chars().count() <= max {
         return escaped;
     }
     // Escaping lengthens: shorten the raw text until its escaped form fits.
-    let mut room = SECTION_CHARS;
+    let mut room = max;
     loop {
         room = room * 9 / 10;
         let escaped = escape(&render::shorten(text, room));
-        if escaped.chars().count() <= SECTION_CHARS {
+        if escaped.chars().count() <= max {
             return escaped;
         }
     }
+}
+
+/// `text` escaped, within Slack's limit on a section's text.
+fn section_text(text: &str) -> String {
+    escaped_within(text, SECTION_CHARS)
 }
 
 fn section(text: &str) -> SlackBlock {

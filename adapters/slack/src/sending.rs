@@ -8,7 +8,7 @@
 
 use crate::blocks::{fallback_text, question_blocks, resolved_blocks, text_blocks};
 use crate::{Client, SURFACE};
-use askbridge_core::{Channel, Error, Question, Target};
+use askbridge_core::{Channel, Error, Identity, Question, Target};
 use async_trait::async_trait;
 use slack_morphism::errors::SlackClientError;
 use slack_morphism::prelude::*;
@@ -167,6 +167,28 @@ pub(crate) fn channel_of(target: &Target) -> Result<SlackChannelId, Error> {
         })
 }
 
+/// The most people one reminder mentions.
+const MAX_MENTIONS: usize = 10;
+
+/// `text` escaped for mrkdwn, then mentions of those of `people` who are on Slack (`<@U...>`):
+/// the only markup in it is askbridge's own.
+pub(crate) fn mentioning(text: &str, people: &[Identity]) -> String {
+    // Room for ten mentions within a section's 3,000 characters.
+    let mut out = crate::blocks::escaped_within(text, crate::blocks::SECTION_CHARS - 200);
+    let users: Vec<&str> = people
+        .iter()
+        .filter(|p| p.surface() == SURFACE)
+        .filter_map(Identity::address)
+        .filter(|a| !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric()))
+        .take(MAX_MENTIONS)
+        .collect();
+    for (n, user) in users.iter().enumerate() {
+        out.push_str(if n == 0 { "\n👤 " } else { ", " });
+        out.push_str(&format!("<@{user}>"));
+    }
+    out
+}
+
 /// Sends and edits questions' messages.
 #[derive(Clone, Debug)]
 pub(crate) struct SlackChannel {
@@ -319,6 +341,35 @@ impl Channel for SlackChannel {
         .map_err(to_model_error)
     }
 
+    /// A reply in the question's thread, mentioning its Slack answerers.
+    async fn remind(
+        &self,
+        question: &Question,
+        target: &Target,
+        shown: &str,
+        text: &str,
+        mention: &[Identity],
+    ) -> Result<(), Error> {
+        let channel = channel_of(target)?;
+        let body = mentioning(text, mention);
+        let content = SlackMessageContent::new()
+            .with_text(body.clone())
+            .with_blocks(vec![
+                SlackSectionBlock::new()
+                    .with_text(SlackBlockText::MarkDown(SlackBlockMarkDownText::new(body)))
+                    .into(),
+            ]);
+        let request = SlackApiChatPostMessageRequest::new(channel.clone(), content)
+            .with_thread_ts(SlackTs(shown.to_owned()));
+        call("chat.postMessage", channel.value(), || async {
+            self.client.session().chat_post_message(&request).await
+        })
+        .await
+        .map_err(to_model_error)?;
+        tracing::info!(question_id = %question.id, %target, "reminder sent on Slack");
+        Ok(())
+    }
+
     /// The question's message redrawn as it stands (a quorum's progress), elements kept.
     async fn refresh(
         &self,
@@ -341,6 +392,20 @@ impl Channel for SlackChannel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reminders_mention_only_slack_people_and_escape_the_rest() {
+        let people: Vec<Identity> = vec![
+            "slack:U0ALICE01".into(),
+            "telegram:7".into(),
+            "slack:U1><!channel".into(),
+            "api".into(),
+        ];
+        assert_eq!(
+            mentioning("wait <!channel> & see", &people),
+            "wait &lt;!channel&gt; &amp; see\n👤 <@U0ALICE01>"
+        );
+    }
 
     #[test]
     fn targets_name_a_channel_id() {
