@@ -5,11 +5,14 @@
 //! the app's signing secret, compared in constant time; a timestamp more than five minutes off, or
 //! a missing header, is refused with 401 before the body is read.
 //!
-//! Slack wants its 200 within 3 s, so each request is acknowledged at once and handled after:
-//! the one reply path of the bridge's [`Inbox`], then the reply shown to the person alone
-//! (`chat.postEphemeral` for a click, the `response_url` for a slash command) or, for a message,
-//! in the conversation. A delivery Slack retries (`X-Slack-Retry-Num`) carries the same id as the
-//! first (the event id, the interaction's trigger id), which the inbox handles once.
+//! Slack wants its 200 within 3 s. Each request goes the one reply path of the bridge's [`Inbox`]
+//! in a task of its own, and the 200 waits for that claim (a few milliseconds) but never longer
+//! than [`CLAIM_WAIT`]: an askbridge that dies before it has recorded an event gets it again from
+//! Slack's retry, and a slow store still gets its answer to Slack in time. The reply, shown to the
+//! person alone (`chat.postEphemeral` for a click, the `response_url` for a slash command) or, for
+//! a message, in the conversation, is sent after the 200. A delivery Slack retries
+//! (`X-Slack-Retry-Num`) carries the same id as the first (the event id, the interaction's
+//! trigger id), which the inbox handles once.
 
 use crate::sending::SlackChannel;
 use crate::{SURFACE, Slack};
@@ -23,8 +26,10 @@ use axum::routing::post;
 use serde::Deserialize;
 use slack_morphism::prelude::*;
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::oneshot;
 
 /// Where Slack posts clicks and selections (Interactivity's Request URL).
 pub const INTERACTIONS_PATH: &str = "/slack/interactions";
@@ -40,6 +45,22 @@ pub const TIMESTAMP_HEADER: &str = "x-slack-request-timestamp";
 pub const RETRY_HEADER: &str = "x-slack-retry-num";
 /// How far a request's timestamp may be from now, in seconds.
 const MAX_SKEW_S: i64 = 300;
+/// The longest a request's 200 waits for its claim (Slack gives up after 3 s).
+const CLAIM_WAIT: Duration = Duration::from_secs(2);
+
+/// Runs `work` in a task of its own, and returns once it has sent on its `claimed` sender (or
+/// dropped it), or after [`CLAIM_WAIT`].
+async fn claim_then_ack<F, Fut>(work: F)
+where
+    F: FnOnce(oneshot::Sender<()>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let (claimed, waited) = oneshot::channel();
+    tokio::spawn(work(claimed));
+    if tokio::time::timeout(CLAIM_WAIT, waited).await.is_err() {
+        tracing::warn!("a Slack request is acknowledged before its claim finished");
+    }
+}
 
 #[derive(Clone)]
 struct Hook {
@@ -207,11 +228,11 @@ async fn interactions(State(hook): State<Hook>, headers: HeaderMap, body: Bytes)
         tracing::debug!(kind = %interaction.kind, "Slack interaction of another kind ignored");
         return StatusCode::OK;
     }
-    tokio::spawn(click(hook, interaction));
+    claim_then_ack(|claimed| click(hook, interaction, claimed)).await;
     StatusCode::OK
 }
 
-async fn click(hook: Hook, interaction: Interaction) {
+async fn click(hook: Hook, interaction: Interaction, claimed: oneshot::Sender<()>) {
     let Some(channel) = interaction.channel.as_ref().map(|c| c.id.clone()) else {
         return;
     };
@@ -241,7 +262,9 @@ async fn click(hook: Hook, interaction: Interaction) {
         delivery_id: delivery,
     };
     let prepared = hook.inbox.prepare(inbound).await;
-    let Some(reply) = prepared.commit().await else {
+    let reply = prepared.commit().await;
+    let _ = claimed.send(());
+    let Some(reply) = reply else {
         return;
     };
     if !worth_saying(&reply) {
@@ -290,8 +313,10 @@ async fn commands(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> 
         private: is_direct(&channel),
         delivery_id: (!trigger.is_empty()).then(|| format!("command:{trigger}")),
     };
-    tokio::spawn(async move {
-        let Some(reply) = hook.inbox.handle(inbound).await else {
+    claim_then_ack(|claimed| async move {
+        let reply = hook.inbox.handle(inbound).await;
+        let _ = claimed.send(());
+        let Some(reply) = reply else {
             return;
         };
         let sender = SlackChannel::new(Arc::clone(&hook.slack.client));
@@ -301,7 +326,8 @@ async fn commands(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> 
         {
             tracing::warn!(%error, "cannot answer a Slack slash command");
         }
-    });
+    })
+    .await;
     StatusCode::OK
 }
 
@@ -356,8 +382,10 @@ async fn events(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> Re
     if let (Some(event), Some(event_id)) = (envelope.event, envelope.event_id)
         && let Some((inbound, thread)) = hook.slack.inbound_from(event, event_id)
     {
-        tokio::spawn(async move {
-            let Some(reply) = hook.inbox.handle(inbound.clone()).await else {
+        claim_then_ack(|claimed| async move {
+            let reply = hook.inbox.handle(inbound.clone()).await;
+            let _ = claimed.send(());
+            let Some(reply) = reply else {
                 return;
             };
             let Some(channel) = inbound.chat.address().map(|c| SlackChannelId(c.to_owned())) else {
@@ -369,7 +397,8 @@ async fn events(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> Re
             if let Err(error) = sender.post(&channel, text, blocks, thread).await {
                 tracing::warn!(%error, "cannot reply on Slack");
             }
-        });
+        })
+        .await;
     }
     StatusCode::OK.into_response()
 }
