@@ -395,6 +395,34 @@ async fn a_multi_choice_is_a_multi_select_whose_choices_make_one_answer() {
 }
 
 #[tokio::test]
+async fn a_quorum_on_slack_redraws_its_progress_then_resolves() {
+    let rig = Rig::start().await;
+    let voters = [format!("slack:{ALICE}"), format!("slack:{BOB}")];
+    let q = rig
+        .ask(json!({"prompt": "Ship?", "kind": "confirm", "quorum": {"needs": 2, "of": voters}}))
+        .await;
+    let (ts, _) = rig.shown(&q).await;
+    let yes = format!("/answer {} yes", q.id);
+    rig.click(ALICE, &yes, "trigger-vote-1").await;
+    // The vote counts, the voter is told, and the message shows the progress with its buttons.
+    let told = eventually_some(WITHIN, "the voter is told", || async {
+        ephemerals(&rig).into_iter().next()
+    })
+    .await;
+    assert_eq!(told.body["user"], ALICE);
+    let redrawn = eventually_some(WITHIN, "the progress is redrawn", || async {
+        let message = rig.fake.message(CHANNEL, &ts)?;
+        blocks_text(&message).contains("🗳").then_some(message)
+    })
+    .await;
+    assert_eq!(elements(&redrawn).len(), 2, "Yes and No stay");
+    assert!(rig.get(&q.id).await.is_pending());
+    rig.click(BOB, &yes, "trigger-vote-2").await;
+    rig.wait_status(&q.id, Status::Answered).await;
+    rig.withdrawn(&ts).await;
+}
+
+#[tokio::test]
 async fn a_strangers_click_gets_a_line_only_they_see_and_changes_nothing() {
     let rig = Rig::start().await;
     let q = rig
