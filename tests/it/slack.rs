@@ -641,6 +641,51 @@ async fn a_reminder_replies_in_the_thread_and_mentions_only_slack_answerers() {
 }
 
 #[tokio::test]
+async fn a_mention_in_a_channel_is_typed_text_answered_in_its_thread() {
+    let rig = Rig::start().await;
+    let q = rig
+        .ask(json!({"prompt": "Which?", "options": ["a", "b"]}))
+        .await;
+    rig.shown(&q).await;
+    let event = json!({
+        "type": "event_callback", "event_id": "Ev0MENTION", "team_id": "T0FAKE",
+        "event": {"type": "app_mention", "channel": CHANNEL, "user": ALICE,
+                  "text": format!("<@{BOT_USER}> /answer {} b", q.id), "ts": "1700000002.000100"},
+    });
+    // The same words as a plain channel message (Slack sends both when subscribed to both)
+    // count only through the mention.
+    let plain = json!({
+        "type": "event_callback", "event_id": "Ev0PLAIN", "team_id": "T0FAKE",
+        "event": {"type": "message", "channel": CHANNEL, "channel_type": "channel", "user": ALICE,
+                  "text": format!("<@{BOT_USER}> /answer {} a", q.id), "ts": "1700000002.000100"},
+    });
+    for body in [plain, event] {
+        let (status, _) = rig
+            .post_signed(
+                "/slack/events",
+                "application/json",
+                &body.to_string(),
+                Signing::Good,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let answered = rig.wait_status(&q.id, Status::Answered).await;
+    assert_eq!(
+        serde_json::to_value(answered.resolution.unwrap().value).unwrap(),
+        json!("b")
+    );
+    let reply = eventually_some(WITHIN, "a reply in the thread", || async {
+        rig.fake
+            .calls_of("chat.postMessage")
+            .into_iter()
+            .find(|c| c.body["thread_ts"] == "1700000002.000100")
+    })
+    .await;
+    assert_eq!(reply.body["channel"], CHANNEL);
+}
+
+#[tokio::test]
 async fn a_429_is_waited_out_and_the_post_sent_again() {
     let rig = Rig::start().await;
     rig.fake.rate_limit_next(1, 1);
