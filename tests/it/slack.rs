@@ -736,6 +736,39 @@ async fn a_channel_without_the_app_is_a_permanent_failure_saying_to_invite_it() 
 }
 
 #[tokio::test]
+async fn slack_unreachable_is_a_retryable_failure_that_names_no_token() {
+    let fake = FakeSlack::start();
+    let slack = Slack::connect(SlackOptions {
+        bot_token: Secret::new(TOKEN),
+        signing_secret: Secret::new(SECRET),
+        api_url: Some(fake.api_url()),
+    })
+    .await
+    .unwrap();
+    fake.stop();
+    let q = askbridge_core::NewQuestion::confirm("Ship?")
+        .session("s")
+        .into_question(
+            QuestionId::random(),
+            askbridge_core::Millis(0),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+    let error = slack
+        .channel()
+        .show(&q, &format!("slack:{CHANNEL}").as_str().into())
+        .await
+        .unwrap_err();
+    assert!(error.is_retryable(), "{error}");
+    let text = format!("{} {error:?}", askbridge_core::error::Chain(&error));
+    assert!(text.contains("cannot reach Slack"), "{text}");
+    assert!(
+        !text.contains(TOKEN) && !text.contains("fakeSlackToken"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
 async fn every_route_checks_the_signature() {
     let rig = Rig::start().await;
     let challenge =

@@ -112,6 +112,11 @@ impl FakeSlack {
         inner.limits.extend(std::iter::repeat_n(seconds, count));
     }
 
+    /// Stops answering, as an outage would.
+    pub fn stop(&self) {
+        self._server.stop();
+    }
+
     /// The app is not a member of `channel`.
     pub fn not_in_channel(&self, channel: &str) {
         self.inner.lock().unwrap().not_in.insert(channel.to_owned());
