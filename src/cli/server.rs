@@ -15,6 +15,7 @@ use askbridge_core::error::Chain;
 use askbridge_core::{Channel, Inbox, Target};
 use askbridge_discord::{Discord, DiscordOptions};
 use askbridge_email::{Email, EmailOptions};
+use askbridge_slack::{Slack, SlackOptions};
 use askbridge_telegram::{Telegram, TelegramOptions, WebhookOptions};
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -110,6 +111,7 @@ struct Chats {
     telegram: Option<TelegramMode>,
     discord: Option<Discord>,
     email: Option<Email>,
+    slack: Option<Slack>,
 }
 
 enum TelegramMode {
@@ -157,10 +159,25 @@ impl Chats {
                 .context("cannot start email")?,
             ),
         };
+        let slack = match &config.slack {
+            None => None,
+            Some(settings) => {
+                let options = SlackOptions {
+                    bot_token: settings.token.clone(),
+                    signing_secret: settings.signing_secret.clone(),
+                    api_url: settings.api_url.clone(),
+                };
+                let slack = Slack::connect(options)
+                    .await
+                    .with_context(|| format!("cannot start Slack ({})", config::SLACK_BOT_TOKEN))?;
+                Some(slack)
+            }
+        };
         Ok(Chats {
             telegram,
             discord,
             email,
+            slack,
         })
     }
 
@@ -172,7 +189,9 @@ impl Chats {
         });
         let discord = self.discord.as_ref().map(Discord::channel);
         let email = self.email.as_ref().map(Email::channel);
-        telegram.into_iter().chain(discord).chain(email).collect()
+        let slack = self.slack.as_ref().map(Slack::channel);
+        let others = discord.into_iter().chain(email).chain(slack);
+        telegram.into_iter().chain(others).collect()
     }
 
     /// Adds the webhook routes to `state` and starts the update loops, which run until the bridge
@@ -202,6 +221,9 @@ impl Chats {
                 )));
             }
             None => {}
+        }
+        if let Some(slack) = &self.slack {
+            state = state.with_routes(slack.routes(Arc::clone(&inbox)));
         }
         if let Some(discord) = self.discord {
             state = state.with_routes(discord.routes(Arc::clone(&inbox)));

@@ -99,6 +99,17 @@ pub struct EmailConfig {
     pub authserv_id: Option<String>,
 }
 
+/// Slack settings (HTTP mode).
+#[derive(Clone, Debug)]
+pub struct SlackConfig {
+    /// The bot token.
+    pub token: Secret,
+    /// The app's signing secret.
+    pub signing_secret: Secret,
+    /// Web API base URL, if not Slack's.
+    pub api_url: Option<String>,
+}
+
 /// Everything askbridge reads from the environment.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -122,6 +133,8 @@ pub struct Config {
     pub discord: Option<DiscordConfig>,
     /// Email, when [`EMAIL_SMTP_URL`] is set.
     pub email: Option<EmailConfig>,
+    /// Slack, when [`SLACK_BOT_TOKEN`] is set.
+    pub slack: Option<SlackConfig>,
     /// See [`FLOWS`]: (name, URL) pairs.
     pub http_flows: Vec<(String, String)>,
     /// See [`FLOW_SECRET`].
@@ -233,6 +246,15 @@ impl Config {
             }),
             _ => None,
         };
+        // check_pairs has made sure the signing secret comes with the token.
+        let slack = v
+            .slack_bot_token
+            .zip(v.slack_signing_secret)
+            .map(|(token, signing_secret)| SlackConfig {
+                token,
+                signing_secret,
+                api_url: v.slack_api_url,
+            });
         let mut allowed_hosts = v.allowed_hosts.unwrap_or_default();
         // Telegram posts its webhook to this name.
         allowed_hosts.extend(
@@ -256,6 +278,7 @@ impl Config {
             telegram,
             discord,
             email,
+            slack,
             http_flows: v.flows.unwrap_or_default(),
             flow_secret: v.flow_secret,
             run_lease: v.run_lease,
@@ -288,10 +311,21 @@ impl Values {
         }
         let discord_endpoint =
             self.discord_bot_token.is_some() && self.discord_public_key.is_some();
+        if self.slack_bot_token.is_some() && self.slack_signing_secret.is_none() {
+            return Err(ConfigError {
+                variable: SLACK_SIGNING_SECRET,
+                reason: format!(
+                    "is required with {SLACK_BOT_TOKEN}: Slack reaches askbridge over HTTP (Socket Mode \
+                     is not supported yet), and its requests are checked with the app's signing secret"
+                ),
+            });
+        }
         let public_endpoint = if telegram_webhook {
             Some(TELEGRAM_WEBHOOK_URL)
         } else if discord_endpoint {
             Some(DISCORD_PUBLIC_KEY)
+        } else if self.slack_bot_token.is_some() {
+            Some(SLACK_BOT_TOKEN)
         } else {
             None
         };
@@ -462,6 +496,20 @@ mod tests {
             config.http_flows[1],
             ("report".to_owned(), "http://127.0.0.1:9/r".to_owned())
         );
+    }
+
+    #[test]
+    fn slack_needs_its_signing_secret_and_the_api_token() {
+        let token = (SLACK_BOT_TOKEN, "xoxb-1");
+        let missing = config(&[token]).unwrap_err();
+        assert_eq!(missing.variable, SLACK_SIGNING_SECRET);
+        assert!(missing.reason.contains("Socket Mode"), "{}", missing.reason);
+        let with_secret = [token, (SLACK_SIGNING_SECRET, "s")];
+        assert_eq!(config(&with_secret).unwrap_err().variable, API_TOKEN);
+        let config = config(&[with_secret[0], with_secret[1], (API_TOKEN, "t")]).unwrap();
+        let slack = config.slack.unwrap();
+        assert_eq!(slack.signing_secret.expose(), "s");
+        assert_eq!(slack.api_url, None);
     }
 
     #[test]

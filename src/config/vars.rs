@@ -144,6 +144,15 @@ settings! {
     EMAIL_AUTHSERV_ID = "EMAIL_AUTHSERV_ID",
         email_authserv_id: Option<String> = parse::text, unset "none",
         "authserv-id your receiving server writes in `Authentication-Results` (`mx.example.com`); only its results are trusted";
+    SLACK_BOT_TOKEN = "SLACK_BOT_TOKEN",
+        slack_bot_token: Option<Secret> = parse::secret, unset "none",
+        "Slack bot token (`xoxb-...`); Slack is on when set (HTTP mode: needs `SLACK_SIGNING_SECRET`)";
+    SLACK_SIGNING_SECRET = "SLACK_SIGNING_SECRET",
+        slack_signing_secret: Option<Secret> = parse::secret, unset "none",
+        "Slack app signing secret, checked on every request to `/slack/*`";
+    SLACK_API_URL = "SLACK_API_URL",
+        slack_api_url: Option<String> = parse::text, unset "Slack's",
+        "Slack Web API base URL (for proxies and tests)";
     FLOWS = "ASKBRIDGE_FLOWS",
         flows: Option<Vec<(String, String)>> = parse::flows, unset "none",
         "HTTP flows, `name=url` pairs, comma-separated";

@@ -36,6 +36,7 @@ mod quorum;
 mod restart;
 mod runs_crash;
 mod settings;
+mod slack;
 mod store_conformance;
 mod telegram;
 mod web;

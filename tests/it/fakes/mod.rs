@@ -1,6 +1,7 @@
 //! Fake chat platforms on loopback, for the real client libraries.
 
 pub mod discord;
+pub mod slack;
 pub mod telegram;
 
 use axum::Router;

@@ -1,0 +1,416 @@
+//! How a question looks on Slack: one message of Block Kit blocks, its text from
+//! `render::question_text` and its elements from `render::buttons`.
+//!
+//! Slack refuses a whole message (`invalid_blocks`) when one element breaks a limit, and the
+//! client crate checks none of them, so they are kept here and tested: button text of at most 75
+//! characters, `value` of at most 2,000, `action_id` of at most 255 and unique in the message, at
+//! most 25 elements in an actions block, 50 blocks in a message, 100 options in a select.
+//! Single-choice questions with a few options get a button each; more options get a static
+//! select, and a multi-choice question a multi-static select, whose options' values are the
+//! plain-text commands for each option (`/answer <id> 2`): a chosen option is a typed command, and
+//! several chosen ones make one command with their numbers joined (see [`select_command`]).
+//!
+//! Text from outside (a prompt, a detail, an option, a name) is escaped for mrkdwn, so that a
+//! question cannot ping `@channel` (`<!channel>`) or show a link other than what it says.
+
+use askbridge_core::render::{self, Button, ButtonRole};
+use askbridge_core::{Kind, Question, Status};
+use slack_morphism::prelude::*;
+
+/// Slack's limit on a button's text, in characters.
+pub const BUTTON_TEXT_CHARS: usize = 75;
+/// Slack's limit on a button's or an option's `value`, in characters.
+pub const VALUE_CHARS: usize = 2000;
+/// Slack's limit on an `action_id`, in characters.
+pub const ACTION_ID_CHARS: usize = 255;
+/// Slack's limit on the elements of one actions block.
+pub const ACTIONS_ELEMENTS: usize = 25;
+/// Slack's limit on the blocks of one message.
+pub const MESSAGE_BLOCKS: usize = 50;
+/// Slack's limit on the options of a select menu.
+pub const SELECT_OPTIONS: usize = 100;
+/// Slack's limit on an option's text, in characters.
+pub const OPTION_TEXT_CHARS: usize = 75;
+/// Slack's limit on a section's text, in characters.
+pub const SECTION_CHARS: usize = 3000;
+/// The most options shown as buttons; more get a select menu.
+pub const MAX_OPTION_BUTTONS: usize = 5;
+/// Characters of the prompt in a message's notification text.
+const FALLBACK_CHARS: usize = 150;
+
+/// `text` escaped for mrkdwn: `&`, `<` and `>` lose their meaning, so no mention, ping or link
+/// can come out of it.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `text` escaped, in at most `max` characters.
+pub(crate) fn escaped_within(text: &str, max: usize) -> String {
+    let escaped = escape(text);
+    if escaped.chars().count() <= max {
+        return escaped;
+    }
+    // Escaping lengthens: shorten the raw text until its escaped form fits.
+    let mut room = max;
+    loop {
+        room = room * 9 / 10;
+        let escaped = escape(&render::shorten(text, room));
+        if escaped.chars().count() <= max {
+            return escaped;
+        }
+    }
+}
+
+/// `text` escaped, within Slack's limit on a section's text.
+fn section_text(text: &str) -> String {
+    escaped_within(text, SECTION_CHARS)
+}
+
+fn section(text: &str) -> SlackBlock {
+    SlackSectionBlock::new()
+        .with_text(SlackBlockText::MarkDown(SlackBlockMarkDownText::new(
+            section_text(text),
+        )))
+        .into()
+}
+
+/// The message's notification text (what a phone shows): the prompt, escaped.
+pub fn fallback_text(question: &Question) -> String {
+    escape(&format!(
+        "❓ {}",
+        render::shorten(&question.prompt, FALLBACK_CHARS)
+    ))
+}
+
+/// The text of the message showing `question`.
+pub fn message_text(question: &Question) -> String {
+    let mut text = render::question_text(question, SECTION_CHARS - 200);
+    if question.allow_custom && !question.options.is_empty() {
+        text.push_str("\nYou may also answer in your own words.");
+    }
+    text
+}
+
+/// The text replacing the message once `question` is resolved: the question, then the outcome.
+pub fn resolved_text(question: &Question) -> String {
+    let mark = match question.status {
+        Status::Answered => "✅",
+        Status::Declined => "🚫",
+        Status::Expired => "⌛",
+        Status::Cancelled => "✖️",
+        Status::Pending => "❓",
+    };
+    let asked = render::question_body(question, SECTION_CHARS - 400);
+    format!("{asked}\n\n{mark} {}", render::outcome_line(question))
+}
+
+/// The blocks of the message showing `question`: its text, then its elements.
+pub fn question_blocks(question: &Question) -> Vec<SlackBlock> {
+    let mut blocks = vec![section(&message_text(question))];
+    let Elements { before, elements } = elements(question);
+    blocks.extend(before);
+    for chunk in elements.chunks(ACTIONS_ELEMENTS) {
+        if blocks.len() == MESSAGE_BLOCKS {
+            break;
+        }
+        blocks.push(SlackActionsBlock::new(chunk.to_vec()).into());
+    }
+    blocks
+}
+
+/// The blocks replacing the message once `question` is resolved: text only, no elements.
+pub fn resolved_blocks(question: &Question) -> Vec<SlackBlock> {
+    vec![section(&resolved_text(question))]
+}
+
+/// The blocks of a line of text.
+pub fn text_blocks(text: &str) -> Vec<SlackBlock> {
+    vec![section(text)]
+}
+
+fn action_id(index: usize) -> SlackActionId {
+    SlackActionId(format!("askbridge-{index}"))
+}
+
+fn button(index: usize, button: Button, kind: Kind) -> SlackActionBlockElement {
+    let text = match button.number {
+        Some(number) => format!("{number}. {}", button.label),
+        None => button.label,
+    };
+    let style = match button.role {
+        ButtonRole::Accept if kind != Kind::Ask => Some(SlackBlockButtonStyle::Primary),
+        ButtonRole::Refuse if matches!(kind, Kind::Confirm | Kind::Approval) => {
+            Some(SlackBlockButtonStyle::Danger)
+        }
+        _ => None,
+    };
+    let element = SlackBlockButtonElement::new(SlackBlockPlainTextOnly::from(render::shorten(
+        &text,
+        BUTTON_TEXT_CHARS,
+    )))
+    .with_action_id(action_id(index))
+    .with_value(button.payload);
+    SlackActionBlockElement::Button(match style {
+        Some(style) => element.with_style(style),
+        None => element,
+    })
+}
+
+/// A question's interactive parts: a section holding a multi-select, then the elements of its
+/// actions blocks.
+struct Elements {
+    before: Option<SlackBlock>,
+    elements: Vec<SlackActionBlockElement>,
+}
+
+/// The elements for `question`, in order, with unique action ids.
+fn elements(question: &Question) -> Elements {
+    let uses_select = question.kind == Kind::Ask
+        && (question.multi || question.options.len() > MAX_OPTION_BUTTONS);
+    let mut buttons = render::buttons(question, &[]);
+    if !uses_select {
+        return Elements {
+            before: None,
+            elements: buttons
+                .into_iter()
+                .enumerate()
+                .map(|(index, b)| button(index, b, question.kind))
+                .collect(),
+        };
+    }
+    // The Decline button every ask question ends with stays a button after the select.
+    let decline = buttons.pop().filter(|b| b.role == ButtonRole::Refuse);
+    let options: Vec<SlackBlockChoiceItem<SlackBlockPlainTextOnly>> = question
+        .options
+        .iter()
+        .take(SELECT_OPTIONS)
+        .enumerate()
+        .map(|(index, label)| {
+            let text = format!("{}. {label}", index + 1);
+            SlackBlockChoiceItem::new(
+                SlackBlockPlainTextOnly::from(render::shorten(&text, OPTION_TEXT_CHARS)),
+                format!("/answer {} {}", question.id, index + 1),
+            )
+        })
+        .collect();
+    let decline = decline.map(|d| button(1, d, question.kind));
+    if question.multi {
+        // Slack takes a multi-select in a section (or an input), not in an actions block.
+        let select = SlackBlockMultiStaticSelectElement::new()
+            .with_action_id(action_id(0))
+            .with_placeholder(SlackBlockPlainTextOnly::from("Choose"))
+            .with_options(options);
+        let chooser: SlackBlock = SlackSectionBlock::new()
+            .with_text(SlackBlockText::MarkDown(SlackBlockMarkDownText::new(
+                "Choose one or more, then close the menu:".to_owned(),
+            )))
+            .with_accessory(SlackSectionBlockElement::MultiStaticSelect(select))
+            .into();
+        return Elements {
+            before: Some(chooser),
+            elements: decline.into_iter().collect(),
+        };
+    }
+    let select = SlackActionBlockElement::StaticSelect(
+        SlackBlockStaticSelectElement::new()
+            .with_action_id(action_id(0))
+            .with_placeholder(SlackBlockPlainTextOnly::from("Choose one"))
+            .with_options(options),
+    );
+    let mut elements = vec![select];
+    elements.extend(decline);
+    Elements {
+        before: None,
+        elements,
+    }
+}
+
+/// The command a multi-static select's chosen options make: their values are each
+/// `/answer <id> <n>`, and together they are `/answer <id> <n>,<m>`. `None` when nothing is
+/// chosen or the values are not of one question.
+pub fn select_command(values: &[String]) -> Option<String> {
+    let mut prefix: Option<&str> = None;
+    let mut numbers = Vec::with_capacity(values.len());
+    for value in values {
+        let (head, number) = value.rsplit_once(' ')?;
+        if *prefix.get_or_insert(head) != head {
+            return None;
+        }
+        numbers.push(number);
+    }
+    Some(format!("{} {}", prefix?, numbers.join(",")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use askbridge_core::question::{DEFAULT_TIMEOUT, MAX_LABEL_CHARS, MAX_OPTIONS};
+    use askbridge_core::{Millis, NewQuestion, QuestionId};
+    use serde_json::Value;
+    use std::collections::HashSet;
+
+    fn question(request: NewQuestion) -> Question {
+        request
+            .session("s")
+            .into_question(
+                QuestionId::parse("k3f9x2m8qa").unwrap(),
+                Millis(0),
+                DEFAULT_TIMEOUT,
+            )
+            .unwrap()
+    }
+
+    /// Every limit Slack checks on a message's blocks, as the fake Slack checks them.
+    fn check_limits(blocks: &[SlackBlock]) {
+        let blocks = serde_json::to_value(blocks).unwrap();
+        let blocks = blocks.as_array().unwrap();
+        assert!(blocks.len() <= MESSAGE_BLOCKS);
+        let mut ids = HashSet::new();
+        for block in blocks {
+            if let Some(text) = block.pointer("/text/text").and_then(Value::as_str) {
+                assert!(text.chars().count() <= SECTION_CHARS);
+            }
+            let elements = match (block["elements"].as_array(), block.get("accessory")) {
+                (Some(elements), _) => elements.clone(),
+                (None, Some(accessory)) => vec![accessory.clone()],
+                (None, None) => continue,
+            };
+            assert!(elements.len() <= ACTIONS_ELEMENTS);
+            for element in &elements {
+                let id = element["action_id"].as_str().unwrap();
+                assert!(id.chars().count() <= ACTION_ID_CHARS);
+                assert!(ids.insert(id.to_owned()), "{id} twice");
+                if let Some(text) = element.pointer("/text/text").and_then(Value::as_str) {
+                    assert!(text.chars().count() <= BUTTON_TEXT_CHARS, "{text}");
+                }
+                if let Some(value) = element["value"].as_str() {
+                    assert!(value.chars().count() <= VALUE_CHARS);
+                }
+                if let Some(options) = element["options"].as_array() {
+                    assert!(options.len() <= SELECT_OPTIONS);
+                    for option in options {
+                        let text = option.pointer("/text/text").unwrap().as_str().unwrap();
+                        assert!(text.chars().count() <= OPTION_TEXT_CHARS, "{text}");
+                        assert!(option["value"].as_str().unwrap().len() <= VALUE_CHARS);
+                    }
+                }
+            }
+        }
+    }
+
+    fn elements_json(q: &Question) -> Vec<Value> {
+        let blocks = serde_json::to_value(question_blocks(q)).unwrap();
+        blocks.as_array().unwrap()[1..]
+            .iter()
+            .flat_map(|b| match b["elements"].as_array() {
+                Some(elements) => elements.clone(),
+                None => vec![b["accessory"].clone()],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn few_options_are_buttons_carrying_the_commands() {
+        let long = "l".repeat(MAX_LABEL_CHARS);
+        let q = question(NewQuestion::ask("Which?").options(["dayjs", long.as_str()]));
+        let elements = elements_json(&q);
+        assert_eq!(elements[0]["type"], "button");
+        assert_eq!(elements[0]["text"]["text"], "1. dayjs");
+        assert_eq!(elements[0]["value"], "/answer k3f9x2m8qa 1");
+        assert!(elements[1]["text"]["text"].as_str().unwrap().ends_with('…'));
+        assert_eq!(elements[2]["value"], "/decline k3f9x2m8qa");
+        check_limits(&question_blocks(&q));
+    }
+
+    #[test]
+    fn many_options_or_multi_get_a_select_and_decline() {
+        let options: Vec<String> = (1..=MAX_OPTIONS)
+            .map(|n| format!("{n}{}", "x".repeat(MAX_LABEL_CHARS - 3)))
+            .collect();
+        let one = question(NewQuestion::ask("Which?").options(options.clone()));
+        let elements = elements_json(&one);
+        assert_eq!(elements[0]["type"], "static_select");
+        assert_eq!(
+            elements[0]["options"].as_array().unwrap().len(),
+            MAX_OPTIONS
+        );
+        assert_eq!(elements[0]["options"][24]["value"], "/answer k3f9x2m8qa 25");
+        assert_eq!(elements[1]["value"], "/decline k3f9x2m8qa");
+        check_limits(&question_blocks(&one));
+        let multi = question(NewQuestion::ask("Which?").options(["a", "b"]).multi());
+        assert_eq!(elements_json(&multi)[0]["type"], "multi_static_select");
+        check_limits(&question_blocks(&multi));
+    }
+
+    #[test]
+    fn confirm_and_approval_buttons() {
+        let confirm = question(NewQuestion::confirm("Ship?"));
+        let values: Vec<Value> = elements_json(&confirm)
+            .iter()
+            .map(|e| e["value"].clone())
+            .collect();
+        assert_eq!(values, ["/answer k3f9x2m8qa yes", "/answer k3f9x2m8qa no"]);
+        let action =
+            askbridge_core::Action::new("shell", serde_json::json!({"command": "rm -rf build/"}));
+        let approval = question(NewQuestion::ask("Run it?").approve(action));
+        let texts: Vec<Value> = elements_json(&approval)
+            .iter()
+            .map(|e| e["text"]["text"].clone())
+            .collect();
+        assert_eq!(texts, ["Allow once", "Always allow", "Reject"]);
+        check_limits(&question_blocks(&approval));
+    }
+
+    #[test]
+    fn text_from_outside_cannot_ping_or_link() {
+        let q = question(
+            NewQuestion::ask("<!channel> deploy & <https://evil|click>?").options(["<@U1>"]),
+        );
+        let blocks = serde_json::to_value(question_blocks(&q)).unwrap();
+        let text = blocks[0]["text"]["text"].as_str().unwrap();
+        assert!(text.contains("&lt;!channel&gt; deploy &amp; &lt;https://evil|click&gt;?"));
+        assert!(text.contains("1. &lt;@U1&gt;"));
+        assert!(!text.contains('<'), "{text}");
+        assert_eq!(escape("a<b>&c"), "a&lt;b&gt;&amp;c");
+    }
+
+    #[test]
+    fn a_long_escaped_text_still_fits_a_section() {
+        let mut q = question(NewQuestion::ask("Which?"));
+        q.detail = Some("<&>".repeat(3000));
+        check_limits(&question_blocks(&q));
+        check_limits(&resolved_blocks(&q));
+    }
+
+    #[test]
+    fn chosen_options_make_one_command() {
+        let values = [
+            "/answer k3f9x2m8qa 1".to_owned(),
+            "/answer k3f9x2m8qa 3".to_owned(),
+        ];
+        assert_eq!(
+            select_command(&values).as_deref(),
+            Some("/answer k3f9x2m8qa 1,3")
+        );
+        assert_eq!(select_command(&[]), None);
+        let mixed = ["/answer a 1".to_owned(), "/answer b 2".to_owned()];
+        assert_eq!(select_command(&mixed), None);
+    }
+
+    #[test]
+    fn resolved_blocks_have_no_elements() {
+        let q = question(NewQuestion::ask("Which?").options(["a"]));
+        let blocks = serde_json::to_value(resolved_blocks(&q)).unwrap();
+        assert_eq!(blocks.as_array().unwrap().len(), 1);
+        assert_eq!(blocks[0]["type"], "section");
+    }
+}

@@ -1,0 +1,198 @@
+//! askbridge's Slack channel, on slack-morphism.
+//!
+//! A question becomes one message of Block Kit blocks: the prompt, the numbered options and the
+//! commands to type, with buttons (or a select menu) whose every `value` is the plain-text command
+//! it stands for (`/answer <id> 2`), so a click and a typed command take the same path through the
+//! bridge's [`Inbox`]. When the question is resolved anywhere, the message is updated: the
+//! elements go and the text says what happened.
+//!
+//! Slack reaches askbridge over HTTP (Events API, interactivity and slash commands, each request
+//! signed with the app's signing secret). Socket Mode is not implemented yet.
+//!
+//! # Layout
+//!
+//! - `lib.rs`: [`Slack`], connecting (`auth.test`).
+//! - `blocks.rs`: the blocks of a question, Slack's limits, mrkdwn escaping.
+//! - `sending.rs`: the [`Channel`] side: posting and updating, with rate limits waited out and
+//!   failures mapped to retryable or permanent errors.
+//! - `http.rs`: the routes Slack posts to, their signature checked, and what each request means.
+
+pub mod blocks;
+mod http;
+mod sending;
+
+use askbridge_core::{Channel, Inbox, Secret};
+use slack_morphism::prelude::*;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use http::{
+    COMMANDS_PATH, EVENTS_PATH, INTERACTIONS_PATH, RETRY_HEADER, SIGNATURE_HEADER,
+    TIMESTAMP_HEADER, sign,
+};
+pub use sending::SlackApiError;
+
+/// The surface name, and the prefix of targets and identities (`slack:<id>`).
+pub const SURFACE: &str = "slack";
+/// Slack's Web API.
+pub const DEFAULT_API_URL: &str = "https://slack.com/api";
+
+/// Everything that can go wrong connecting to Slack.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// `SLACK_API_URL` is not a URL.
+    #[error("SLACK_API_URL `{0}` is not an http(s) URL")]
+    BadApiUrl(String),
+    /// No TLS roots to check Slack's certificate with.
+    #[error("cannot load the system's TLS root certificates: {0}")]
+    Tls(String),
+    /// Slack refused the token.
+    #[error(
+        "Slack refused SLACK_BOT_TOKEN ({0}); copy the Bot User OAuth Token (xoxb-...) from the app's OAuth & Permissions page"
+    )]
+    Unauthorized(String),
+    /// Slack could not be reached (after retries).
+    #[error("cannot reach the Slack Web API: {0}")]
+    Unreachable(SlackApiError),
+}
+
+/// How to reach Slack.
+#[derive(Clone)]
+pub struct SlackOptions {
+    /// The bot token (`xoxb-...`).
+    pub bot_token: Secret,
+    /// The app's signing secret, which every request Slack posts is signed with.
+    pub signing_secret: Secret,
+    /// A Web API base other than Slack's (a proxy, or a test fake), like `http://127.0.0.1:9/api`.
+    pub api_url: Option<String>,
+}
+
+impl std::fmt::Debug for SlackOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlackOptions")
+            .field("bot_token", &"***")
+            .field("signing_secret", &"***")
+            .field("api_url", &self.api_url)
+            .finish()
+    }
+}
+
+/// The Web API client and the bot token it calls with.
+pub(crate) struct Client {
+    pub(crate) client: SlackClient<SlackClientHyperHttpsConnector>,
+    token: SlackApiToken,
+}
+
+impl Client {
+    pub(crate) fn session(&self) -> SlackClientSession<'_, SlackClientHyperHttpsConnector> {
+        self.client.open_session(&self.token)
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Client(***)")
+    }
+}
+
+/// A connected Slack app: its channel and its routes.
+#[derive(Clone)]
+pub struct Slack {
+    client: Arc<Client>,
+    /// The bot's own user id: its mentions are stripped, its messages ignored.
+    bot_user: Arc<str>,
+    signing_secret: Secret,
+}
+
+impl std::fmt::Debug for Slack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slack")
+            .field("bot_user", &self.bot_user)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Slack {
+    /// Checks the token with `auth.test` (retrying a few times while Slack is unreachable).
+    pub async fn connect(options: SlackOptions) -> Result<Self, Error> {
+        let api_url = options
+            .api_url
+            .clone()
+            .unwrap_or_else(|| DEFAULT_API_URL.to_owned());
+        let api_url = api_url.trim_end_matches('/').to_owned();
+        if !(api_url.starts_with("https://") || api_url.starts_with("http://")) {
+            return Err(Error::BadApiUrl(api_url));
+        }
+        // Plain http only for a base named explicitly (a local proxy, a test fake): Slack's own
+        // is https.
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_native_roots()
+            .map_err(|e| Error::Tls(e.to_string()))?
+            .https_or_http()
+            .enable_http1()
+            .enable_http2()
+            .build();
+        let connector = SlackClientHyperConnector::from(https).with_slack_api_url(&api_url);
+        let client = Arc::new(Client {
+            client: SlackClient::new(connector),
+            token: SlackApiToken::new(SlackApiTokenValue(options.bot_token.expose().to_owned())),
+        });
+        let mut delay = Duration::from_millis(500);
+        let me = loop {
+            match sending::call("auth.test", "", || async {
+                client.session().auth_test().await
+            })
+            .await
+            {
+                Ok(me) => break me,
+                Err(error) if !error.is_retryable() => {
+                    return Err(Error::Unauthorized(error.to_string()));
+                }
+                Err(error) if delay < Duration::from_secs(8) => {
+                    tracing::warn!(%error, "cannot reach Slack yet; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay *= 2;
+                }
+                Err(error) => return Err(Error::Unreachable(error)),
+            }
+        };
+        tracing::info!(bot_user = %me.user_id, team = %me.team, mode = "http", "connected to Slack");
+        Ok(Slack {
+            client,
+            bot_user: me.user_id.0.into(),
+            signing_secret: options.signing_secret,
+        })
+    }
+
+    /// The bot's user id.
+    pub fn bot_user(&self) -> &str {
+        &self.bot_user
+    }
+
+    /// The [`Channel`] that shows questions in Slack channels.
+    pub fn channel(&self) -> Arc<dyn Channel> {
+        Arc::new(sending::SlackChannel::new(Arc::clone(&self.client)))
+    }
+
+    /// Routes for askbridge's HTTP server: `/slack/events`, `/slack/interactions` and
+    /// `/slack/commands`, each checking Slack's signature.
+    pub fn routes(&self, inbox: Arc<dyn Inbox>) -> axum::Router {
+        http::router(self.clone(), inbox)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_hides_secrets() {
+        let options = SlackOptions {
+            bot_token: Secret::new("xoxb-topsecret"),
+            signing_secret: Secret::new("signing-topsecret"),
+            api_url: None,
+        };
+        let printed = format!("{options:?}");
+        assert!(!printed.contains("topsecret"), "{printed}");
+    }
+}
