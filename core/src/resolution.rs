@@ -47,7 +47,7 @@ impl Resolution {
     }
 
     /// The rule this resolution creates: an approval's "always", answered by a person (a rule's
-    /// own decision creates nothing). Decided once, by [`Question::apply`].
+    /// own decision creates nothing). Decided once, by [`crate::Question::apply`].
     pub fn rule_to_create(&self) -> Option<&RuleId> {
         self.decider.actor().and(self.rule_id.as_ref())
     }

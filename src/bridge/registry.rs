@@ -276,7 +276,7 @@ impl Bridge {
     }
 }
 
-/// Why [`Bridge::create_for_run`] created nothing.
+/// Why `Bridge::create_for_run` created nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum CreateError {
     /// The request cannot be asked.
