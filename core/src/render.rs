@@ -251,6 +251,21 @@ pub fn who(resolution: &Resolution) -> String {
         .map_or_else(|| resolution.by().to_string(), str::to_owned)
 }
 
+/// What replaces a message showing `question` once it is resolved: the question (its body within
+/// `body_chars`), then a mark for how it ended and the outcome line. One text for every chat
+/// surface that edits its message, so they agree on how an ending looks.
+pub fn resolved_text(question: &Question, body_chars: usize) -> String {
+    let mark = match question.status {
+        Status::Answered => "✅",
+        Status::Declined => "🚫",
+        Status::Expired => "⌛",
+        Status::Cancelled => "✖️",
+        Status::Pending => "❓",
+    };
+    let asked = question_body(question, body_chars);
+    format!("{asked}\n\n{mark} {}", outcome_line(question))
+}
+
 /// One line saying how a resolved question ended, e.g. "Answered: dayjs, by @alice via discord".
 pub fn outcome_line(question: &Question) -> String {
     let Some(resolution) = &question.resolution else {

@@ -14,7 +14,7 @@
 //! question cannot ping `@channel` (`<!channel>`) or show a link other than what it says.
 
 use askbridge_core::render::{self, Button, ButtonRole};
-use askbridge_core::{Kind, Question, Status};
+use askbridge_core::{Kind, Question};
 use slack_morphism::prelude::*;
 
 /// Slack's limit on a button's text, in characters.
@@ -102,15 +102,7 @@ pub fn message_text(question: &Question) -> String {
 
 /// The text replacing the message once `question` is resolved: the question, then the outcome.
 pub fn resolved_text(question: &Question) -> String {
-    let mark = match question.status {
-        Status::Answered => "✅",
-        Status::Declined => "🚫",
-        Status::Expired => "⌛",
-        Status::Cancelled => "✖️",
-        Status::Pending => "❓",
-    };
-    let asked = render::question_body(question, SECTION_CHARS - 400);
-    format!("{asked}\n\n{mark} {}", render::outcome_line(question))
+    render::resolved_text(question, SECTION_CHARS - 400)
 }
 
 /// The blocks of the message showing `question`: its text, then its elements.

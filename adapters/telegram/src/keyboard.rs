@@ -6,7 +6,7 @@
 //! given whole in the text.
 
 use askbridge_core::render::{self, ButtonRole};
-use askbridge_core::{Kind, Question, Status};
+use askbridge_core::{Kind, Question};
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
 /// Telegram's limit on a message's text, in characters.
@@ -27,15 +27,7 @@ pub fn message_text(question: &Question) -> String {
 
 /// The text replacing the message once `question` is resolved: the question, then the outcome.
 pub fn resolved_text(question: &Question) -> String {
-    let mark = match question.status {
-        Status::Answered => "✅",
-        Status::Declined => "🚫",
-        Status::Expired => "⌛",
-        Status::Cancelled => "✖️",
-        Status::Pending => "❓",
-    };
-    let asked = render::question_body(question, MESSAGE_LIMIT - OUTCOME_ROOM);
-    format!("{asked}\n\n{mark} {}", render::outcome_line(question))
+    render::resolved_text(question, MESSAGE_LIMIT - OUTCOME_ROOM)
 }
 
 /// The inline keyboard for `question` with `selection` (1-based option numbers) chosen.
