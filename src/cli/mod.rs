@@ -9,6 +9,7 @@
 //! constants and the README.
 
 pub(crate) mod ask;
+mod chats;
 pub(crate) mod client;
 pub(crate) mod exec;
 mod late;
