@@ -8,7 +8,6 @@ use crate::fakes::discord::{
 use crate::support::{eventually, eventually_some, memory_bridge};
 use askbridge::Bridge;
 use askbridge::bridge::Attempt;
-use askbridge::http::{AppState, app};
 use askbridge_core::{Actor, Inbox, NewQuestion, Question, QuestionId, Status, render};
 use askbridge_discord::Discord;
 use askbridge_discord::serenity::http::HttpBuilder;
@@ -76,9 +75,9 @@ impl Rig {
 
     /// Without the gateway: for the HTTP endpoint and the outage.
     async fn over(fake: FakeDiscord, discord: Discord) -> Rig {
-        let (bridge, _) = crate::support::memory_bridge_and(discord.channel()).await;
-        let inbox: Arc<dyn Inbox> = Arc::new(bridge.clone());
-        let api = app(AppState::new(bridge.clone(), None).with_routes(discord.routes(inbox)));
+        let (bridge, api) =
+            crate::support::memory_bridge_routed(discord.channel(), |inbox| discord.routes(inbox))
+                .await;
         Rig {
             fake,
             bridge,

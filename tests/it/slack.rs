@@ -6,14 +6,12 @@
 use crate::fakes::slack::{BOT_USER, Call, FakeSlack, TOKEN};
 use crate::support::{eventually, eventually_some};
 use askbridge::Bridge;
-use askbridge::http::{AppState, app};
-use askbridge_core::{Inbox, Question, QuestionId, Secret, Status};
+use askbridge_core::{Question, QuestionId, Secret, Status};
 use askbridge_slack::{Slack, SlackOptions};
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::{Value, json};
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tower::ServiceExt;
 
@@ -50,9 +48,9 @@ impl Rig {
         .await
         .unwrap();
         assert_eq!(slack.bot_user(), BOT_USER);
-        let (bridge, _) = crate::support::memory_bridge_and(slack.channel()).await;
-        let inbox: Arc<dyn Inbox> = Arc::new(bridge.clone());
-        let app = app(AppState::new(bridge.clone(), None).with_routes(slack.routes(inbox)));
+        let (bridge, app) =
+            crate::support::memory_bridge_routed(slack.channel(), |inbox| slack.routes(inbox))
+                .await;
         // Kept for calls the bridge makes only on timers (reminders).
         Rig {
             fake,

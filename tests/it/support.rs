@@ -177,6 +177,18 @@ pub async fn memory_bridge_and(channel: Arc<dyn Channel>) -> (Bridge, Arc<FakeCh
     bridge_with(store, |builder| builder.channel(channel)).await
 }
 
+/// [`memory_bridge_and`] a platform's `channel`, with the HTTP app serving the platform's
+/// `routes` (its webhooks, given the bridge as their inbox) beside the API.
+pub async fn memory_bridge_routed(
+    channel: Arc<dyn Channel>,
+    routes: impl FnOnce(Arc<dyn askbridge_core::Inbox>) -> axum::Router,
+) -> (Bridge, axum::Router) {
+    let (bridge, _) = memory_bridge_and(channel).await;
+    let routes = routes(Arc::new(bridge.clone()));
+    let state = askbridge::http::AppState::new(bridge.clone(), None).with_routes(routes);
+    (bridge, askbridge::http::app(state))
+}
+
 /// [`bridge_over`] running `flows`.
 pub async fn bridge_running(store: Arc<dyn Store>, flows: Flows) -> (Bridge, Arc<FakeChannel>) {
     bridge_with(store, |builder| builder.runner(Arc::new(flows))).await
