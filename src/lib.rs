@@ -26,10 +26,11 @@
 //!    (signatures on what askbridge POSTs to other endpoints), [`metrics`] (Prometheus counters)
 //!    and `error` ([`Error`], [`NoAnswer`], [`AskError`]). They import core and the store's
 //!    types, and do not import one another.
-//! 4. **bridge**: [`bridge`]: the registry (create, read, wait, cancel), the one reply path
-//!    (`resolve.rs`: check once, claim once, audit refusals in one place), showing and
-//!    withdrawing questions, the sweeper, what chat messages do, and the [`bridge::Runner`] seam
-//!    flows plug into.
+//! 4. **bridge**: [`bridge`]: a facade of one-line calls over parts that own their work, each
+//!    holding only the store roles it uses: the registry (create, read, wait, cancel), the one
+//!    reply path (`resolve/`: check once, claim once, audit refusals in one place), effects
+//!    (showing and withdrawing questions, the sweeper, reminders), approvals, the inbox (what
+//!    chat messages do) and runs; and the [`bridge::Runner`] seam flows plug into.
 //! 5. **flows**: [`flows`]: follow-up runs: functions started from a chat that wait for people
 //!    without holding a task; they register with the bridge as its runner.
 //! 6. **leader**: [`leader`]: leader leases, so that of several replicas one holds a chat

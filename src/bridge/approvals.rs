@@ -10,6 +10,7 @@
 //! rule matches is allowed at once without being shown, and pending approvals a new rule matches
 //! are allowed too; both are resolved by [`Decider::Rule`], recorded as `by rule:<id> via rule`.
 
+use super::roles::ApprovalRoles;
 use super::{Bridge, EFFECT_RULE, SETTLE_GRACE};
 use crate::store::{ClaimOptions, Error as StoreError, ListFilter};
 use crate::{AskError, Error, NoAnswer};
@@ -95,16 +96,29 @@ fn decides(rule: &Rule, question: &Question, action: &Action) -> bool {
         && question.answerers.contains(&rule.created_by)
 }
 
-impl Bridge {
+/// The approvals' part of the bridge: see the module documentation.
+pub(super) struct Approvals {
+    store: ApprovalRoles,
+}
+
+impl Approvals {
+    pub(super) fn new(store: ApprovalRoles) -> Self {
+        Approvals { store }
+    }
+
     /// Gives an approval without approvers the configured ones; refuses one with none.
-    pub(super) fn name_approvers(&self, request: &mut NewQuestion) -> Result<(), Error> {
+    pub(super) fn name_approvers(
+        &self,
+        bridge: &Bridge,
+        request: &mut NewQuestion,
+    ) -> Result<(), Error> {
         if request.kind != Kind::Approval {
             return Ok(());
         }
-        let configured = &self.options().approvers;
+        let configured = &bridge.options().approvers;
         if let Some(quorum) = &request.quorum {
             // A quorum's members are its approvers: each must be one when approvers are set.
-            self.all_approvers("quorum", &quorum.of)?;
+            self.all_approvers(bridge, "quorum", &quorum.of)?;
             request.answerers = quorum.of.clone();
             return Ok(());
         }
@@ -138,10 +152,11 @@ impl Bridge {
     /// when approvers are configured: nobody else may approve, whatever a request names.
     pub(super) fn all_approvers<'a>(
         &self,
+        bridge: &Bridge,
         field: &'static str,
         people: impl IntoIterator<Item = &'a Identity>,
     ) -> Result<(), Error> {
-        let configured = &self.options().approvers;
+        let configured = &bridge.options().approvers;
         if configured.is_empty() {
             return Ok(());
         }
@@ -158,6 +173,7 @@ impl Bridge {
     /// Allows a new approval at once when a rule matches it. Returns the resolved question then.
     pub(super) async fn allow_by_rule(
         &self,
+        bridge: &Bridge,
         question: &Question,
     ) -> Result<Option<Question>, Error> {
         let Some(action) = question
@@ -167,14 +183,19 @@ impl Bridge {
         else {
             return Ok(None);
         };
-        let rules = self.roles().approvals.rules.rules().await?;
+        let rules = self.store.rules.rules().await?;
         let Some(rule) = rules.iter().find(|rule| decides(rule, question, action)) else {
             return Ok(None);
         };
-        self.allow_with(question, rule).await.map(Some)
+        self.allow_with(bridge, question, rule).await.map(Some)
     }
 
-    async fn allow_with(&self, question: &Question, rule: &Rule) -> Result<Question, Error> {
+    async fn allow_with(
+        &self,
+        bridge: &Bridge,
+        question: &Question,
+        rule: &Rule,
+    ) -> Result<Question, Error> {
         tracing::info!(question_id = %question.id, rule_id = %rule.id, "approval allowed by rule");
         let claim = Claim::new(
             Transition::Answer {
@@ -186,8 +207,7 @@ impl Bridge {
         // Straight to the store, not through `Bridge::claim` (which may create a rule and so
         // come back here): a rule's decision creates no rule, so its effects can run later.
         let Some(claimed) = self
-            .roles()
-            .approvals
+            .store
             .questions
             .claim(question, &claim, ClaimOptions::new(SETTLE_GRACE))
             .await?
@@ -200,14 +220,18 @@ impl Bridge {
             .as_ref()
             .is_some_and(|r| r.decider.rule().is_some())
         {
-            self.after_win(claimed, None);
+            bridge.effects().after_win(bridge, claimed, None);
         }
         Ok(resolved)
     }
 
     /// The effect of an approval answered "always": the rule, then the pending approvals it
     /// matches; recorded as done. Idempotent (the rule's id comes from the question).
-    pub(super) async fn create_rule_now(&self, question: &Question) -> Result<(), Error> {
+    pub(super) async fn create_rule_now(
+        &self,
+        bridge: &Bridge,
+        question: &Question,
+    ) -> Result<(), Error> {
         let (Some(action), Some(resolution)) = (&question.action, &question.resolution) else {
             return Ok(());
         };
@@ -231,11 +255,11 @@ impl Bridge {
             question_id: Some(question.id.clone()),
             quorum: question.quorum.as_ref().map_or(0, |q| q.needs),
         };
-        self.roles().approvals.rules.put_rule(&rule).await?;
+        self.store.rules.put_rule(&rule).await?;
         let mut entry = AuditEntry::resolved(question);
         entry.event = AuditEvent::RuleCreated;
         entry.message = Some(rule.describe());
-        self.roles().approvals.audit.append_audit(&entry).await?;
+        self.store.audit.append_audit(&entry).await?;
         tracing::info!(rule = %rule.describe(), "rule created");
         // The pending approvals it may decide: its session's, or every pending question for a
         // rule that applies everywhere (rare: a person chose "always, everywhere").
@@ -243,7 +267,7 @@ impl Bridge {
             Scope::Session { session_id } => Some(session_id.clone()),
             Scope::Everywhere => None,
         };
-        let pending = self
+        let pending = bridge
             .list(&ListFilter {
                 limit: usize::MAX,
                 session_id,
@@ -256,33 +280,27 @@ impl Bridge {
                 .as_ref()
                 .is_some_and(|a| decides(&rule, other, a))
             {
-                self.allow_with(other, &rule).await?;
+                self.allow_with(bridge, other, &rule).await?;
             }
         }
-        self.roles()
-            .approvals
+        self.store
             .outbox
             .mark_effect(&question.id, EFFECT_RULE)
             .await?;
         Ok(())
     }
 
-    /// True when the rule an "always" answer creates is known to exist.
-    pub(super) fn rule_done(done: &[String]) -> bool {
-        done.iter().any(|e| e == EFFECT_RULE)
-    }
-
     /// Every "always allow" rule.
-    pub async fn rules(&self) -> Result<Vec<Rule>, Error> {
-        let mut rules = self.roles().approvals.rules.rules().await?;
+    pub(super) async fn rules(&self) -> Result<Vec<Rule>, Error> {
+        let mut rules = self.store.rules.rules().await?;
         rules.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
         Ok(rules)
     }
 
     /// Revokes a rule on behalf of `actor`; the audit trail records it, with the rule's scope
     /// and action.
-    pub async fn revoke_rule(&self, id: &RuleId, actor: &Actor) -> Result<(), Error> {
-        let Some(rule) = self.roles().approvals.rules.delete_rule(id).await? else {
+    pub(super) async fn revoke_rule(&self, id: &RuleId, actor: &Actor) -> Result<(), Error> {
+        let Some(rule) = self.store.rules.delete_rule(id).await? else {
             return Err(Error::UnknownRule(id.to_string()));
         };
         let mut entry = AuditEntry::refused(&actor.by, &actor.via, None, None, "");
@@ -294,18 +312,18 @@ impl Bridge {
         };
         entry.digest = Some(rule.action.digest());
         entry.message = Some(rule.describe());
-        self.roles().approvals.audit.append_audit(&entry).await?;
+        self.store.audit.append_audit(&entry).await?;
         tracing::info!(rule_id = %id, by = %actor.by, "rule revoked");
         Ok(())
     }
 
-    /// True when `identity` may manage rules from a chat.
-    pub(crate) fn is_approver(&self, identity: &Identity) -> bool {
-        self.options().approvers.contains(identity)
-    }
-
     /// Audit records passing `filter`.
-    pub async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>, Error> {
-        Ok(self.roles().approvals.audit.audit(filter).await?)
+    pub(super) async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>, Error> {
+        Ok(self.store.audit.audit(filter).await?)
     }
+}
+
+/// True when the rule an "always" answer creates is known to exist.
+pub(super) fn rule_done(done: &[String]) -> bool {
+    done.iter().any(|e| e == EFFECT_RULE)
 }

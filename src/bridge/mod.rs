@@ -6,34 +6,43 @@
 //! resolution all live in the store, so any number of processes can share one Redis. What a
 //! process does keep is only about itself: its channels, its waiters, its metrics.
 //!
-//! - `mod.rs`: the handle, its settings and its channels;
+//! The bridge is a facade over parts that own their work. Each part is a struct holding only the
+//! store roles it uses (see `roles.rs`), so its signature says what it may touch; what the parts
+//! share is this process's own (channels, runner, waiters, recent news, metrics), on the handle.
+//! A part's functions take the `&Bridge` they were called through, for what they ask of another
+//! part: the graph of who calls whom goes through one place.
+//!
+//! - `mod.rs`: the handle, its settings, its channels and what the parts share;
+//! - `facade.rs`: the public functions, each one line into a part;
 //! - `builder.rs`: [`BridgeBuilder`], which wires store, channels, runner and options before
 //!   anything runs;
-//! - `registry.rs`: creating, reading, listing, waiting for and cancelling questions;
-//! - `resolve.rs`: the one path from "someone said this about a question" to "resolved" or
-//!   "refused": read once, authorize once, fit once, claim once, audit refusals in one place;
+//! - `registry.rs` (`Registry`): creating, reading, listing, waiting for and cancelling
+//!   questions;
+//! - `resolve/` (`Resolver`): the one path from "someone said this about a question" to
+//!   "resolved" or "refused": read once, authorize once, fit once, claim once, audit refusals in
+//!   one place; `votes.rs` for questions with a quorum;
+//! - `effects/` (`Effects`): showing questions on channels, what follows a resolution
+//!   (withdrawing buttons everywhere, callbacks, resuming runs); `sweeper.rs`: expiry, finishing
+//!   work a crashed process left, recovery and the event pump; `nudges.rs`: reminders and
+//!   escalation steps, due through the same open index as expiry;
+//! - `approvals.rs` (`Approvals`): approvers, "always allow" rules and the audit trail;
+//! - `inbox/` (`Messages`): what a chat message means (`/answer`, `/decline`, `/pending`, plain
+//!   replies, `/run`): a `Turn` per message, the commands, and forms filled in one field at a
+//!   time in chat, each person's draft in the store;
+//! - `runs.rs` (`Runs`): runs as the HTTP API and chats read them;
 //! - `session.rs`: [`Session`] with `ask`, `confirm`, `approve` and `can_ask`;
-//! - `effects.rs` and `sweeper.rs`: showing questions on channels, what follows a resolution
-//!   (withdrawing buttons everywhere, callbacks, resuming runs), expiry, and finishing work a
-//!   crashed process left;
-//! - `nudges.rs`: reminders and escalation steps of unanswered questions, due through the same
-//!   open index as expiry;
-//! - `votes.rs`: votes on questions with a quorum, and the claim that completes one;
-//! - `approvals.rs`: approvers, "always allow" rules and the audit trail;
-//! - `inbox/`: what a chat message means (`/answer`, `/decline`, `/pending`, plain replies,
-//!   `/run`): a `Turn` per message, the commands, and forms filled in one field at a time in
-//!   chat, each person's draft in the store;
 //! - `roles.rs`: the store roles each part holds;
-//! - `runner.rs`: the [`Runner`] a flow engine is wired in with, so the bridge can resume runs without
-//!   knowing what a flow is;
+//! - `runner.rs`: the [`Runner`] a flow engine is wired in with, so the bridge can resume runs
+//!   without knowing what a flow is;
 //! - `waiters.rs`: this process's waiters, keyed by question id; `recent.rs`: questions and runs
-//!   seen lately, which spare the hot path its reads.
+//!   seen lately, which spare the hot path its reads; `refusals.rs`: how many refusals a caller
+//!   gets recorded one by one.
 
 mod approvals;
 mod builder;
 mod effects;
+mod facade;
 mod inbox;
-mod nudges;
 mod recent;
 mod refusals;
 mod registry;
@@ -42,8 +51,6 @@ mod roles;
 mod runner;
 mod runs;
 mod session;
-mod sweeper;
-mod votes;
 mod waiters;
 
 pub use approvals::{approval_of, decide};
@@ -58,8 +65,9 @@ use crate::Error;
 use crate::metrics::Metrics;
 use crate::store::Store;
 use askbridge_core::question::DEFAULT_TIMEOUT;
-use askbridge_core::{Channel, Identity, QuestionId, Secret, Target};
-use std::collections::{HashMap, HashSet};
+use askbridge_core::run::Run;
+use askbridge_core::{Channel, Identity, Question, QuestionId, Secret, Target, identity};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -121,26 +129,27 @@ pub struct Bridge {
 /// What a bridge is made of. Everything here is fixed when [`BridgeBuilder::start`] makes it:
 /// channels and the runner are wired before anything runs, so no part ever meets a bridge that is
 /// half set up.
+///
+/// The parts own their work and hold only the store roles they use (see `roles.rs`); what they
+/// share is this process's own: its channels, runner, waiters, recent questions and metrics. A
+/// part reaches another part, or what the process shares, through the `&Bridge` its functions
+/// take, so the graph of who calls whom stays in one place: the facade.
 struct Inner {
-    /// The whole store, for the facade's [`Bridge::store`]; the parts use `roles`.
+    /// The whole store, for the facade's [`Bridge::store`]; the parts hold their roles.
     store: Arc<dyn Store>,
-    /// Each part's handles on the store roles it uses.
-    roles: roles::Roles,
+    registry: registry::Registry,
+    resolver: resolve::Resolver,
+    effects: effects::Effects,
+    approvals: approvals::Approvals,
+    inbox: inbox::Messages,
+    runs: runs::Runs,
     /// By surface (`telegram`, `discord`, `console`, ...).
     channels: HashMap<String, Arc<dyn Channel>>,
     runner: Option<Arc<dyn Runner>>,
     /// Questions and runs this process saw lately (see `recent.rs`).
     recent: recent::Recent,
-    /// When the sweeper may next find something due.
-    schedule: sweeper::Schedule,
-    /// How many refusals each caller gets recorded one by one.
-    refusals: refusals::RefusalBudget,
-    /// Questions this process is settling right now.
-    settling: Mutex<HashSet<QuestionId>>,
     /// This process's name as a run's executor.
     owner_id: String,
-    /// For callback URLs: connects only where `callback_egress` allows.
-    callbacks: reqwest::Client,
     waiters: Waiters,
     options: BridgeOptions,
     metrics: Metrics,
@@ -175,18 +184,21 @@ impl Bridge {
         } = parts;
         let questions = questions.unwrap_or_else(|| store.clone());
         let metrics = Metrics::new(store.round_trips());
+        let roles = roles::Roles::of(&store, &questions);
+        let callbacks = options.callback_egress.client(Duration::from_secs(15));
         Bridge {
             inner: Arc::new(Inner {
-                roles: roles::Roles::of(&store, &questions),
+                registry: registry::Registry::new(roles.registry),
+                resolver: resolve::Resolver::new(roles.resolver),
+                effects: effects::Effects::new(roles.effects, callbacks),
+                approvals: approvals::Approvals::new(roles.approvals),
+                inbox: inbox::Messages::new(roles.inbox),
+                runs: runs::Runs::new(roles.runs),
                 store,
                 channels,
                 runner,
                 recent: recent::Recent::default(),
-                schedule: sweeper::Schedule::default(),
-                refusals: refusals::RefusalBudget::default(),
-                settling: Mutex::new(HashSet::new()),
                 owner_id: format!("p{}-{}", std::process::id(), QuestionId::random()),
-                callbacks: options.callback_egress.client(Duration::from_secs(15)),
                 waiters: Waiters::default(),
                 options,
                 metrics,
@@ -221,11 +233,6 @@ impl Bridge {
         &self.inner.owner_id
     }
 
-    /// The HTTP client for callback URLs (see [`crate::egress`]).
-    pub(crate) fn callback_client(&self) -> &reqwest::Client {
-        &self.inner.callbacks
-    }
-
     /// The channel serving `target`'s surface.
     pub fn channel_for(&self, target: &Target) -> Option<Arc<dyn Channel>> {
         self.inner.channels.get(target.surface()).cloned()
@@ -250,25 +257,8 @@ impl Bridge {
         self.inner.runner.clone()
     }
 
-    /// Each part's store handles.
-    fn roles(&self) -> &roles::Roles {
-        &self.inner.roles
-    }
-
-    fn refusals(&self) -> &refusals::RefusalBudget {
-        &self.inner.refusals
-    }
-
     fn recent(&self) -> &recent::Recent {
         &self.inner.recent
-    }
-
-    fn schedule(&self) -> &sweeper::Schedule {
-        &self.inner.schedule
-    }
-
-    fn settling(&self) -> MutexGuard<'_, HashSet<QuestionId>> {
-        lock(&self.inner.settling)
     }
 
     /// A receiver that turns true when [`Bridge::shutdown`] is called.
@@ -293,10 +283,10 @@ impl Bridge {
     /// interrupted effects) and the waiter pump. Called once, by [`BridgeBuilder::start`], when
     /// everything is wired.
     async fn run_background(&self) -> Result<(), Error> {
-        let pump = tokio::spawn(self.clone().pump_events());
+        let pump = tokio::spawn(effects::Effects::pump_events(self.clone()));
         lock(&self.inner.tasks).push(pump);
-        self.recover().await?;
-        let sweeper = tokio::spawn(self.clone().sweep_forever());
+        self.effects().recover(self).await?;
+        let sweeper = tokio::spawn(effects::Effects::sweep_forever(self.clone()));
         lock(&self.inner.tasks).push(sweeper);
         Ok(())
     }
@@ -304,6 +294,78 @@ impl Bridge {
     /// A handle for one session (a run, a conversation) of the in-process API.
     pub fn session(&self, session_id: impl Into<String>) -> Session {
         Session::new(self.clone(), session_id.into())
+    }
+}
+
+/// What the parts share: this process's channels, runner, waiters and recent news, and each
+/// part's handle.
+impl Bridge {
+    /// Checks targets against the channels: each must be served by one.
+    pub(super) fn check_targets(&self, targets: &[Target]) -> Result<(), Error> {
+        match targets.iter().find(|t| self.channel_for(t).is_none()) {
+            None => Ok(()),
+            Some(target) => {
+                let hint = match target.surface() {
+                    "telegram" => "set TELEGRAM_BOT_TOKEN to enable Telegram".to_owned(),
+                    "discord" => "set DISCORD_BOT_TOKEN to enable Discord".to_owned(),
+                    "console" => "the console is only attached in `askbridge demo`".to_owned(),
+                    other => format!("no `{other}` channel exists"),
+                };
+                Err(Error::UnknownTarget {
+                    target: target.to_string(),
+                    hint,
+                })
+            }
+        }
+    }
+
+    /// Says `text` in `target` (a reply that is not an edit of a question).
+    pub async fn say(&self, target: &Target, text: &str) -> Result<(), Error> {
+        let channel = self
+            .channel_for(target)
+            .ok_or_else(|| Error::UnknownTarget {
+                target: target.to_string(),
+                hint: format!(
+                    "no `{}` channel exists",
+                    identity::surface_of(target.as_str())
+                ),
+            })?;
+        channel.say(target, text).await.map_err(Error::from)
+    }
+    /// News of a run, for this process: remembered (see `recent.rs`) and handed to its waiters.
+    /// `question` is the question it now waits on, when the caller has it.
+    pub(crate) fn run_news(&self, run: &Run, question: Option<&Question>) {
+        let news = RunNews {
+            run: run.clone(),
+            question: question.cloned(),
+        };
+        if self.recent().run_news(&news) {
+            self.waiters().wake_run(news);
+        }
+    }
+
+    fn registry(&self) -> &registry::Registry {
+        &self.inner.registry
+    }
+
+    fn resolver(&self) -> &resolve::Resolver {
+        &self.inner.resolver
+    }
+
+    fn effects(&self) -> &effects::Effects {
+        &self.inner.effects
+    }
+
+    fn approvals(&self) -> &approvals::Approvals {
+        &self.inner.approvals
+    }
+
+    fn inbox(&self) -> &inbox::Messages {
+        &self.inner.inbox
+    }
+
+    fn runs(&self) -> &runs::Runs {
+        &self.inner.runs
     }
 }
 

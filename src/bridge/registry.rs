@@ -2,12 +2,11 @@
 //! `runs.rs`).
 
 use super::Bridge;
+use super::roles::RegistryRoles;
 use crate::Error;
 use crate::store::{Inserted, ListFilter};
 use askbridge_core::run::fingerprint;
-use askbridge_core::{
-    Actor, Claim, Millis, NewQuestion, Question, QuestionId, Target, Transition, identity,
-};
+use askbridge_core::{Actor, Claim, Millis, NewQuestion, Question, QuestionId, Transition};
 use std::time::Duration;
 
 /// How long after a deadline an in-process waiter gives the sweeper before expiring the
@@ -16,37 +15,31 @@ const EXPIRY_GRACE: Duration = Duration::from_secs(2);
 /// How many times creation retries with a new id after a collision.
 const ID_ATTEMPTS: usize = 3;
 
-impl Bridge {
-    /// Checks targets against the channels: each must be served by one.
-    pub(super) fn check_targets(&self, targets: &[Target]) -> Result<(), Error> {
-        match targets.iter().find(|t| self.channel_for(t).is_none()) {
-            None => Ok(()),
-            Some(target) => {
-                let hint = match target.surface() {
-                    "telegram" => "set TELEGRAM_BOT_TOKEN to enable Telegram".to_owned(),
-                    "discord" => "set DISCORD_BOT_TOKEN to enable Discord".to_owned(),
-                    "console" => "the console is only attached in `askbridge demo`".to_owned(),
-                    other => format!("no `{other}` channel exists"),
-                };
-                Err(Error::UnknownTarget {
-                    target: target.to_string(),
-                    hint,
-                })
-            }
-        }
+/// The registry's part of the bridge: see the module documentation.
+pub(super) struct Registry {
+    store: RegistryRoles,
+}
+
+impl Registry {
+    pub(super) fn new(store: RegistryRoles) -> Self {
+        Registry { store }
     }
 
     /// Registers a question and shows it on its targets. Returns it as stored.
-    pub async fn create(&self, request: NewQuestion) -> Result<Question, Error> {
-        let request = self.vet(request).await?;
+    pub(super) async fn create(
+        &self,
+        bridge: &Bridge,
+        request: NewQuestion,
+    ) -> Result<Question, Error> {
+        let request = self.vet(bridge, request).await?;
         for _ in 0..ID_ATTEMPTS {
             let question = request.clone().into_question(
                 QuestionId::random(),
                 Millis::now(),
-                self.options().default_timeout,
+                bridge.options().default_timeout,
             )?;
-            if self.roles().registry.questions.insert(&question).await? == Inserted::Created {
-                return self.introduce(question).await;
+            if self.store.questions.insert(&question).await? == Inserted::Created {
+                return self.introduce(bridge, question).await;
             }
         }
         Err(askbridge_core::Error::Invalid {
@@ -56,40 +49,43 @@ impl Bridge {
         .into())
     }
 
-    /// [`Bridge::create`] under a run's derived id: a replay after a crash that meets the same
+    /// [`Registry::create`] under a run's derived id: a replay after a crash that meets the same
     /// question again gets it back as it is, neither stored nor shown twice; one that meets it
     /// changed gets [`CreateError::Diverged`].
-    pub(crate) async fn create_for_run(
+    pub(super) async fn create_for_run(
         &self,
+        bridge: &Bridge,
         request: NewQuestion,
         id: QuestionId,
     ) -> Result<Question, CreateError> {
-        let request = self.vet(request).await?;
-        let question = request.into_question(id, Millis::now(), self.options().default_timeout)?;
-        match self.roles().registry.questions.insert(&question).await? {
-            Inserted::Created => Ok(self.introduce(question).await?),
+        let request = self.vet(bridge, request).await?;
+        let question =
+            request.into_question(id, Millis::now(), bridge.options().default_timeout)?;
+        match self.store.questions.insert(&question).await? {
+            Inserted::Created => Ok(self.introduce(bridge, question).await?),
             Inserted::Taken => self.existing_for_run(&question).await,
         }
     }
 
     /// The question a run's request becomes under its derived id, checked but not stored: the
-    /// run's park stores it (see `Runs::park_run`), then [`Bridge::introduce`] shows it.
-    pub(crate) async fn prepare_for_run(
+    /// run's park stores it (see `Runs::park_run`), then [`Registry::introduce`] shows it.
+    pub(super) async fn prepare_for_run(
         &self,
+        bridge: &Bridge,
         request: NewQuestion,
         id: QuestionId,
     ) -> Result<Question, Error> {
-        let request = self.vet(request).await?;
-        Ok(request.into_question(id, Millis::now(), self.options().default_timeout)?)
+        let request = self.vet(bridge, request).await?;
+        Ok(request.into_question(id, Millis::now(), bridge.options().default_timeout)?)
     }
 
     /// What every request goes through before it becomes a question: its targets must have a
     /// channel, approvals get their approvers, callbacks need a signing key and a host that
     /// [`crate::egress`] allows.
-    async fn vet(&self, mut request: NewQuestion) -> Result<NewQuestion, Error> {
-        self.check_targets(&request.targets)?;
-        self.name_approvers(&mut request)?;
-        self.check_nudges(&request)?;
+    async fn vet(&self, bridge: &Bridge, mut request: NewQuestion) -> Result<NewQuestion, Error> {
+        bridge.check_targets(&request.targets)?;
+        bridge.approvals().name_approvers(bridge, &mut request)?;
+        bridge.effects().check_nudges(bridge, &request)?;
         let Some(url) = &request.callback_url else {
             return Ok(request);
         };
@@ -97,19 +93,23 @@ impl Bridge {
             field: "callback_url",
             reason,
         };
-        if self.options().signing_secret.is_none() {
+        if bridge.options().signing_secret.is_none() {
             let why = "needs ASKBRIDGE_FLOW_SECRET, so that callbacks are signed";
             return Err(refused(why.into()).into());
         }
-        if let Some(why) = self.options().callback_egress.refusal(url).await {
+        if let Some(why) = bridge.options().callback_egress.refusal(url).await {
             return Err(refused(why).into());
         }
         Ok(request)
     }
 
     /// A question just stored: a rule may decide it at once; otherwise it is shown.
-    pub(crate) async fn introduce(&self, question: Question) -> Result<Question, Error> {
-        self.recent().asked(&question);
+    pub(super) async fn introduce(
+        &self,
+        bridge: &Bridge,
+        question: Question,
+    ) -> Result<Question, Error> {
+        bridge.recent().asked(&question);
         tracing::info!(
             question_id = %question.id,
             session_id = %question.session_id,
@@ -117,19 +117,21 @@ impl Bridge {
             targets = ?question.targets,
             "question asked"
         );
-        self.metrics().asked();
-        if let Some(allowed) = self.allow_by_rule(&question).await? {
+        bridge.metrics().asked();
+        if let Some(allowed) = bridge.approvals().allow_by_rule(bridge, &question).await? {
             return Ok(allowed);
         }
         for target in &question.targets {
-            self.spawn_delivery(question.clone(), target.clone());
+            bridge
+                .effects()
+                .spawn_delivery(bridge, question.clone(), target.clone());
         }
         Ok(question)
     }
 
     /// A run's replay meeting its own question again: it must be the same question, or the flow
     /// changed (or an HTTP flow answered differently) since it was asked.
-    pub(crate) async fn existing_for_run(
+    pub(super) async fn existing_for_run(
         &self,
         question: &Question,
     ) -> Result<Question, CreateError> {
@@ -152,9 +154,8 @@ impl Bridge {
     }
 
     /// The question with this id.
-    pub async fn get(&self, id: &QuestionId) -> Result<Question, Error> {
-        self.roles()
-            .registry
+    pub(super) async fn get(&self, id: &QuestionId) -> Result<Question, Error> {
+        self.store
             .questions
             .get(id)
             .await?
@@ -163,7 +164,7 @@ impl Bridge {
 
     /// Questions passing `filter`. Its session and target are checked first: they become parts
     /// of store keys.
-    pub async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>, Error> {
+    pub(super) async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>, Error> {
         if let Some(session_id) = &filter.session_id {
             askbridge_core::request::check_session_id(session_id)?;
         }
@@ -174,16 +175,21 @@ impl Bridge {
             }
             .into());
         }
-        Ok(self.roles().registry.questions.list(filter).await?)
+        Ok(self.store.questions.list(filter).await?)
     }
 
     /// Waits until question `id` leaves `pending` or `timeout` passes; returns it as it is then.
-    pub async fn wait(&self, id: &QuestionId, timeout: Duration) -> Result<Question, Error> {
+    pub(super) async fn wait(
+        &self,
+        bridge: &Bridge,
+        id: &QuestionId,
+        timeout: Duration,
+    ) -> Result<Question, Error> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             // Registered before reading, so a resolution in between is not missed; dropped
             // (and so removed) on every way out of this loop.
-            let mut registration = self.waiters().register(id);
+            let mut registration = bridge.waiters().register(id);
             let question = self.get(id).await?;
             if !question.is_pending() {
                 return Ok(question);
@@ -200,14 +206,22 @@ impl Bridge {
 
     /// Waits for question `id` until its deadline (and a short grace), expiring it here if the
     /// sweeper has not: a waiter never hangs past a deadline.
-    pub(crate) async fn wait_for_outcome(&self, id: &QuestionId) -> Result<Question, Error> {
+    pub(super) async fn wait_for_outcome(
+        &self,
+        bridge: &Bridge,
+        id: &QuestionId,
+    ) -> Result<Question, Error> {
         let question = self.get(id).await?;
         let left = question.remaining(Millis::now()) + EXPIRY_GRACE;
-        let question = self.wait(id, left).await?;
+        let question = self.wait(bridge, id, left).await?;
         if !question.is_pending() {
             return Ok(question);
         }
-        match self.claim(&question, Claim::expire(Millis::now())).await {
+        match bridge
+            .resolver()
+            .claim(bridge, &question, Claim::expire(Millis::now()))
+            .await
+        {
             Ok(resolved) => Ok(resolved),
             Err(Error::AlreadyResolved(resolved)) => Ok(*resolved),
             Err(error) => Err(error),
@@ -216,23 +230,25 @@ impl Bridge {
 
     /// Cancels one pending question (its asker gave up: a script interrupted, an agent stopped);
     /// every surface withdraws it. `AlreadyResolved` when it is not pending.
-    pub async fn cancel_question(
+    pub(super) async fn cancel_question(
         &self,
+        bridge: &Bridge,
         id: &QuestionId,
         actor: Actor,
         reason: Option<String>,
     ) -> Result<Question, Error> {
         let question = self.get(id).await?;
         let claim = Claim::new(Transition::Cancel { reason }, actor, Millis::now());
-        let cancelled = self.claim(&question, claim).await?;
+        let cancelled = bridge.resolver().claim(bridge, &question, claim).await?;
         tracing::info!(question_id = %id, "question cancelled by its asker");
         Ok(cancelled)
     }
 
     /// Cancels every pending question of a session, with the reason every surface shows
     /// (`Cancelled: <reason>`); their waiters are released at once.
-    pub async fn cancel_session(
+    pub(super) async fn cancel_session(
         &self,
+        bridge: &Bridge,
         session_id: &str,
         actor: Actor,
         reason: Option<String>,
@@ -251,7 +267,7 @@ impl Bridge {
                 actor.clone(),
                 Millis::now(),
             );
-            match self.claim(&question, claim).await {
+            match bridge.resolver().claim(bridge, &question, claim).await {
                 Ok(_) => cancelled += 1,
                 Err(Error::AlreadyResolved(_)) => {}
                 Err(error) => return Err(error),
@@ -260,23 +276,9 @@ impl Bridge {
         tracing::info!(session_id, cancelled, "session cancelled");
         Ok(cancelled)
     }
-
-    /// Says `text` in `target` (a reply that is not an edit of a question).
-    pub async fn say(&self, target: &Target, text: &str) -> Result<(), Error> {
-        let channel = self
-            .channel_for(target)
-            .ok_or_else(|| Error::UnknownTarget {
-                target: target.to_string(),
-                hint: format!(
-                    "no `{}` channel exists",
-                    identity::surface_of(target.as_str())
-                ),
-            })?;
-        channel.say(target, text).await.map_err(Error::from)
-    }
 }
 
-/// Why `Bridge::create_for_run` created nothing.
+/// Why `Registry::create_for_run` created nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum CreateError {
     /// The request cannot be asked.

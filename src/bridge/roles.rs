@@ -4,9 +4,8 @@
 //! the bridge needs all of them. Each part gets handles to only the roles it uses, taken from the
 //! one store by trait upcasting, so its struct says what it may touch: the registry reads and
 //! writes questions and nothing else; the runs part reads runs; only effects and the sweeper see
-//! the outbox's due work. Files of a part reach the store only through these handles (a test in
-//! `tests/it/architecture.rs` holds them to it); [`super::Bridge::store`] is the facade's, for the
-//! layers above.
+//! the outbox's due work. Each part keeps its handles in a private field, so the compiler keeps
+//! every other file off them; [`super::Bridge::store`] is the facade's, for the layers above.
 
 use crate::store::{
     Admin, AuditLog, Dedupe, Deliveries, Drafts, Events, Outbox, Questions, Rules, Runs, Store,
@@ -24,12 +23,12 @@ pub(super) struct Roles {
     pub(super) runs: RunRoles,
 }
 
-/// `registry.rs`: creating, reading and listing questions.
+/// `registry.rs` (`Registry`): creating, reading and listing questions.
 pub(super) struct RegistryRoles {
     pub(super) questions: Arc<dyn Questions>,
 }
 
-/// `resolve.rs` and `votes.rs`, the one reply path: claims and votes, refusals audited, and where
+/// `resolve/` (`Resolver`), the one reply path: claims and votes, refusals audited, and where
 /// a quorum's question was shown (to redraw its progress).
 pub(super) struct ResolverRoles {
     pub(super) questions: Arc<dyn Questions>,
@@ -38,8 +37,9 @@ pub(super) struct ResolverRoles {
     pub(super) deliveries: Arc<dyn Deliveries>,
 }
 
-/// `effects.rs`, `sweeper.rs` and `nudges.rs`: showing questions, what follows a resolution, due
-/// work (expiry, reminders, interrupted effects), purging, and the events that wake waiters.
+/// `effects/` (`Effects`, with the sweeper and reminders): showing questions, what follows a
+/// resolution, due work (expiry, reminders, interrupted effects), purging, and the events that
+/// wake waiters.
 pub(super) struct EffectsRoles {
     pub(super) questions: Arc<dyn Questions>,
     pub(super) deliveries: Arc<dyn Deliveries>,
@@ -51,7 +51,8 @@ pub(super) struct EffectsRoles {
     pub(super) admin: Arc<dyn Admin>,
 }
 
-/// `approvals.rs`: "always allow" rules, the audit trail, and the rule effect of an answer.
+/// `approvals.rs` (`Approvals`): "always allow" rules, the audit trail, and the rule effect of
+/// an answer.
 pub(super) struct ApprovalRoles {
     pub(super) questions: Arc<dyn Questions>,
     pub(super) rules: Arc<dyn Rules>,
@@ -59,15 +60,15 @@ pub(super) struct ApprovalRoles {
     pub(super) outbox: Arc<dyn Outbox>,
 }
 
-/// `inbox/` (its commands and forms): what a chat message reads, form drafts, and dropped
-/// re-deliveries.
+/// `inbox/` (`Messages`, with its commands and forms): what a chat message reads, form drafts,
+/// and dropped re-deliveries.
 pub(super) struct InboxRoles {
     pub(super) questions: Arc<dyn Questions>,
     pub(super) drafts: Arc<dyn Drafts>,
     pub(super) dedupe: Arc<dyn Dedupe>,
 }
 
-/// `runs.rs`: runs as the HTTP API and chats read them.
+/// `runs.rs` (`Runs`): runs as the HTTP API and chats read them.
 pub(super) struct RunRoles {
     pub(super) runs: Arc<dyn Runs>,
 }

@@ -2,35 +2,41 @@
 //! without polling, and which question an answer to a run answers.
 
 use super::Bridge;
+use super::roles::RunRoles;
 use super::runner::Storing;
 use super::waiters::RunNews;
 use crate::Error;
 use askbridge_core::run::{Origin, Run, RunState};
-use askbridge_core::{Question, QuestionId, RunId};
+use askbridge_core::{QuestionId, RunId};
 use std::time::Duration;
 
 /// How long a run's waiter trusts that news of a just-answered question is coming before it
 /// reads the store.
 const NEWS_PATIENCE: Duration = Duration::from_secs(2);
 
-impl Bridge {
+/// The runs' part of the bridge: see the module documentation.
+pub(super) struct Runs {
+    store: RunRoles,
+}
+
+impl Runs {
+    pub(super) fn new(store: RunRoles) -> Self {
+        Runs { store }
+    }
+
     /// The run with this id.
-    pub async fn get_run(&self, id: &str) -> Result<Run, Error> {
+    pub(super) async fn get_run(&self, id: &str) -> Result<Run, Error> {
         let unknown = || Error::UnknownRun(id.to_owned());
         let run_id = RunId::parse(id).ok_or_else(unknown)?;
-        self.roles()
-            .runs
-            .runs
-            .get_run(&run_id)
-            .await?
-            .ok_or_else(unknown)
+        self.store.runs.get_run(&run_id).await?.ok_or_else(unknown)
     }
 
     /// The question run `id` waits on, which must be `expected` when given: what an answer to
     /// the run (not to a question id) answers. What this process last heard of the run spares a
     /// read; if that is stale, the claim that follows finds the question resolved and says so.
-    pub(crate) async fn run_question(
+    pub(super) async fn run_question(
         &self,
+        bridge: &Bridge,
         id: &str,
         expected: Option<&QuestionId>,
     ) -> Result<QuestionId, Error> {
@@ -40,7 +46,7 @@ impl Bridge {
                 && run.waiting_on.is_some()
                 && expected.is_none_or(|e| run.waiting_on.as_ref() == Some(e))
         };
-        let run = match self.recent().run(&run_id).map(|news| news.run) {
+        let run = match bridge.recent().run(&run_id).map(|news| news.run) {
             Some(run) if fits(&run) => run,
             _ => self.get_run(id).await?,
         };
@@ -57,8 +63,9 @@ impl Bridge {
     /// Waits until run `id` parks on a question other than `after` (or on any, without
     /// `after`) or ends, or until `timeout` passes; returns it as it is then. Woken by the run's
     /// own process at once, and by the store's events from any other.
-    pub async fn wait_run(
+    pub(super) async fn wait_run(
         &self,
+        bridge: &Bridge,
         id: &str,
         after: Option<&QuestionId>,
         timeout: Duration,
@@ -72,11 +79,11 @@ impl Bridge {
         let mut trust_recent = true;
         loop {
             // Registered before reading, so news in between is not missed.
-            let news = self.waiters().register_run(&run_id);
+            let news = bridge.waiters().register_run(&run_id);
             let now = tokio::time::Instant::now();
             // What this process last heard of the run spares a read when it says enough: the
             // run parked or ended, or it is executing here and will send news when it parks.
-            let recent = self.recent().run(&run_id).filter(|_| trust_recent);
+            let recent = bridge.recent().run(&run_id).filter(|_| trust_recent);
             let mut patience = deadline - now;
             match recent {
                 Some(known) if settled(&known.run) => return Ok(known),
@@ -113,38 +120,27 @@ impl Bridge {
         }
     }
 
-    /// News of a run, for this process: remembered (see `recent.rs`) and handed to its waiters.
-    /// `question` is the question it now waits on, when the caller has it.
-    pub(crate) fn run_news(&self, run: &Run, question: Option<&Question>) {
-        let news = RunNews {
-            run: run.clone(),
-            question: question.cloned(),
-        };
-        if self.recent().run_news(&news) {
-            self.waiters().wake_run(news);
-        }
-    }
-
     /// Starts flow `name` for `origin` with the bridge's [`super::Runner`], stored as `storing`
     /// says.
-    pub async fn start_run(
+    pub(super) async fn start_run(
         &self,
+        bridge: &Bridge,
         name: &str,
         input: &str,
         origin: Origin,
         storing: Storing,
     ) -> Result<Run, Error> {
-        let runner = self
+        let runner = bridge
             .runner()
             .ok_or_else(|| Error::UnknownFlow(name.to_owned()))?;
         if let Some(chat) = &origin.chat
-            && self.channel_for(chat).is_none()
+            && bridge.channel_for(chat).is_none()
         {
             return Err(Error::UnknownTarget {
                 target: chat.to_string(),
                 hint: "a run reports in the chat it came from, which needs a channel".into(),
             });
         }
-        runner.start(self, name, input, origin, storing).await
+        runner.start(bridge, name, input, origin, storing).await
     }
 }

@@ -2,6 +2,7 @@
 //! multi-choice toggles), and the texts they share.
 
 use super::Bridge;
+use super::answerable;
 use crate::Error;
 use askbridge_core::command::{AnswerCommand, PickCommand, ShowCommand};
 use askbridge_core::text::first_line;
@@ -70,10 +71,8 @@ impl Turn {
         let id = match id {
             IdRef::Full(id) => id.clone(),
             IdRef::Prefix(_) => {
-                let candidates = self
-                    .bridge
-                    .answerable(&self.message.sender, &self.message.chat)
-                    .await?;
+                let candidates =
+                    answerable(&self.bridge, &self.message.sender, &self.message.chat).await?;
                 let chosen = id.resolve(candidates.iter().map(|q| &q.id))?;
                 if let Some(question) = candidates.into_iter().find(|q| q.id == chosen) {
                     return Ok(question);
@@ -134,10 +133,7 @@ impl Turn {
     }
 
     pub(super) async fn pending_command(&self) -> Result<Reply, Error> {
-        let questions = self
-            .bridge
-            .answerable(&self.message.sender, &self.message.chat)
-            .await?;
+        let questions = answerable(&self.bridge, &self.message.sender, &self.message.chat).await?;
         if questions.is_empty() {
             return Ok(Reply::new(
                 Tone::Info,

@@ -8,6 +8,7 @@
 //! a tap's toast. When the last field is in, the whole object is submitted through the same path
 //! as an answer over HTTP: checked against the form, claimed once, first answer wins.
 
+use super::answerable;
 use super::commands::Turn;
 use super::commands::{done, refusal_reply};
 use crate::Error;
@@ -42,7 +43,7 @@ impl Turn {
     /// The form waiting for the sender in this chat, when exactly one is.
     async fn open_form(&self) -> Result<Question, Error> {
         let sender = &self.message.sender;
-        let mut forms = self.bridge.answerable(sender, &self.message.chat).await?;
+        let mut forms = answerable(&self.bridge, sender, &self.message.chat).await?;
         forms.retain(|q| q.kind == Kind::Form);
         match forms.len() {
             1 => Ok(forms.remove(0)),
@@ -65,7 +66,7 @@ impl Turn {
         let Some(form) = question.form.clone() else {
             return Err(not_fit("That question is not a form."));
         };
-        let store = &self.bridge.roles().inbox;
+        let store = &self.bridge.inbox().store;
         let mut draft = store
             .drafts
             .draft(&question.id, sender)
@@ -91,7 +92,7 @@ impl Turn {
             Stepped::Refused(_) => return Filling::reply(&question, &draft, &stepped),
             Stepped::Next { .. } => {
                 let ttl = question.remaining(Millis::now()) + DRAFT_GRACE;
-                let store = &self.bridge.roles().inbox;
+                let store = &self.bridge.inbox().store;
                 if let Err(error) = store
                     .drafts
                     .save_draft(&question.id, &self.message.sender, &draft, ttl)

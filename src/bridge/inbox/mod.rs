@@ -3,13 +3,14 @@
 //! Every text surface (console, Telegram, Discord, anything plain-text) and every button ends
 //! here, so a tap, a typed `/answer` and a plain reply take the same path. A message is handled in
 //! two steps ([`Inbox::prepare`], then [`Prepared::commit`]): the first parses it once, reads the
-//! question once and checks the sender once ([`Bridge::check`]), and predicts the reply; the second
-//! drops a duplicate delivery, claims with that same reading ([`Bridge::commit`]), and records a
-//! refusal ([`Bridge::conclude`]). Bad input of any kind gets one polite line back and changes
-//! nothing.
+//! question once and checks the sender once (the resolver's `check`), and predicts the reply; the
+//! second drops a duplicate delivery, claims with that same reading (the resolver's `commit`),
+//! and records a refusal (its `conclude`). Bad input of any kind gets one polite line back and
+//! changes nothing.
 
 use super::Bridge;
 use super::resolve::{Attempt, Checked, Reading, Refusal, Said};
+use super::roles::InboxRoles;
 use super::runner::Storing;
 use crate::Error;
 use crate::store::ListFilter;
@@ -72,7 +73,7 @@ impl Inbox for Bridge {
     }
 
     async fn pending_for(&self, sender: &Identity, chat: &Target) -> Vec<Question> {
-        match self.answerable(sender, chat).await {
+        match answerable(self, sender, chat).await {
             Ok(questions) => questions,
             Err(error) => {
                 tracing::warn!(error = %Chain(&error), "cannot list pending questions");
@@ -82,26 +83,36 @@ impl Inbox for Bridge {
     }
 
     async fn current(&self, id: &askbridge_core::QuestionId) -> Option<Question> {
-        self.roles().inbox.questions.get(id).await.ok().flatten()
+        self.inbox().store.questions.get(id).await.ok().flatten()
     }
 }
 
-impl Bridge {
-    /// Pending questions shown in `chat` that `sender` may answer.
-    pub(super) async fn answerable(
-        &self,
-        sender: &Identity,
-        chat: &Target,
-    ) -> Result<Vec<Question>, Error> {
-        let filter = ListFilter {
-            target: Some(chat.clone()),
-            ..ListFilter::pending()
-        };
-        let mut questions = self.list(&filter).await?;
-        let now = Millis::now();
-        questions.retain(|q| q.may_answer(sender, chat, now));
-        Ok(questions)
+/// The inbox's part of the bridge: its store roles (the commands and forms of a message are a
+/// [`Turn`]'s, in this folder).
+pub(super) struct Messages {
+    store: InboxRoles,
+}
+
+impl Messages {
+    pub(super) fn new(store: InboxRoles) -> Self {
+        Messages { store }
     }
+}
+
+/// Pending questions shown in `chat` that `sender` may answer.
+async fn answerable(
+    bridge: &Bridge,
+    sender: &Identity,
+    chat: &Target,
+) -> Result<Vec<Question>, Error> {
+    let filter = ListFilter {
+        target: Some(chat.clone()),
+        ..ListFilter::pending()
+    };
+    let mut questions = bridge.list(&filter).await?;
+    let now = Millis::now();
+    questions.retain(|q| q.may_answer(sender, chat, now));
+    Ok(questions)
 }
 
 fn actor_of(message: &Inbound) -> Actor {
@@ -157,9 +168,7 @@ impl Turn {
         let attempted = id.to_string();
         let found = match id {
             IdRef::Full(id) => Ok((id.clone(), None)),
-            IdRef::Prefix(_) => self
-                .bridge
-                .answerable(&self.message.sender, &self.message.chat)
+            IdRef::Prefix(_) => answerable(&self.bridge, &self.message.sender, &self.message.chat)
                 .await
                 .and_then(|candidates| {
                     let chosen = id.resolve(candidates.iter().map(|q| &q.id))?;
@@ -177,7 +186,12 @@ impl Turn {
             actor: self.actor.clone(),
             chat: self.message.chat.clone(),
         };
-        match self.bridge.check(&attempt, known).await {
+        match self
+            .bridge
+            .resolver()
+            .check(&self.bridge, &attempt, known)
+            .await
+        {
             Ok(Reading::Claim(checked)) => Plan::Claim { checked, attempted },
             // On a form, `/answer <id> <value>` (or a field's button) is the field asked now.
             Ok(Reading::Field { question, text, .. }) => self.fill_field(question, text).await,
@@ -226,10 +240,16 @@ impl Turn {
         match plan {
             Plan::Reply(reply) => reply,
             Plan::Claim { checked, attempted } => {
-                let result = self.bridge.commit(checked).await.map_err(Refusal::from);
+                let result = self
+                    .bridge
+                    .resolver()
+                    .commit(&self.bridge, checked)
+                    .await
+                    .map_err(Refusal::from);
                 Some(
                     match self
                         .bridge
+                        .resolver()
                         .conclude(&self.actor, Some(attempted), result)
                         .await
                     {
@@ -245,6 +265,7 @@ impl Turn {
             } => {
                 let _ = self
                     .bridge
+                    .resolver()
                     .conclude(&self.actor, attempted, Err(refusal))
                     .await;
                 Some(reply)
@@ -279,8 +300,8 @@ impl Turn {
         let key = format!("{}:{delivery}", self.message.via);
         match self
             .bridge
-            .roles()
-            .inbox
+            .inbox()
+            .store
             .dedupe
             .first_sighting(&key, DUPLICATE_WINDOW)
             .await

@@ -3,6 +3,7 @@
 //! group, an open question does not wait for everyone, or every remark would answer it).
 
 use super::Plan;
+use super::answerable;
 use super::commands::{Turn, pending_list, refusal_reply};
 use crate::Error;
 use crate::bridge::resolve::{Attempt, Reading, Said};
@@ -39,7 +40,7 @@ impl Turn {
     /// everyone, or every remark would answer it.
     async fn waiting_for(&self) -> Result<Vec<Question>, Error> {
         let sender = &self.message.sender;
-        let mut questions = self.bridge.answerable(sender, &self.message.chat).await?;
+        let mut questions = answerable(&self.bridge, sender, &self.message.chat).await?;
         let now = Millis::now();
         questions.retain(|q| {
             q.answerers_at(now).contains(sender) || (q.answerers.is_empty() && self.message.private)
@@ -62,7 +63,12 @@ impl Turn {
         let attempted = Some(question.id.to_string());
         let prompt = question.prompt.clone();
         let options = question.options.clone();
-        match self.bridge.check(&attempt, Some(question)).await {
+        match self
+            .bridge
+            .resolver()
+            .check(&self.bridge, &attempt, Some(question))
+            .await
+        {
             Ok(Reading::Claim(checked)) => Plan::Claim {
                 checked,
                 attempted: attempt.id.to_string(),

@@ -1,182 +1,57 @@
 //! The one path from "someone said this about a question" to "resolved" or "refused", for every
 //! surface: the HTTP API, the console, Telegram, Discord and the ops page.
 //!
-//! [`Bridge::check`] reads the question once, checks the sender may answer it once, and reads
-//! what they said against it once; [`Bridge::commit`] claims with that reading. A tap is
+//! [`Resolver::check`] reads the question once, checks the sender may answer it once, and reads
+//! what they said against it once; [`Resolver::commit`] claims with that reading. A tap is
 //! acknowledged between the two, from the same reading ([`Checked::predicted`]). Every refusal
-//! passes through [`Bridge::conclude`], the one place refused attempts reach the audit trail.
+//! passes through [`Resolver::conclude`], the one place refused attempts reach the audit trail.
 
-use super::refusals::Verdict;
-use super::{Bridge, EFFECT_RULE, SETTLE_GRACE};
 use crate::Error;
+use crate::bridge::refusals::{RefusalBudget, Verdict};
+use crate::bridge::roles::ResolverRoles;
+use crate::bridge::{Bridge, EFFECT_RULE, SETTLE_GRACE};
 use crate::store::{AheadRun, ClaimOptions, TakeRun};
 use askbridge_core::audit::AuditEntry;
 use askbridge_core::error::Chain;
-use askbridge_core::quorum::Vote;
-use askbridge_core::tally::{self, VoteOutcome};
-use askbridge_core::{
-    Actor, Answer, Claim, ClaimOutcome, Kind, Millis, Question, QuestionId, Target, Transition,
-};
+use askbridge_core::tally;
+use askbridge_core::{Actor, Claim, ClaimOutcome, Kind, Millis, Question, Transition};
 
-/// A reply given by a program (HTTP API, Rust API) rather than typed.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ProgramReply {
-    /// The answer: a label, labels, a boolean; for approvals `once`, `always`,
-    /// `always everywhere` or `reject`.
-    pub answer: Answer,
-    /// An approval rejection's feedback.
-    pub message: Option<String>,
-    /// The action digest the replier saw; refused when it is not the question's.
-    pub digest: Option<String>,
+mod attempt;
+mod votes;
+
+pub use attempt::{Attempt, ProgramReply, Said};
+pub(crate) use attempt::{Checked, Reading, Refusal};
+
+/// The resolver's part of the bridge: see the module documentation.
+pub(super) struct Resolver {
+    store: ResolverRoles,
+    /// How many refusals each caller gets recorded one by one.
+    refusals: RefusalBudget,
 }
 
-impl From<Answer> for ProgramReply {
-    fn from(answer: Answer) -> Self {
-        ProgramReply {
-            answer,
-            message: None,
-            digest: None,
-        }
-    }
-}
-
-/// What someone said about a question.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Said {
-    /// The `<choice>` of `/answer <id> <choice>`, a button's payload, or a plain reply.
-    Typed(String),
-    /// A program's reply.
-    Program(ProgramReply),
-    /// A decline (or an approval's rejection), maybe saying why.
-    Decline(Option<String>),
-    /// A transition already made by the caller (the Rust API), applied as it is.
-    Transition(Transition),
-}
-
-/// An attempt to resolve question `id`: what `actor`, writing in `chat` (a target, or `api` for
-/// the HTTP API), said about it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Attempt {
-    /// The question.
-    pub id: QuestionId,
-    /// What was said.
-    pub said: Said,
-    /// Who said it, through which surface.
-    pub actor: Actor,
-    /// Where.
-    pub chat: Target,
-}
-
-impl Attempt {
-    /// A transition the caller made (the Rust API), applied as it is: `Answer`s must already
-    /// fit.
-    pub fn transition(
-        id: &QuestionId,
-        transition: Transition,
-        actor: Actor,
-        chat: &Target,
-    ) -> Self {
-        Attempt {
-            id: id.clone(),
-            said: Said::Transition(transition),
-            actor,
-            chat: chat.clone(),
+impl Resolver {
+    pub(super) fn new(store: ResolverRoles) -> Self {
+        Resolver {
+            store,
+            refusals: RefusalBudget::default(),
         }
     }
 
-    /// A program's reply, checked against the question.
-    pub fn reply(id: &QuestionId, reply: ProgramReply, actor: Actor, chat: &Target) -> Self {
-        Attempt {
-            id: id.clone(),
-            said: Said::Program(reply),
-            actor,
-            chat: chat.clone(),
-        }
-    }
-}
-
-/// An attempt read and checked against its question: the claim it makes.
-#[derive(Clone, Debug)]
-pub(crate) struct Checked {
-    question: Question,
-    claim: Claim,
-}
-
-impl Checked {
-    /// The vote this attempt casts, when its question has a quorum and it is a vote (see
-    /// [`tally::vote_of`]) made before the deadline; a late one claims, and so expires it.
-    fn vote(&self) -> Option<Vote> {
-        tally::vote_of(&self.question, &self.claim)
-            .filter(|_| self.claim.at < self.question.expires_at)
-    }
-
-    /// The question as claiming would leave it, unless someone else wins first (computed on a
-    /// copy: [`Question::apply`] is pure). A claim that would lose gives the error it would.
-    pub(crate) fn predicted(&self) -> Result<Question, Error> {
-        let mut copy = self.question.clone();
-        if let Some(vote) = self.vote() {
-            return match tally::apply_vote(&mut copy, &vote) {
-                VoteOutcome::Counted => Ok(copy),
-                VoteOutcome::Met => {
-                    let claim = tally::completing_claim(&copy).expect("a met quorum claims");
-                    copy.apply(&claim);
-                    Ok(copy)
-                }
-                VoteOutcome::Duplicate => Err(Error::AlreadyVoted(Box::new(copy))),
-                VoteOutcome::AlreadyResolved => Err(Error::AlreadyResolved(Box::new(copy))),
-            };
-        }
-        match copy.apply(&self.claim) {
-            ClaimOutcome::Won => Ok(copy),
-            ClaimOutcome::Expired | ClaimOutcome::AlreadyResolved => {
-                Err(Error::AlreadyResolved(Box::new(copy)))
-            }
-        }
-    }
-}
-
-/// What a sender's words come to, read against their question.
-#[allow(clippy::large_enum_variant)] // made and matched once per message
-pub(crate) enum Reading {
-    /// A claim on the question.
-    Claim(Checked),
-    /// Typed words on a form that are not the whole form's answer: in a chat, the value of the
-    /// field asked now (forms are filled one field at a time there). `not_whole` says why they
-    /// do not answer the form whole, for a caller that fills no fields.
-    Field {
-        question: Question,
-        text: String,
-        not_whole: askbridge_core::Error,
-    },
-}
-
-/// A refused attempt, with the question when it was read (for the audit record).
-#[derive(Debug)]
-pub(crate) struct Refusal {
-    pub(crate) error: Error,
-    pub(crate) question: Option<Question>,
-}
-
-impl From<Error> for Refusal {
-    fn from(error: Error) -> Self {
-        let question = match &error {
-            Error::AlreadyResolved(question) => Some((**question).clone()),
-            _ => None,
-        };
-        Refusal { error, question }
-    }
-}
-
-impl Bridge {
     /// Resolves question `id` with what `actor` said, writing in `chat`: the whole path for
     /// programs (HTTP, Rust API). Returns the resolved question, or why not
     /// ([`Error::AlreadyResolved`] carries the winner).
-    pub async fn attempt(&self, attempt: Attempt) -> Result<Question, Error> {
+    pub(super) async fn attempt(
+        &self,
+        bridge: &Bridge,
+        attempt: Attempt,
+    ) -> Result<Question, Error> {
         // A program gets the claim's verdict on a question remembered as asked (see
         // `recent.rs`): if it was resolved meanwhile, the claim says so with the winner.
-        let known = self.recent().question(&attempt.id);
-        let result = match self.check(&attempt, known).await {
-            Ok(Reading::Claim(checked)) => self.commit(checked).await.map_err(Refusal::from),
+        let known = bridge.recent().question(&attempt.id);
+        let result = match self.check(bridge, &attempt, known).await {
+            Ok(Reading::Claim(checked)) => {
+                self.commit(bridge, checked).await.map_err(Refusal::from)
+            }
             Ok(Reading::Field {
                 question,
                 not_whole,
@@ -195,12 +70,13 @@ impl Bridge {
     /// while it is pending, and reads what they said against it. Changes nothing.
     pub(crate) async fn check(
         &self,
+        bridge: &Bridge,
         attempt: &Attempt,
         known: Option<Question>,
     ) -> Result<Reading, Refusal> {
         let question = match known {
             Some(question) => question,
-            None => self.get(&attempt.id).await?,
+            None => bridge.registry().get(&attempt.id).await?,
         };
         let refused = |error: Error, question: Question| Refusal {
             error,
@@ -257,8 +133,12 @@ impl Bridge {
         }
     }
 
-    /// Claims what [`Bridge::check`] read, as of now.
-    pub(crate) async fn commit(&self, checked: Checked) -> Result<Question, Error> {
+    /// Claims what [`Resolver::check`] read, as of now.
+    pub(crate) async fn commit(
+        &self,
+        bridge: &Bridge,
+        checked: Checked,
+    ) -> Result<Question, Error> {
         let Checked {
             question,
             mut claim,
@@ -266,9 +146,9 @@ impl Bridge {
         claim.at = Millis::now();
         let checked = Checked { question, claim };
         if let Some(vote) = checked.vote() {
-            return self.vote(&checked.question, vote).await;
+            return self.vote(bridge, &checked.question, vote).await;
         }
-        self.claim(&checked.question, checked.claim).await
+        self.claim(bridge, &checked.question, checked.claim).await
     }
 
     /// Passes a result on, recording a refusal in the audit trail first: the one place refused
@@ -289,7 +169,7 @@ impl Bridge {
         }
         let caller = format!("{}/{}", actor.by, actor.via);
         let mut why = refusal.error.to_string();
-        match self.refusals().judge(&caller, Millis::now()) {
+        match self.refusals.judge(&caller, Millis::now()) {
             Verdict::Skip { first } => {
                 if first {
                     tracing::warn!(%caller, "many refused attempts by one caller; counting the rest of this minute's instead of recording each");
@@ -310,23 +190,28 @@ impl Bridge {
             refusal.question.as_ref(),
             &why,
         );
-        if let Err(error) = self.roles().resolver.audit.append_audit(&entry).await {
+        if let Err(error) = self.store.audit.append_audit(&entry).await {
             tracing::warn!(error = %Chain(&error), "cannot append to the audit trail");
         }
         Err(refusal.error)
     }
 
     /// The run waiting on `question`, carried ahead to its next question with the answer
-    /// `claim` would give (see [`super::Runner::ahead`]), when the store can save that with the
+    /// `claim` would give (see [`crate::bridge::Runner::ahead`]), when the store can save that with the
     /// claim and this process knows the run as it waits. Quorum votes and expiries are left to
     /// the usual hand-over.
-    fn carry_ahead(&self, question: &Question, claim: &Claim) -> Option<super::Ahead> {
+    fn carry_ahead(
+        &self,
+        bridge: &Bridge,
+        question: &Question,
+        claim: &Claim,
+    ) -> Option<crate::bridge::Ahead> {
         let run_id = question.run_id.as_ref()?;
-        if question.quorum.is_some() || !self.roles().resolver.questions.claims_ahead() {
+        if question.quorum.is_some() || !self.store.questions.claims_ahead() {
             return None;
         }
         // Only the run is copied, and only when it waits on this question.
-        let run = self
+        let run = bridge
             .recent()
             .run_with(run_id, |news| {
                 let run = &news.run;
@@ -337,19 +222,24 @@ impl Bridge {
         if answered.apply(claim) != ClaimOutcome::Won {
             return None;
         }
-        self.runner()?.ahead(self, run, &answered)
+        bridge.runner()?.ahead(bridge, run, &answered)
     }
 
     /// Applies `claim` in the store and starts the effects of a win. No authorisation check:
     /// expiry, cancellation, and the checked attempts above.
-    pub(crate) async fn claim(&self, question: &Question, claim: Claim) -> Result<Question, Error> {
+    pub(crate) async fn claim(
+        &self,
+        bridge: &Bridge,
+        question: &Question,
+        claim: Claim,
+    ) -> Result<Question, Error> {
         if !question.is_pending() {
             return Err(Error::AlreadyResolved(Box::new(question.clone())));
         }
         // With a run engine here, a run parked on the question is handed over with the claim.
-        let lease_until = Millis::now().after(self.options().run_lease);
-        let take_run = self.runner().map(|_| TakeRun {
-            owner: self.owner_id(),
+        let lease_until = Millis::now().after(bridge.options().run_lease);
+        let take_run = bridge.runner().map(|_| TakeRun {
+            owner: bridge.owner_id(),
             lease_until,
         });
         // A resolution with no effect of its own (no callback, no rule to create) can be finished
@@ -357,7 +247,7 @@ impl Bridge {
         let (_, resolution) = question.resolution_for(&claim);
         let finish_when_idle =
             question.callback_url.is_none() && resolution.rule_to_create().is_none();
-        let ahead = take_run.and_then(|_| self.carry_ahead(question, &claim));
+        let ahead = take_run.and_then(|_| self.carry_ahead(bridge, question, &claim));
         let options = ClaimOptions {
             take_run,
             finish_when_idle,
@@ -369,8 +259,7 @@ impl Bridge {
             ..ClaimOptions::new(SETTLE_GRACE)
         };
         let Some(claimed) = self
-            .roles()
-            .resolver
+            .store
             .questions
             .claim(question, &claim, options)
             .await?
@@ -395,19 +284,19 @@ impl Bridge {
                 {
                     // "Always allow": the rule exists (and matching pending approvals are
                     // allowed) before the approver's reply returns; the rest follows as usual.
-                    match self.create_rule_now(&resolved).await {
+                    match bridge.approvals().create_rule_now(bridge, &resolved).await {
                         Ok(()) => claimed.work.done.push(EFFECT_RULE.into()),
                         Err(error) => {
                             tracing::warn!(question_id = %resolved.id, error = %Chain(&error), "cannot create the rule yet; the sweeper will retry");
                         }
                     }
                 }
-                self.after_win(claimed, ahead);
+                bridge.effects().after_win(bridge, claimed, ahead);
                 Ok(resolved)
             }
             ClaimOutcome::Expired => {
                 tracing::info!(question_id = %resolved.id, "question expired (claim arrived after the deadline)");
-                self.after_win(claimed, None);
+                bridge.effects().after_win(bridge, claimed, None);
                 Err(Error::AlreadyResolved(Box::new(resolved)))
             }
             ClaimOutcome::AlreadyResolved => Err(Error::AlreadyResolved(Box::new(resolved))),

@@ -8,9 +8,10 @@
 //! A slow poll of the store's own earliest due time is the safety net (entries rescheduled by
 //! another process, events missed while the store was unreachable).
 
-use super::waiters::{Pumped, next_event};
-use super::{Bridge, SETTLE_GRACE};
+use super::Effects;
 use crate::Error;
+use crate::bridge::waiters::{Pumped, next_event};
+use crate::bridge::{Bridge, SETTLE_GRACE};
 use crate::store::{Event, EventKind};
 use askbridge_core::error::Chain;
 use askbridge_core::run::RunState;
@@ -73,101 +74,109 @@ impl Schedule {
 /// How long a take-up prompted by another process's event waits for this process's own news.
 const TAKE_UP_DELAY: Duration = Duration::from_millis(100);
 
-impl Bridge {
+impl Effects {
     /// Expires a pending question whose deadline passed, and settles it.
-    async fn expire(&self, question: &Question) -> Result<(), Error> {
-        match self.claim(question, Claim::expire(Millis::now())).await {
+    async fn expire(&self, bridge: &Bridge, question: &Question) -> Result<(), Error> {
+        match bridge
+            .resolver()
+            .claim(bridge, question, Claim::expire(Millis::now()))
+            .await
+        {
             Ok(_) | Err(Error::AlreadyResolved(_)) => Ok(()),
             Err(error) => Err(error),
         }
     }
 
     /// One pass of the sweeper: expire what is overdue and finish interrupted effects.
-    pub async fn sweep_once(&self) -> Result<usize, Error> {
-        let store = &self.roles().effects;
+    pub(in crate::bridge) async fn sweep_once(&self, bridge: &Bridge) -> Result<usize, Error> {
+        let store = &self.store;
         let now = Millis::now();
         let due = store.outbox.lease_due(now, LEASE, SWEEP_BATCH).await?;
         for id in &due {
             match store.questions.get(id).await? {
                 None => store.outbox.finish(id, None, &[], None).await?,
                 Some(question) if question.is_pending() && now >= question.expires_at => {
-                    self.metrics().outbox_lag(now.since(question.expires_at));
-                    self.expire(&question).await?;
+                    bridge.metrics().outbox_lag(now.since(question.expires_at));
+                    self.expire(bridge, &question).await?;
                 }
                 // A quorum met by a vote whose process died before its claim.
                 Some(question) if question.is_pending() && tally::is_met(&question) => {
-                    match self.complete_quorum(&question).await {
+                    match bridge.resolver().complete_quorum(bridge, &question).await {
                         Ok(_) | Err(Error::AlreadyResolved(_)) => {}
                         Err(error) => return Err(error),
                     }
                 }
                 // Due before its deadline: a reminder or an escalation step (or nothing, when
                 // another process did them; the entry then moves to what is next).
-                Some(question) if question.is_pending() => self.nudge(&question, now).await?,
+                Some(question) if question.is_pending() => {
+                    self.nudge(bridge, &question, now).await?
+                }
                 Some(question) => {
                     // Effects left undone: due a grace after the resolution (see `SETTLE_GRACE`).
                     if let Some(resolution) = &question.resolution {
                         let due = resolution.at.after(SETTLE_GRACE);
-                        self.metrics().outbox_lag(now.since(due));
+                        bridge.metrics().outbox_lag(now.since(due));
                     }
-                    self.spawn_settle(question)
+                    self.spawn_settle(bridge, question)
                 }
             }
         }
         if due.len() == SWEEP_BATCH {
             // More may be waiting: come back at once.
-            self.schedule().offer(now);
+            self.schedule.offer(now);
         }
         Ok(due.len())
     }
 
     /// Reads the store's earliest due time, and takes over runs whose process died.
-    async fn poll(&self) {
-        match self.roles().effects.outbox.next_due().await {
-            Ok(Some(at)) => self.schedule().offer(at),
+    async fn poll(&self, bridge: &Bridge) {
+        match self.store.outbox.next_due().await {
+            Ok(Some(at)) => self.schedule.offer(at),
             Ok(None) => {}
             Err(error) => tracing::warn!(error = %Chain(&error), "cannot read the open index"),
         }
-        if let Some(runner) = self.runner()
-            && let Err(error) = runner.recover(self).await
+        if let Some(runner) = bridge.runner()
+            && let Err(error) = runner.recover(bridge).await
         {
             tracing::warn!(error = %Chain(&error), "cannot recover runs");
         }
     }
 
-    pub(super) async fn sweep_forever(self) {
-        let mut shutdown = self.shutdown_signal();
+    pub(in crate::bridge) async fn sweep_forever(bridge: Bridge) {
+        let effects = bridge.effects();
+        let mut shutdown = bridge.shutdown_signal();
         let (mut last_poll, mut last_purge) = (None::<Millis>, Millis::now());
         loop {
             let now = Millis::now();
             if last_poll.is_none_or(|at| now.since(at) >= POLL_EVERY) {
                 last_poll = Some(now);
-                self.poll().await;
+                effects.poll(&bridge).await;
             }
-            if self.schedule().due(Millis::now())
-                && let Err(error) = self.sweep_once().await
+            if effects.schedule.due(Millis::now())
+                && let Err(error) = effects.sweep_once(&bridge).await
             {
                 tracing::warn!(error = %Chain(&error), "sweep failed; retrying");
-                self.schedule()
+                effects
+                    .schedule
                     .offer(Millis::now().after(Duration::from_secs(1)));
             }
             if now.since(last_purge) >= PURGE_EVERY {
                 last_purge = now;
-                match self.roles().effects.admin.purge(now).await {
+                match effects.store.admin.purge(now).await {
                     Ok(0) => {}
                     Ok(purged) => tracing::info!(purged, "old records purged"),
                     Err(error) => tracing::warn!(error = %Chain(&error), "purge failed"),
                 }
             }
-            let sleep = self
-                .schedule()
+            let sleep = effects
+                .schedule
                 .until_next(Millis::now())
                 .unwrap_or(POLL_EVERY)
                 .clamp(SWEEP_AT_MOST_EVERY, POLL_EVERY);
             tokio::select! {
                 _ = tokio::time::sleep(sleep) => {}
                 // Something sooner was offered; still no more often than the floor.
-                _ = self.schedule().wake.notified() => {
+                _ = effects.schedule.wake.notified() => {
                     tokio::time::sleep(SWEEP_AT_MOST_EVERY).await;
                 }
                 _ = shutdown.changed() => return,
@@ -177,8 +186,8 @@ impl Bridge {
 
     /// At start-up: finishes effects a previous process left undone, shows pending questions
     /// where no delivery was recorded, and leaves overdue ones to the first sweep.
-    pub(super) async fn recover(&self) -> Result<(), Error> {
-        let store = &self.roles().effects;
+    pub(in crate::bridge) async fn recover(&self, bridge: &Bridge) -> Result<(), Error> {
+        let store = &self.store;
         let (mut resolved, mut reshown) = (0usize, 0usize);
         for id in store.outbox.open_ids().await? {
             let Some(question) = store.questions.get(&id).await? else {
@@ -190,18 +199,19 @@ impl Bridge {
                 store.outbox.reschedule(&id, Millis::now()).await?;
                 continue;
             }
-            self.schedule().offer(question.next_due(&[]));
+            self.schedule.offer(question.next_due(&[]));
             let shown = store.deliveries.shown(&id).await?;
             for target in &question.targets {
-                if !shown.iter().any(|s| &s.target == target) && self.channel_for(target).is_some()
+                if !shown.iter().any(|s| &s.target == target)
+                    && bridge.channel_for(target).is_some()
                 {
                     reshown += 1;
-                    self.spawn_delivery(question.clone(), target.clone());
+                    self.spawn_delivery(bridge, question.clone(), target.clone());
                 }
             }
         }
         if resolved > 0 {
-            self.schedule().offer(Millis::now());
+            self.schedule.offer(Millis::now());
         }
         if resolved + reshown > 0 {
             tracing::info!(resolved, reshown, "recovered work left by an earlier run");
@@ -211,10 +221,11 @@ impl Bridge {
 
     /// Wakes this process's waiters from the store's events (which come from every process), and
     /// tells the sweeper when something will be due.
-    pub(super) async fn pump_events(self) {
-        let mut events = self.roles().effects.events.subscribe();
-        let mut missed = self.roles().effects.events.missed();
-        let mut shutdown = self.shutdown_signal();
+    pub(in crate::bridge) async fn pump_events(bridge: Bridge) {
+        let effects = bridge.effects();
+        let mut events = effects.store.events.subscribe();
+        let mut missed = effects.store.events.missed();
+        let mut shutdown = bridge.shutdown_signal();
         let mut recheck = tokio::time::interval(RECHECK_WAITERS_EVERY);
         recheck.tick().await;
         loop {
@@ -225,34 +236,34 @@ impl Bridge {
                 _ = shutdown.changed() => return,
             };
             match pumped {
-                Pumped::Event(event) => self.note(&event),
-                Pumped::Lagged => self.recheck_waiters().await,
+                Pumped::Event(event) => effects.note(&bridge, &event),
+                Pumped::Lagged => effects.recheck_waiters(&bridge).await,
                 Pumped::Closed => return,
             }
         }
     }
 
     /// What an event means here: waiters to wake, and when the sweeper may have work.
-    fn note(&self, event: &Event) {
+    fn note(&self, bridge: &Bridge, event: &Event) {
         match event {
             Event::Question { kind, question } => {
                 if *kind == EventKind::Asked {
-                    self.recent().asked(question);
-                    self.schedule().offer(question.next_due(&[]));
+                    bridge.recent().asked(question);
+                    self.schedule.offer(question.next_due(&[]));
                 } else if let Some(resolution) = &question.resolution {
                     // The winner finishes the effects at once; if it died, this is when any
                     // sweeper takes over.
-                    self.schedule().offer(resolution.at.after(SETTLE_GRACE));
-                    self.take_up_run(question);
+                    self.schedule.offer(resolution.at.after(SETTLE_GRACE));
+                    self.take_up_run(bridge, question);
                 }
-                self.waiters().wake(question);
+                bridge.waiters().wake(question);
             }
             // This process's own news coming back: nothing new to remember or to wake with.
-            Event::Run { run, .. } if self.recent().knows_run(run) => {}
+            Event::Run { run, .. } if bridge.recent().knows_run(run) => {}
             Event::Run { run, .. } => {
                 // Our own park's news came with its question; the event does not carry it. Keep
                 // it rather than make the next waiter read it back.
-                let question = self
+                let question = bridge
                     .recent()
                     .run_with(&run.id, |known| {
                         known
@@ -262,7 +273,7 @@ impl Bridge {
                             .cloned()
                     })
                     .flatten();
-                self.run_news(run, question.as_ref())
+                bridge.run_news(run, question.as_ref())
             }
             // Rules are read from the store when an approval needs them; nothing to do here.
             Event::Rule { .. } => {}
@@ -271,24 +282,24 @@ impl Bridge {
 
     /// A question of a run was resolved, maybe by a process that runs no flows: a process that
     /// does tries to take the run up at once (one of them gets it; for the rest it is a no-op).
-    fn take_up_run(&self, question: &Question) {
-        let Some(runner) = self.runner() else {
+    fn take_up_run(&self, bridge: &Bridge, question: &Question) {
+        let Some(runner) = bridge.runner() else {
             return;
         };
         let Some(run_id) = question.run_id.clone() else {
             return;
         };
         // Usually this process's own answer, whose news is already here: nothing to take up.
-        if self.run_moved_on(&run_id, question) {
+        if Self::run_moved_on(bridge, &run_id, question) {
             return;
         }
-        let (bridge, question) = (self.clone(), question.clone());
+        let (bridge, question) = (bridge.clone(), question.clone());
         tokio::spawn(async move {
             // The event can overtake the claim's own reply: if this process won the claim, it
             // has the run already. A moment's wait lets its news land, and spares the store a
             // take-up that can only fail.
             tokio::time::sleep(TAKE_UP_DELAY).await;
-            if bridge.run_moved_on(&run_id, &question) {
+            if Self::run_moved_on(&bridge, &run_id, &question) {
                 return;
             }
             if let Err(error) = runner.resume(&bridge, &question).await {
@@ -299,25 +310,26 @@ impl Bridge {
 
     /// What this process heard says the run is past `question`: executing here, ended, or with
     /// the answer in its journal.
-    fn run_moved_on(&self, run_id: &RunId, question: &Question) -> bool {
-        self.recent()
+    fn run_moved_on(bridge: &Bridge, run_id: &RunId, question: &Question) -> bool {
+        bridge
+            .recent()
             .run_with(run_id, |known| {
                 let ours = known.run.state == RunState::Running
-                    && known.run.owner.as_deref() == Some(self.owner_id());
+                    && known.run.owner.as_deref() == Some(bridge.owner_id());
                 ours || known.run.state.is_final() || known.run.knows(&question.id)
             })
             .unwrap_or(false)
     }
 
-    async fn recheck_waiters(&self) {
-        for id in self.waiters().ids() {
-            if let Ok(Some(question)) = self.roles().effects.questions.get(&id).await {
-                self.waiters().wake(&question);
+    async fn recheck_waiters(&self, bridge: &Bridge) {
+        for id in bridge.waiters().ids() {
+            if let Ok(Some(question)) = self.store.questions.get(&id).await {
+                bridge.waiters().wake(&question);
             }
         }
-        for id in self.waiters().run_ids() {
-            if let Ok(Some(run)) = self.roles().effects.runs.get_run(&id).await {
-                self.run_news(&run, None);
+        for id in bridge.waiters().run_ids() {
+            if let Ok(Some(run)) = self.store.runs.get_run(&id).await {
+                bridge.run_news(&run, None);
             }
         }
     }

@@ -11,8 +11,9 @@
 //! Who may answer after an escalation step is not written anywhere: every process works it out
 //! from the clock ([`Question::may_answer`]), so none can disagree with another.
 
-use super::Bridge;
+use super::Effects;
 use crate::Error;
+use crate::bridge::Bridge;
 use crate::metrics::DeliveryAction;
 use crate::store::Shown;
 use askbridge_core::audit::{AuditEntry, AuditEvent};
@@ -20,11 +21,15 @@ use askbridge_core::error::Chain;
 use askbridge_core::nudge::Nudge;
 use askbridge_core::{Kind, Millis, NewQuestion, Question, render};
 
-impl Bridge {
+impl Effects {
     /// Refuses reminders closer together than one chat may get them, and, for approvals,
     /// escalation answerers who are not approvers.
-    pub(super) fn check_nudges(&self, request: &NewQuestion) -> Result<(), Error> {
-        let gap = self.options().reminder_gap;
+    pub(in crate::bridge) fn check_nudges(
+        &self,
+        bridge: &Bridge,
+        request: &NewQuestion,
+    ) -> Result<(), Error> {
+        let gap = bridge.options().reminder_gap;
         if request
             .remind_after_s
             .is_some_and(|s| s < gap.as_secs_f64())
@@ -38,18 +43,25 @@ impl Bridge {
             ));
         }
         for step in &request.escalate {
-            self.check_targets(&step.targets)?;
+            bridge.check_targets(&step.targets)?;
         }
         if request.kind == Kind::Approval {
             let answerers = request.escalate.iter().flat_map(|step| &step.answerers);
-            self.all_approvers("escalate", answerers)?;
+            bridge
+                .approvals()
+                .all_approvers(bridge, "escalate", answerers)?;
         }
         Ok(())
     }
 
     /// The sweeper's work for a pending question whose entry came due before its deadline: the
     /// nudges due by `now` that are not done yet, then the entry moved to the next one.
-    pub(super) async fn nudge(&self, question: &Question, now: Millis) -> Result<(), Error> {
+    pub(super) async fn nudge(
+        &self,
+        bridge: &Bridge,
+        question: &Question,
+        now: Millis,
+    ) -> Result<(), Error> {
         let reached: Vec<Nudge> = question
             .nudges()
             .into_iter()
@@ -59,26 +71,23 @@ impl Bridge {
         // Leased before anything was due (its schedule moved): nothing to read, only put back.
         let done = match reached.is_empty() {
             true => Vec::new(),
-            false => self.carry_out(question, reached, now).await?,
+            false => self.carry_out(bridge, question, reached, now).await?,
         };
         let next = question.next_due(&done);
-        self.roles()
-            .effects
-            .outbox
-            .reschedule(&question.id, next)
-            .await?;
-        self.schedule().offer(next);
+        self.store.outbox.reschedule(&question.id, next).await?;
+        self.schedule.offer(next);
         Ok(())
     }
 
     /// Does the `reached` nudges another process has not done, and returns every nudge done.
     async fn carry_out(
         &self,
+        bridge: &Bridge,
         question: &Question,
         reached: Vec<Nudge>,
         now: Millis,
     ) -> Result<Vec<String>, Error> {
-        let store = &self.roles().effects;
+        let store = &self.store;
         let work = store.outbox.work(&question.id).await?;
         let mut done = work.done;
         let due: Vec<Nudge> = reached
@@ -96,12 +105,14 @@ impl Bridge {
             if store.outbox.mark_effect(&question.id, &effect).await? {
                 match nudge {
                     Nudge::Remind(n) if Some(nudge) == latest_reminder => {
-                        self.remind(question, n, &work.shown, now).await?
+                        self.remind(bridge, question, n, &work.shown, now).await?
                     }
                     Nudge::Remind(n) => {
                         tracing::info!(question_id = %question.id, reminder = n, "reminder skipped: a later one is due too");
                     }
-                    Nudge::Escalate(step) => self.escalate(question, step, &work.shown).await?,
+                    Nudge::Escalate(step) => {
+                        self.escalate(bridge, question, step, &work.shown).await?
+                    }
                 }
             }
             done.push(effect);
@@ -112,6 +123,7 @@ impl Bridge {
     /// Reminder `number`: a reply to each message showing the question, naming who may answer.
     async fn remind(
         &self,
+        bridge: &Bridge,
         question: &Question,
         number: u32,
         shown: &[Shown],
@@ -123,16 +135,15 @@ impl Bridge {
         let mut reached = Vec::new();
         for shown in shown {
             let target = &shown.target;
-            let Some(channel) = self.channel_for(target) else {
+            let Some(channel) = bridge.channel_for(target) else {
                 continue;
             };
             // One reminder a minute per chat, whichever question: a busy group is not flooded.
             let key = format!("remind-chat:{target}");
             if !self
-                .roles()
-                .effects
+                .store
                 .dedupe
-                .first_sighting(&key, self.options().reminder_gap)
+                .first_sighting(&key, bridge.options().reminder_gap)
                 .await?
             {
                 tracing::info!(question_id = %question.id, %target, "reminder skipped: this chat had one less than a minute ago");
@@ -144,7 +155,8 @@ impl Bridge {
             {
                 Ok(()) => reached.push(target.to_string()),
                 Err(error) => {
-                    self.metrics()
+                    bridge
+                        .metrics()
                         .delivery_failed(target.surface(), DeliveryAction::Show);
                     tracing::warn!(question_id = %question.id, %target, error = %Chain(&error), "cannot send a reminder");
                 }
@@ -163,6 +175,7 @@ impl Bridge {
     /// answer from now on without anything being written).
     async fn escalate(
         &self,
+        bridge: &Bridge,
         question: &Question,
         index: usize,
         shown: &[Shown],
@@ -172,7 +185,7 @@ impl Bridge {
             if shown.iter().any(|s| &s.target == target) {
                 continue;
             }
-            self.spawn_delivery(question.clone(), target.clone());
+            self.spawn_delivery(bridge, question.clone(), target.clone());
         }
         let mut message = format!("step {} after {} s", index + 1, step.after_s);
         if !step.targets.is_empty() {
@@ -187,8 +200,8 @@ impl Bridge {
     }
 
     /// Appends `entry` to the audit trail.
-    pub(super) async fn record(&self, entry: AuditEntry) -> Result<(), Error> {
-        Ok(self.roles().effects.audit.append_audit(&entry).await?)
+    pub(in crate::bridge) async fn record(&self, entry: AuditEntry) -> Result<(), Error> {
+        Ok(self.store.audit.append_audit(&entry).await?)
     }
 }
 

@@ -7,15 +7,22 @@
 //! step is recorded in the store as it completes, so a retry (after a channel outage, or in another
 //! process after a crash) does only what is left.
 
-use super::runner::{Ahead, Resume};
-use super::{Bridge, Runner, SETTLE_GRACE};
 use crate::Error;
+use crate::bridge::roles::EffectsRoles;
+use crate::bridge::runner::{Ahead, Resume};
+use crate::bridge::{Bridge, Runner, SETTLE_GRACE, lock};
 use crate::metrics::DeliveryAction;
 use crate::signing;
 use crate::store::{Claimed, Shown, Work};
 use askbridge_core::error::Chain;
 use askbridge_core::{Millis, Question, QuestionId, Target};
+use std::collections::HashSet;
+use std::sync::Mutex;
 use std::time::Duration;
+use sweeper::Schedule;
+
+mod nudges;
+mod sweeper;
 
 /// When a channel is down, withdrawing is retried this much later.
 const WITHDRAW_RETRY: Duration = Duration::from_secs(15);
@@ -34,16 +41,37 @@ fn withdraw_effect(target: &Target) -> String {
     format!("withdraw:{target}")
 }
 
-impl Bridge {
-    /// Shows `question` in `target` in the background, retrying a channel that is down until the
-    /// question is resolved.
-    pub(super) fn spawn_delivery(&self, question: Question, target: Target) {
-        let bridge = self.clone();
-        tokio::spawn(async move { bridge.deliver(question, target).await });
+/// The effects' part of the bridge (with `sweeper.rs` and `nudges.rs`): see the module
+/// documentation.
+pub(super) struct Effects {
+    store: EffectsRoles,
+    /// When the sweeper may next find something due.
+    schedule: Schedule,
+    /// Questions this process is settling right now.
+    settling: Mutex<HashSet<QuestionId>>,
+    /// For callback URLs: connects only where `callback_egress` allows.
+    callbacks: reqwest::Client,
+}
+
+impl Effects {
+    pub(super) fn new(store: EffectsRoles, callbacks: reqwest::Client) -> Self {
+        Effects {
+            store,
+            schedule: Schedule::default(),
+            settling: Mutex::new(HashSet::new()),
+            callbacks,
+        }
     }
 
-    async fn deliver(&self, question: Question, target: Target) {
-        let Some(channel) = self.channel_for(&target) else {
+    /// Shows `question` in `target` in the background, retrying a channel that is down until the
+    /// question is resolved.
+    pub(super) fn spawn_delivery(&self, bridge: &Bridge, question: Question, target: Target) {
+        let bridge = bridge.clone();
+        tokio::spawn(async move { bridge.effects().deliver(&bridge, question, target).await });
+    }
+
+    async fn deliver(&self, bridge: &Bridge, question: Question, target: Target) {
+        let Some(channel) = bridge.channel_for(&target) else {
             tracing::warn!(question_id = %question.id, %target, "no channel for target; not shown");
             return;
         };
@@ -51,17 +79,18 @@ impl Bridge {
         loop {
             match channel.show(&question, &target).await {
                 Ok(reference) => {
-                    self.after_shown(&question.id, Shown { target, reference })
+                    self.after_shown(bridge, &question.id, Shown { target, reference })
                         .await;
                     return;
                 }
                 Err(error) if error.is_retryable() => {
-                    self.metrics()
+                    bridge
+                        .metrics()
                         .delivery_failed(target.surface(), DeliveryAction::Show);
                     tracing::warn!(question_id = %question.id, %target, error = %Chain(&error), retry_in = ?backoff, "cannot show question; will retry");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(MAX_SHOW_BACKOFF);
-                    match self.roles().effects.questions.get(&question.id).await {
+                    match self.store.questions.get(&question.id).await {
                         Ok(Some(current)) if current.is_pending() => {}
                         Ok(_) => return,
                         Err(error) => {
@@ -70,7 +99,8 @@ impl Bridge {
                     }
                 }
                 Err(error) => {
-                    self.metrics()
+                    bridge
+                        .metrics()
                         .delivery_failed(target.surface(), DeliveryAction::Show);
                     tracing::error!(question_id = %question.id, %target, error = %Chain(&error), "cannot show question; giving up on this target");
                     return;
@@ -81,18 +111,12 @@ impl Bridge {
 
     /// Records a delivery. If the question was resolved meanwhile, the settle that ran may have
     /// missed this message: settle again, which withdraws what is left.
-    async fn after_shown(&self, id: &QuestionId, shown: Shown) {
-        if let Err(error) = self
-            .roles()
-            .effects
-            .deliveries
-            .record_shown(id, &shown)
-            .await
-        {
+    async fn after_shown(&self, bridge: &Bridge, id: &QuestionId, shown: Shown) {
+        if let Err(error) = self.store.deliveries.record_shown(id, &shown).await {
             tracing::error!(question_id = %id, error = %Chain(&error), "could not record where the question was shown");
         }
-        match self.roles().effects.questions.get(id).await {
-            Ok(Some(current)) if !current.is_pending() => self.spawn_settle(current),
+        match self.store.questions.get(id).await {
+            Ok(Some(current)) if !current.is_pending() => self.spawn_settle(bridge, current),
             Ok(_) => {}
             Err(error) => {
                 tracing::warn!(question_id = %id, error = %Chain(&error), "store unavailable")
@@ -105,7 +129,7 @@ impl Bridge {
     /// executing here, and the effects start (the store has made the outbox entry due soon, so
     /// that if this process dies first, any process's sweeper does them within seconds).
     /// `ahead` is the run the claim saved parked on its next question, which it stored.
-    pub(super) fn after_win(&self, claimed: Claimed, ahead: Option<Ahead>) {
+    pub(super) fn after_win(&self, bridge: &Bridge, claimed: Claimed, ahead: Option<Ahead>) {
         let Claimed {
             question,
             work,
@@ -113,13 +137,13 @@ impl Bridge {
             finished,
             ..
         } = claimed;
-        self.metrics().resolved(&question);
-        self.waiters().wake(&question);
-        let handed_over = match (run, self.runner(), ahead) {
+        bridge.metrics().resolved(&question);
+        bridge.waiters().wake(&question);
+        let handed_over = match (run, bridge.runner(), ahead) {
             (_, _, Some(Ahead { run, next, .. })) => {
                 tracing::info!(run_id = %run.id, question_id = %question.id, next_question_id = %next.id, "run resumed and waits for an answer (carried ahead with the claim)");
-                self.run_news(&run, Some(&next));
-                let bridge = self.clone();
+                bridge.run_news(&run, Some(&next));
+                let bridge = bridge.clone();
                 tokio::spawn(async move {
                     if let Err(error) = bridge.introduce(next).await {
                         tracing::warn!(run_id = %run.id, error = %Chain(&error), "cannot show the run's next question yet");
@@ -129,8 +153,8 @@ impl Bridge {
             }
             (Some(run), Some(runner), None) => {
                 tracing::info!(run_id = %run.id, question_id = %question.id, "run resumed");
-                self.run_news(&run, None);
-                runner.drive(self, run, question.clone());
+                bridge.run_news(&run, None);
+                runner.drive(bridge, run, question.clone());
                 true
             }
             _ => false,
@@ -139,18 +163,25 @@ impl Bridge {
             // The claim did all there was to do.
             return;
         }
-        let bridge = self.clone();
+        let bridge = bridge.clone();
         tokio::spawn(async move {
-            if let Err(error) = bridge.settle(&question, Some(work), handed_over).await {
+            let settled = bridge
+                .effects()
+                .settle(&bridge, &question, Some(work), handed_over);
+            if let Err(error) = settled.await {
                 tracing::warn!(question_id = %question.id, error = %Chain(&error), "effects interrupted; the sweeper will retry");
             }
         });
     }
 
-    pub(super) fn spawn_settle(&self, question: Question) {
-        let bridge = self.clone();
+    pub(super) fn spawn_settle(&self, bridge: &Bridge, question: Question) {
+        let bridge = bridge.clone();
         tokio::spawn(async move {
-            if let Err(error) = bridge.settle(&question, None, false).await {
+            if let Err(error) = bridge
+                .effects()
+                .settle(&bridge, &question, None, false)
+                .await
+            {
                 tracing::warn!(question_id = %question.id, error = %Chain(&error), "effects interrupted; the sweeper will retry");
             }
         });
@@ -163,29 +194,26 @@ impl Bridge {
     /// instead of doing the same effects twice.
     pub(super) async fn settle(
         &self,
+        bridge: &Bridge,
         question: &Question,
         work: Option<Work>,
         resumed: bool,
     ) -> Result<(), Error> {
         let Some(_settling) = Settling::start(self, &question.id) else {
             let later = Millis::now().after(Duration::from_secs(1));
-            self.schedule().offer(later);
-            return Ok(self
-                .roles()
-                .effects
-                .outbox
-                .reschedule(&question.id, later)
-                .await?);
+            self.schedule.offer(later);
+            return Ok(self.store.outbox.reschedule(&question.id, later).await?);
         };
         let work = match work {
             Some(work) => work,
-            None => self.roles().effects.outbox.work(&question.id).await?,
+            None => self.store.outbox.work(&question.id).await?,
         };
-        self.settle_effects(question, work, resumed).await
+        self.settle_effects(bridge, question, work, resumed).await
     }
 
     async fn settle_effects(
         &self,
+        bridge: &Bridge,
         question: &Question,
         work: Work,
         resumed: bool,
@@ -196,8 +224,8 @@ impl Bridge {
             .resolution
             .as_ref()
             .is_some_and(|r| r.rule_to_create().is_some());
-        if creates_rule && !Self::rule_done(&done) {
-            self.create_rule_now(question).await?;
+        if creates_rule && !crate::bridge::approvals::rule_done(&done) {
+            bridge.approvals().create_rule_now(bridge, question).await?;
         }
         let mut finished: Vec<String> = Vec::new();
         // The soonest time something left undone should be tried again, if anything is.
@@ -208,7 +236,7 @@ impl Bridge {
             if done.contains(&effect) {
                 continue;
             }
-            if self.withdraw(question, shown).await {
+            if self.withdraw(bridge, question, shown).await {
                 finished.push(effect);
             } else if self.given_up(question) {
                 tracing::error!(question_id = %id, target = %shown.target, "giving up withdrawing after a day of failures");
@@ -220,12 +248,12 @@ impl Bridge {
         let resume_done = done.iter().any(|e| e == EFFECT_RESUME);
         if resumed && !resume_done {
             finished.push(EFFECT_RESUME.to_owned());
-        } else if question.run_id.is_some() && !resume_done && self.runner().is_none() {
+        } else if question.run_id.is_some() && !resume_done && bridge.runner().is_none() {
             // No flows here: a process that runs them takes the run up from the event; this one
             // only comes back to see it done.
             retry_in(SETTLE_GRACE);
         } else if question.run_id.is_some() && !resume_done {
-            match self.resume(question).await {
+            match self.resume(bridge, question).await {
                 Ok(Resume::Done) => finished.push(EFFECT_RESUME.to_owned()),
                 Ok(Resume::NotYet) => retry_in(RESUME_RETRY),
                 Err(error) => {
@@ -235,7 +263,7 @@ impl Bridge {
             }
         }
         if question.callback_url.is_some() && !done.iter().any(|e| e == EFFECT_CALLBACK) {
-            match self.post_callback(question).await {
+            match self.post_callback(bridge, question).await {
                 Ok(()) => finished.push(EFFECT_CALLBACK.to_owned()),
                 Err(error) if self.given_up(question) => {
                     tracing::error!(question_id = %id, %error, "giving up on the callback after a day of failures");
@@ -249,38 +277,37 @@ impl Bridge {
         }
         let retry_at = retry.map(|after| Millis::now().after(after));
         if let Some(at) = retry_at {
-            self.schedule().offer(at);
+            self.schedule.offer(at);
         }
         Ok(self
-            .roles()
-            .effects
+            .store
             .outbox
             .finish(id, Some(question), &finished, retry_at)
             .await?)
     }
 
     /// A resolved question of a run: hands it to the run engine.
-    async fn resume(&self, question: &Question) -> Result<Resume, Error> {
-        match self.runner() {
-            Some(runner) => Runner::resume(runner.as_ref(), self, question).await,
+    async fn resume(&self, bridge: &Bridge, question: &Question) -> Result<Resume, Error> {
+        match bridge.runner() {
+            Some(runner) => Runner::resume(runner.as_ref(), bridge, question).await,
             None => Ok(Resume::NotYet),
         }
     }
 
     /// POSTs the resolved question, signed, to its callback URL.
-    async fn post_callback(&self, question: &Question) -> Result<(), String> {
-        let (Some(url), Some(secret)) = (&question.callback_url, &self.options().signing_secret)
+    async fn post_callback(&self, bridge: &Bridge, question: &Question) -> Result<(), String> {
+        let (Some(url), Some(secret)) = (&question.callback_url, &bridge.options().signing_secret)
         else {
             return Ok(());
         };
         let body = serde_json::to_vec(question).expect("a question always serialises");
         let signature = signing::sign(secret.expose().as_bytes(), Millis::now(), &body);
         // Checked again at send time: the allow-list may have changed since it was asked.
-        if let Some(why) = self.options().callback_egress.refusal(url).await {
+        if let Some(why) = bridge.options().callback_egress.refusal(url).await {
             return Err(format!("callback URL refused: {why}"));
         }
         let response = self
-            .callback_client()
+            .callbacks
             .post(url)
             .header("content-type", "application/json")
             .header(signing::SIGNATURE_HEADER, signature)
@@ -306,8 +333,8 @@ impl Bridge {
     }
 
     /// Edits one delivery to the outcome. False when it should be retried later.
-    async fn withdraw(&self, question: &Question, shown: &Shown) -> bool {
-        let Some(channel) = self.channel_for(&shown.target) else {
+    async fn withdraw(&self, bridge: &Bridge, question: &Question, shown: &Shown) -> bool {
+        let Some(channel) = bridge.channel_for(&shown.target) else {
             tracing::warn!(question_id = %question.id, target = %shown.target, "no channel to withdraw from here; skipping");
             return true;
         };
@@ -317,7 +344,8 @@ impl Bridge {
         {
             Ok(()) => true,
             Err(error) => {
-                self.metrics()
+                bridge
+                    .metrics()
                     .delivery_failed(shown.target.surface(), DeliveryAction::Withdraw);
                 if error.is_retryable() {
                     tracing::warn!(question_id = %question.id, target = %shown.target, error = %Chain(&error), "cannot withdraw yet; will retry");
@@ -333,15 +361,15 @@ impl Bridge {
 
 /// Marks a question as being settled by this process until dropped.
 struct Settling<'a> {
-    bridge: &'a Bridge,
+    effects: &'a Effects,
     id: QuestionId,
 }
 
 impl<'a> Settling<'a> {
-    fn start(bridge: &'a Bridge, id: &QuestionId) -> Option<Self> {
-        let first = bridge.settling().insert(id.clone());
+    fn start(effects: &'a Effects, id: &QuestionId) -> Option<Self> {
+        let first = lock(&effects.settling).insert(id.clone());
         first.then(|| Settling {
-            bridge,
+            effects,
             id: id.clone(),
         })
     }
@@ -349,6 +377,6 @@ impl<'a> Settling<'a> {
 
 impl Drop for Settling<'_> {
     fn drop(&mut self) {
-        self.bridge.settling().remove(&self.id);
+        lock(&self.effects.settling).remove(&self.id);
     }
 }

@@ -7,8 +7,9 @@
 //! claim-once path as any answer: of several processes completing at once one wins, and if the
 //! voter's process dies in between, the store has made the question due and a sweeper claims.
 
-use super::{Bridge, SETTLE_GRACE};
+use super::Resolver;
 use crate::Error;
+use crate::bridge::{Bridge, SETTLE_GRACE};
 use crate::store::Shown;
 use askbridge_core::audit::AuditEntry;
 use askbridge_core::error::Chain;
@@ -16,17 +17,17 @@ use askbridge_core::quorum::Vote;
 use askbridge_core::tally::{self, VoteOutcome};
 use askbridge_core::{Millis, Question, render};
 
-impl Bridge {
+impl Resolver {
     /// Casts `vote` on `question` and returns the question as it now stands: pending with the
     /// vote, or resolved when the vote met the quorum.
-    pub(super) async fn vote(&self, question: &Question, vote: Vote) -> Result<Question, Error> {
+    pub(super) async fn vote(
+        &self,
+        bridge: &Bridge,
+        question: &Question,
+        vote: Vote,
+    ) -> Result<Question, Error> {
         let due_if_met = Millis::now().after(SETTLE_GRACE);
-        let Some((outcome, voted)) = self
-            .roles()
-            .resolver
-            .votes
-            .vote(question, &vote, due_if_met)
-            .await?
+        let Some((outcome, voted)) = self.store.votes.vote(question, &vote, due_if_met).await?
         else {
             return Err(Error::NotFound(question.id.clone()));
         };
@@ -39,35 +40,43 @@ impl Bridge {
             VoteOutcome::AlreadyResolved => Err(Error::AlreadyResolved(Box::new(voted))),
             VoteOutcome::Counted => {
                 tracing::info!(question_id = %question.id, by = %vote.by, %progress, "vote counted");
-                self.record(AuditEntry::voted(&voted, &vote, &progress))
+                bridge
+                    .effects()
+                    .record(AuditEntry::voted(&voted, &vote, &progress))
                     .await?;
-                self.spawn_refresh(voted.clone());
+                self.spawn_refresh(bridge, voted.clone());
                 Ok(voted)
             }
             VoteOutcome::Met => {
                 tracing::info!(question_id = %question.id, by = %vote.by, %progress, "vote counted; quorum met");
-                self.record(AuditEntry::voted(&voted, &vote, &progress))
+                bridge
+                    .effects()
+                    .record(AuditEntry::voted(&voted, &vote, &progress))
                     .await?;
-                self.complete_quorum(&voted).await
+                self.complete_quorum(bridge, &voted).await
             }
         }
     }
 
     /// Resolves a question whose quorum is met: after the vote that met it, or from the sweeper
     /// when that vote's process died before claiming.
-    pub(super) async fn complete_quorum(&self, question: &Question) -> Result<Question, Error> {
+    pub(in crate::bridge) async fn complete_quorum(
+        &self,
+        bridge: &Bridge,
+        question: &Question,
+    ) -> Result<Question, Error> {
         match tally::completing_claim(question) {
-            Some(claim) => self.claim(question, claim).await,
+            Some(claim) => self.claim(bridge, question, claim).await,
             None => Ok(question.clone()),
         }
     }
 
     /// Redraws every message showing `question` with its progress, in the background (the
     /// voter's reply does not wait for every platform).
-    fn spawn_refresh(&self, question: Question) {
-        let bridge = self.clone();
+    fn spawn_refresh(&self, bridge: &Bridge, question: Question) {
+        let (bridge, deliveries) = (bridge.clone(), self.store.deliveries.clone());
         tokio::spawn(async move {
-            let shown = match bridge.roles().resolver.deliveries.shown(&question.id).await {
+            let shown = match deliveries.shown(&question.id).await {
                 Ok(shown) => shown,
                 Err(error) => {
                     tracing::warn!(question_id = %question.id, error = %Chain(&error), "cannot read where the question is shown");
