@@ -68,6 +68,7 @@ impl Chats {
                     secret: settings.secret.clone(),
                     require_dmarc: settings.require_dmarc,
                     authserv_id: settings.authserv_id.clone(),
+                    public_url: settings.public_url.clone(),
                 })
                 .context("cannot start email")?,
             ),
@@ -137,6 +138,13 @@ impl Chats {
         }
         if let Some(slack) = &self.slack {
             state = state.with_routes(slack.routes(Arc::clone(&inbox)));
+        }
+        if let Some(page) = self
+            .email
+            .as_ref()
+            .and_then(|e| e.routes(Arc::clone(&inbox)))
+        {
+            state = state.with_routes(page);
         }
         if let Some(discord) = self.discord {
             state = state.with_routes(discord.routes(Arc::clone(&inbox)));

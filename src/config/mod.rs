@@ -97,6 +97,8 @@ pub struct EmailConfig {
     pub require_dmarc: bool,
     /// See [`EMAIL_AUTHSERV_ID`].
     pub authserv_id: Option<String>,
+    /// See [`PUBLIC_URL`]: one-click links when set.
+    pub public_url: Option<String>,
 }
 
 /// Slack settings (HTTP mode).
@@ -149,7 +151,7 @@ pub struct Config {
     pub audit_retention: Duration,
     /// See [`FLOW_STARTERS`].
     pub flow_starters: Vec<Identity>,
-    /// See [`ALLOWED_HOSTS`] (with the host of [`TELEGRAM_WEBHOOK_URL`]).
+    /// See [`ALLOWED_HOSTS`] (with the hosts of [`TELEGRAM_WEBHOOK_URL`] and [`PUBLIC_URL`]).
     pub allowed_hosts: Vec<String>,
     /// See [`METRICS_PUBLIC`].
     pub metrics_public: bool,
@@ -243,6 +245,7 @@ impl Config {
                 secret,
                 require_dmarc: v.email_require_dmarc,
                 authserv_id: v.email_authserv_id,
+                public_url: v.public_url.clone(),
             }),
             _ => None,
         };
@@ -257,12 +260,14 @@ impl Config {
             });
         let mut allowed_hosts = v.allowed_hosts.unwrap_or_default();
         // Telegram posts its webhook to this name.
+        // Telegram posts its webhook to this name; people open answer links under the other.
+        let host_of = |url: &str| reqwest::Url::parse(url).ok()?.host_str().map(str::to_owned);
+        let named = telegram.as_ref().and_then(|t| t.webhook_url.as_deref());
         allowed_hosts.extend(
-            telegram
-                .as_ref()
-                .and_then(|t| t.webhook_url.as_deref())
-                .and_then(|url| reqwest::Url::parse(url).ok())
-                .and_then(|url| url.host_str().map(str::to_owned)),
+            named
+                .into_iter()
+                .chain(v.public_url.as_deref())
+                .filter_map(host_of),
         );
         Config {
             http_addr: v.http_addr,

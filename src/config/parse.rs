@@ -21,6 +21,20 @@ pub(super) fn secret(text: &str) -> Parsed<Secret> {
     Ok(Secret::new(text))
 }
 
+/// An `http(s)://` URL with a host (a public address of this server).
+pub(super) fn public_url(text: &str) -> Parsed<String> {
+    let refused = || format!("`{text}` is not a URL like https://askbridge.example.com");
+    let url = reqwest::Url::parse(text).map_err(|_| refused())?;
+    let usable = matches!(url.scheme(), "http" | "https")
+        && url.host_str().is_some()
+        && url.username().is_empty()
+        && url.query().is_none()
+        && url.fragment().is_none();
+    usable
+        .then(|| text.trim_end_matches('/').to_owned())
+        .ok_or_else(refused)
+}
+
 pub(super) fn address(text: &str) -> Parsed<SocketAddr> {
     text.parse()
         .map_err(|_| format!("`{text}` is not an address like 127.0.0.1:8080"))

@@ -174,6 +174,9 @@ settings! {
     FLOW_STARTERS = "ASKBRIDGE_FLOW_STARTERS",
         flow_starters: Option<Vec<Identity>> = parse::identities, unset "anyone",
         "identities who may start flows from a chat";
+    PUBLIC_URL = "ASKBRIDGE_PUBLIC_URL",
+        public_url: Option<String> = parse::public_url, unset "none",
+        "askbridge's public URL (`https://askbridge.example.com`): mails then carry one-click answer links to a confirmation page there; its host passes the Host check";
     ALLOWED_HOSTS = "ASKBRIDGE_ALLOWED_HOSTS",
         allowed_hosts: Option<Vec<String>> = parse::list, unset "addresses, `localhost`",
         "host names the HTTP server answers to (the public name behind a proxy); `*` turns the check off";

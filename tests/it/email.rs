@@ -5,7 +5,7 @@
 //! `Authentication-Results` header the test means them to have.
 
 use crate::mail_servers::MailServers;
-use crate::support::{bridge_with, eventually, http, serve};
+use crate::support::{bridge_with, eventually, http};
 use askbridge::Bridge;
 use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
@@ -16,19 +16,27 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
-const WITHIN: Duration = Duration::from_secs(20);
+pub(crate) const WITHIN: Duration = Duration::from_secs(20);
 const BRIDGE: &str = "askbridge@askbridge.test";
-const ALICE: &str = "alice@example.com";
+pub(crate) const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.org";
 
-struct Setup {
+pub(crate) struct Setup {
     servers: MailServers,
     email: Email,
-    bridge: Bridge,
-    base: String,
+    pub(crate) bridge: Bridge,
+    pub(crate) base: String,
 }
 
 async fn setup() -> Setup {
+    setup_with(false).await
+}
+
+/// Mail servers, and askbridge serving the API (and, with `public`, the one-click links' page
+/// under its own address as `ASKBRIDGE_PUBLIC_URL`).
+pub(crate) async fn setup_with(public: bool) -> Setup {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
     let servers = MailServers::start();
     let email = Email::new(EmailOptions {
         smtp_url: Secret::new(format!("smtp://127.0.0.1:{}", servers.smtp)),
@@ -41,11 +49,17 @@ async fn setup() -> Setup {
         secret: Secret::new("test-email-secret"),
         require_dmarc: true,
         authserv_id: Some("mx.askbridge.test".into()),
+        public_url: public.then(|| base.clone()),
     })
     .unwrap();
     let store = Arc::new(MemoryStore::default());
     let (bridge, _) = bridge_with(store, |builder| builder.channel(email.channel())).await;
-    let base = serve(app(AppState::new(bridge.clone(), None))).await;
+    let mut state = AppState::new(bridge.clone(), None);
+    if let Some(page) = email.routes(Arc::new(bridge.clone())) {
+        state = state.with_routes(page);
+    }
+    let router = app(state);
+    tokio::spawn(async move { axum::serve(listener, router).await });
     Setup {
         servers,
         email,
@@ -55,7 +69,7 @@ async fn setup() -> Setup {
 }
 
 /// A parsed mail as Dovecot holds it, with its Maildir flags.
-struct Held {
+pub(crate) struct Held {
     raw: Vec<u8>,
     flags: String,
 }
@@ -76,7 +90,7 @@ impl Held {
         let message = MessageParser::default().parse(&self.raw[..]).unwrap();
         message.body_text(0).unwrap_or_default().into_owned()
     }
-    fn html(&self) -> Option<String> {
+    pub(crate) fn html(&self) -> Option<String> {
         let message = MessageParser::default().parse(&self.raw[..]).unwrap();
         message.html_part(0)?;
         message.body_html(0).map(|h| h.into_owned())
@@ -84,7 +98,7 @@ impl Held {
 }
 
 impl Setup {
-    async fn ask(&self, body: Value) -> String {
+    pub(crate) async fn ask(&self, body: Value) -> String {
         let response = http()
             .post(format!("{}/api/questions", self.base))
             .json(&body)
@@ -96,7 +110,7 @@ impl Setup {
         question["id"].as_str().unwrap().to_owned()
     }
 
-    async fn question(&self, id: &str) -> Value {
+    pub(crate) async fn question(&self, id: &str) -> Value {
         http()
             .get(format!("{}/api/questions/{id}", self.base))
             .send()
@@ -116,7 +130,7 @@ impl Setup {
     }
 
     /// Waits until `user` holds `count` mails.
-    async fn wait_for_mails(&self, user: &str, count: usize) -> Vec<Held> {
+    pub(crate) async fn wait_for_mails(&self, user: &str, count: usize) -> Vec<Held> {
         eventually(WITHIN, &format!("{count} mails for {user}"), || async {
             self.servers.mailbox(user).len() >= count
         })
@@ -137,7 +151,7 @@ impl Setup {
         assert_eq!(self.poll().await, 1, "one new mail read");
     }
 
-    async fn audit(&self) -> Value {
+    pub(crate) async fn audit(&self) -> Value {
         http()
             .get(format!("{}/api/audit?session_id=mail", self.base))
             .send()
@@ -149,7 +163,7 @@ impl Setup {
     }
 }
 
-fn ask_body(answerers: &[&str]) -> Value {
+pub(crate) fn ask_body(answerers: &[&str]) -> Value {
     json!({
         "session_id": "mail",
         "prompt": "Which library for <dates>?",

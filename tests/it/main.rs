@@ -23,6 +23,7 @@ mod console;
 mod demo;
 mod discord;
 mod email;
+mod email_links;
 mod faults;
 mod flows;
 mod forms;

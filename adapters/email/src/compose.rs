@@ -1,6 +1,8 @@
-//! The mails askbridge writes: a question (text and HTML alternatives, a `mailto:` link per
-//! choice) and the short confirmation or refusal a reply gets. Pure: values in, text out.
+//! The mails askbridge writes: a question (text and HTML alternatives, a link per choice: a
+//! `mailto:` reply, or a one-click link to the confirmation page) and the short confirmation or
+//! refusal a reply gets. Pure: values in, text out.
 
+use crate::links::{OneClick, percent_encode};
 use askbridge_core::command::{Command, CommandLine};
 use askbridge_core::render::{self, shorten};
 use askbridge_core::{Kind, Question, QuestionId};
@@ -69,7 +71,7 @@ pub fn text_body(question: &Question) -> String {
 
 /// The commands offered as one-click `mailto:` links: the question's own buttons that answer or
 /// decline (a multi-choice toggle is not an answer by itself).
-fn linked_commands(question: &Question) -> Vec<(String, String)> {
+pub(crate) fn linked_commands(question: &Question) -> Vec<(String, String)> {
     render::buttons(question, &[])
         .into_iter()
         .filter(|button| {
@@ -85,9 +87,50 @@ fn linked_commands(question: &Question) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The text/html alternative: the same content, every value escaped, a `mailto:` link per choice
-/// opening a reply to `reply_to` with the command filled in.
-pub fn html_body(question: &Question, reply_to: &str) -> String {
+/// How the HTML mail's links answer.
+#[derive(Clone, Copy, Debug)]
+pub enum Answering<'a> {
+    /// A `mailto:` link per choice, opening a reply to this address with the command filled in.
+    Mailto(&'a str),
+    /// A one-click link per choice to the confirmation page, for `recipient`.
+    OneClick {
+        /// The signer of the links.
+        links: &'a OneClick,
+        /// Whom the mail goes to (the only person its links answer for).
+        recipient: &'a str,
+    },
+}
+
+impl Answering<'_> {
+    fn intro(&self) -> &'static str {
+        match self {
+            Answering::Mailto(_) => {
+                "Answer with a link (it opens a reply with the command filled in; send it):"
+            }
+            Answering::OneClick { .. } => {
+                "Answer with a link (it opens a page where you confirm your answer):"
+            }
+        }
+    }
+
+    fn href(&self, question: &Question, subject: &str, choice: usize, command: &str) -> String {
+        match self {
+            Answering::Mailto(reply_to) => format!(
+                "mailto:{}?subject={}&body={}",
+                reply_to,
+                percent_encode(subject),
+                percent_encode(command)
+            ),
+            Answering::OneClick { links, recipient } => {
+                links.href(&question.id, choice, recipient, question.expires_at)
+            }
+        }
+    }
+}
+
+/// The text/html alternative: the same content, every value escaped, a link per choice (see
+/// [`Answering`]).
+pub fn html_body(question: &Question, answering: Answering<'_>) -> String {
     let mut html = String::from(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"></head>\
          <body style=\"font-family:sans-serif;line-height:1.4\">\n",
@@ -115,14 +158,9 @@ pub fn html_body(question: &Question, reply_to: &str) -> String {
     let subject = format!("Re: {}", subject(question));
     let links = linked_commands(question);
     if !links.is_empty() {
-        html.push_str("<p>Answer with a link (it opens a reply with the command filled in; send it):</p>\n<ul>\n");
-        for (label, command) in links {
-            let href = format!(
-                "mailto:{}?subject={}&body={}",
-                reply_to,
-                percent_encode(&subject),
-                percent_encode(&command)
-            );
+        html.push_str(&format!("<p>{}</p>\n<ul>\n", answering.intro()));
+        for (choice, (label, command)) in links.into_iter().enumerate() {
+            let href = answering.href(question, &subject, choice, &command);
             html.push_str(&format!(
                 "<li><a href=\"{}\">{}</a> <code>{}</code></li>\n",
                 escape(&href),
@@ -161,19 +199,6 @@ pub(crate) fn escape(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Percent-encodes everything but RFC 3986's unreserved characters (for `mailto:` fields).
-fn percent_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() * 3);
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
         }
     }
     out
@@ -221,7 +246,10 @@ mod tests {
 
     #[test]
     fn the_html_escapes_every_value_and_links_each_choice() {
-        let html = html_body(&question(), "askbridge+k3f9x2m8qa.0123@example.com");
+        let html = html_body(
+            &question(),
+            Answering::Mailto("askbridge+k3f9x2m8qa.0123@example.com"),
+        );
         assert!(!html.contains("<script>"), "{html}");
         assert!(!html.contains("<b>date-fns"), "{html}");
         assert!(

@@ -17,6 +17,8 @@
 //! - `inbound.rs`: reading a raw mail: the checks, and the reply's own text (`quote.rs`).
 //! - `compose.rs`: the mails' subjects and bodies.
 //! - `sending.rs`: the [`Channel`] side over SMTP.
+//! - `links.rs` and `page.rs`: one-click links (with a public URL) and the confirmation page
+//!   they open, which answers only on its POST.
 //! - `imap.rs`: polling a mailbox for replies (no IDLE yet).
 //!
 //! The SMTP and IMAP URLs may hold passwords: they are [`Secret`]s, and every error text this
@@ -26,13 +28,16 @@ mod address;
 mod compose;
 mod imap;
 mod inbound;
+mod links;
+mod page;
 mod quote;
 mod sending;
 
 pub use address::{BadReplyAddress, ReplyAddresses, canonical};
-pub use compose::{html_body, message_id_prefix, subject, text_body};
+pub use compose::{Answering, html_body, message_id_prefix, subject, text_body};
 pub use imap::{ImapError, ImapOptions};
 pub use inbound::{Ignored, MailReply, Policy, SURFACE, dmarc_pass, read};
+pub use links::{BadPublicUrl, Link, OneClick, PAGE_PATH, Refused};
 pub use quote::{html_to_text, own_text};
 
 use askbridge_core::{Channel, Inbound, Inbox, Kind, Millis, Question, Secret, Target, Tone};
@@ -65,6 +70,9 @@ pub enum Error {
     /// `EMAIL_REPLY_ADDRESS` is not a plain address.
     #[error(transparent)]
     BadReplyAddress(#[from] BadReplyAddress),
+    /// `ASKBRIDGE_PUBLIC_URL` is not a URL.
+    #[error(transparent)]
+    BadPublicUrl(#[from] BadPublicUrl),
     /// `EMAIL_IMAP_URL` is not an IMAP URL (printed without its password).
     #[error("EMAIL_IMAP_URL `{url}` is not usable: {reason}")]
     BadImapUrl {
@@ -93,6 +101,9 @@ pub struct EmailOptions {
     pub require_dmarc: bool,
     /// The authserv-id our own receiving server writes in `Authentication-Results`.
     pub authserv_id: Option<String>,
+    /// askbridge's public URL: each choice in a mail is then a one-click link to a
+    /// confirmation page there (a `mailto:` reply otherwise).
+    pub public_url: Option<String>,
 }
 
 /// The URL with its password replaced by `***`, for error messages.
@@ -174,6 +185,7 @@ pub struct Email {
     sender: Sender,
     policy: Policy,
     imap: Option<ImapOptions>,
+    links: Option<OneClick>,
 }
 
 impl Email {
@@ -190,6 +202,10 @@ impl Email {
             })?
             .timeout(Some(SMTP_TIMEOUT))
             .build();
+        let links = match &options.public_url {
+            Some(url) => Some(OneClick::new(url, &options.secret)?),
+            None => None,
+        };
         let addresses = ReplyAddresses::new(&options.reply_address, options.secret)?;
         let from_text = options.from.unwrap_or_else(|| addresses.base());
         let from = from_text
@@ -209,9 +225,10 @@ impl Email {
             max_bytes: MAX_MAIL_BYTES,
         };
         Ok(Email {
-            sender: Sender::new(transport, from, addresses, redact),
+            sender: Sender::new(transport, from, addresses, redact).with_links(links.clone()),
             policy,
             imap,
+            links,
         })
     }
 
@@ -223,6 +240,13 @@ impl Email {
     }
 
     /// What decides whether an inbound mail counts.
+    /// The confirmation page's routes, when there is a public URL (see `page.rs`): they answer
+    /// through `inbox`, and check links, CSRF tokens and origins themselves.
+    pub fn routes(&self, inbox: Arc<dyn Inbox>) -> Option<axum::Router> {
+        let links = self.links.clone()?;
+        Some(page::routes(links, inbox))
+    }
+
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
@@ -385,7 +409,7 @@ impl Email {
 
 /// The chat a reply from `address` is in: the question's target for that address when it has
 /// one (written as the asker wrote it), else `email:<address>`.
-fn chat_for(question: Option<&Question>, address: &str) -> Target {
+pub(crate) fn chat_for(question: Option<&Question>, address: &str) -> Target {
     question
         .and_then(|q| {
             q.targets.iter().find(|t| {
@@ -447,6 +471,7 @@ mod tests {
             secret: Secret::new("s"),
             require_dmarc: false,
             authserv_id: None,
+            public_url: None,
         })
         .unwrap_err()
         .to_string();

@@ -2,6 +2,8 @@
 //! bridge's answers become. A mail cannot be unsent, so withdrawing does nothing.
 
 use crate::address::ReplyAddresses;
+use crate::compose::Answering;
+use crate::links::OneClick;
 use crate::{SURFACE, compose};
 use askbridge_core::{Channel, Error, Question, Target};
 use async_trait::async_trait;
@@ -43,6 +45,8 @@ pub(crate) struct Sender {
     /// Strings never to show (the SMTP and IMAP passwords), replaced in every error text.
     redact: Arc<[String]>,
     recent: Arc<Mutex<HashMap<String, Vec<Instant>>>>,
+    /// One-click links instead of `mailto:` ones, with a public URL.
+    links: Option<OneClick>,
 }
 
 impl std::fmt::Debug for Sender {
@@ -71,7 +75,14 @@ impl Sender {
             addresses,
             redact: redact.into(),
             recent: Arc::default(),
+            links: None,
         }
+    }
+
+    /// Mails questions with one-click links signed by `links`, when given.
+    pub(crate) fn with_links(mut self, links: Option<OneClick>) -> Self {
+        self.links = links;
+        self
     }
 
     pub(crate) fn clean(&self, text: &str) -> String {
@@ -113,6 +124,14 @@ impl Sender {
         address: &str,
     ) -> Result<String, Error> {
         let reply_to = self.addresses.for_question(&question.id);
+        let recipient = crate::canonical(address).unwrap_or_else(|| address.to_owned());
+        let answering = match &self.links {
+            Some(links) => Answering::OneClick {
+                links,
+                recipient: &recipient,
+            },
+            None => Answering::Mailto(&reply_to),
+        };
         let message_id = compose::message_id(&question.id, self.addresses.domain());
         let message = Message::builder()
             .from(self.from.clone())
@@ -123,7 +142,7 @@ impl Sender {
             .header(AutoSubmitted)
             .multipart(MultiPart::alternative_plain_html(
                 compose::text_body(question),
-                compose::html_body(question, &reply_to),
+                compose::html_body(question, answering),
             ))
             .map_err(|error| Error::permanent(SURFACE, SmtpError(error.to_string())))?;
         self.send(message).await?;
