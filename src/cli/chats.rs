@@ -69,6 +69,7 @@ impl Chats {
                     require_dmarc: settings.require_dmarc,
                     authserv_id: settings.authserv_id.clone(),
                     public_url: settings.public_url.clone(),
+                    notify_resolved: settings.notify_resolved,
                 })
                 .context("cannot start email")?,
             ),

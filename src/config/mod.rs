@@ -99,6 +99,8 @@ pub struct EmailConfig {
     pub authserv_id: Option<String>,
     /// See [`PUBLIC_URL`]: one-click links when set.
     pub public_url: Option<String>,
+    /// See [`EMAIL_NOTIFY_RESOLVED`].
+    pub notify_resolved: bool,
 }
 
 /// Slack settings (HTTP mode).
@@ -246,6 +248,7 @@ impl Config {
                 require_dmarc: v.email_require_dmarc,
                 authserv_id: v.email_authserv_id,
                 public_url: v.public_url.clone(),
+                notify_resolved: v.email_notify_resolved,
             }),
             _ => None,
         };

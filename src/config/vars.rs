@@ -141,6 +141,9 @@ settings! {
     EMAIL_REQUIRE_DMARC = "EMAIL_REQUIRE_DMARC",
         email_require_dmarc: bool = parse::flag, default "true",
         "count an emailed answer only when our server's `Authentication-Results` says `dmarc=pass` for its From domain";
+    EMAIL_NOTIFY_RESOLVED = "EMAIL_NOTIFY_RESOLVED",
+        email_notify_resolved: bool = parse::flag, default "false",
+        "mail a short \"answered by …\" in a question's thread when it is resolved other than by that recipient's own reply";
     EMAIL_AUTHSERV_ID = "EMAIL_AUTHSERV_ID",
         email_authserv_id: Option<String> = parse::text, unset "none",
         "authserv-id your receiving server writes in `Authentication-Results` (`mx.example.com`); only its results are trusted";

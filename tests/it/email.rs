@@ -29,12 +29,12 @@ pub(crate) struct Setup {
 }
 
 async fn setup() -> Setup {
-    setup_with(false).await
+    setup_with(false, false).await
 }
 
 /// Mail servers, and askbridge serving the API (and, with `public`, the one-click links' page
-/// under its own address as `ASKBRIDGE_PUBLIC_URL`).
-pub(crate) async fn setup_with(public: bool) -> Setup {
+/// under its own address as `ASKBRIDGE_PUBLIC_URL`; with `notify`, `EMAIL_NOTIFY_RESOLVED`).
+pub(crate) async fn setup_with(public: bool, notify: bool) -> Setup {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let servers = MailServers::start();
@@ -50,6 +50,7 @@ pub(crate) async fn setup_with(public: bool) -> Setup {
         require_dmarc: true,
         authserv_id: Some("mx.askbridge.test".into()),
         public_url: public.then(|| base.clone()),
+        notify_resolved: notify,
     })
     .unwrap();
     let store = Arc::new(MemoryStore::default());
@@ -619,4 +620,87 @@ mod binary {
         assert!(told.text().contains("dayjs"), "{}", told.text());
         assert_eq!(status(&base, &third).await["resolution"]["value"], "dayjs");
     }
+}
+
+impl Setup {
+    /// Waits until `user` holds a mail whose text starts with `start` and whose subject names
+    /// `id` ("" for any: a confirmation's subject is the reply's). By content, because a mailbox
+    /// lists mails delivered within one second in no particular order.
+    async fn wait_for_mail(&self, user: &str, id: &str, start: &str) -> Held {
+        let find = || {
+            self.mailbox(user).into_iter().find(|mail| {
+                (id.is_empty() || mail.subject().contains(&format!("[#{id}]")))
+                    && mail.text().starts_with(start)
+            })
+        };
+        eventually(
+            WITHIN,
+            &format!("{user}'s mail \"{start}…\" about {id}"),
+            || async { find().is_some() },
+        )
+        .await;
+        find().unwrap()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answered_elsewhere_each_recipient_hears_of_it_in_the_thread_but_not_the_replier() {
+    let s = setup_with(false, true).await;
+    let alice = format!("email:{ALICE}");
+    let mut body = ask_body(&[&alice, "api"]);
+    body["targets"] = json!([alice, format!("email:{BOB}")]);
+
+    // Answered over the API: both recipients are told, in the question's thread.
+    let id = s.ask(body.clone()).await;
+    let asked = "❓ Which library";
+    let questions = [
+        s.wait_for_mail(ALICE, &id, asked).await,
+        s.wait_for_mail(BOB, &id, asked).await,
+    ];
+    let answered = http()
+        .post(format!("{}/api/questions/{id}/reply", s.base))
+        .json(&json!({"answer": "dayjs"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(answered.status().is_success());
+    for (who, question) in [ALICE, BOB].into_iter().zip(questions) {
+        let notice = s.wait_for_mail(who, &id, "Answered: dayjs, by api").await;
+        assert_eq!(
+            notice.header("In-Reply-To"),
+            question.header("Message-ID"),
+            "in {who}'s thread"
+        );
+        assert_eq!(
+            notice.header("Auto-Submitted").as_deref(),
+            Some("auto-replied")
+        );
+    }
+
+    // Answered by Alice's own reply: she gets the confirmation only; Bob hears of it.
+    let id = s.ask(body).await;
+    let question = s.wait_for_mail(ALICE, &id, asked).await;
+    let reply_address = question
+        .header("Reply-To")
+        .unwrap()
+        .trim_matches(['<', '>'])
+        .to_owned();
+    let parent = question.header("Message-ID").unwrap();
+    let reply = reply_mail(
+        ALICE,
+        &reply_address,
+        "notify-1@example.com",
+        parent.trim_matches(['<', '>']),
+        "pass",
+        "2\r\n",
+    );
+    s.reply_and_poll(ALICE, &reply_address, &reply, 1).await;
+    s.wait_for_mail(BOB, &id, "Answered: date-fns, by Someone via email")
+        .await;
+    s.wait_for_mail(ALICE, "", "✓ Answered: date-fns").await;
+    // Bob's notice and any of Alice's went out in the same settle, before Bob's was delivered;
+    // a moment for delivery, and Alice still has only her two questions, the first one's
+    // notice, and her confirmation.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(s.mailbox(ALICE).len(), 4, "no notice to the replier");
 }

@@ -55,7 +55,7 @@ async fn get(href: &str) -> (u16, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mailed_link_answers_only_on_its_button_only_once_and_only_as_sent() {
-    let s = setup_with(true).await;
+    let s = setup_with(true, false).await;
     let id = s.ask(ask_body(&[&format!("email:{ALICE}")])).await;
     let html = s.wait_for_mails(ALICE, 1).await[0].html().unwrap();
     assert!(

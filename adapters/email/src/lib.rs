@@ -104,6 +104,9 @@ pub struct EmailOptions {
     /// askbridge's public URL: each choice in a mail is then a one-click link to a
     /// confirmation page there (a `mailto:` reply otherwise).
     pub public_url: Option<String>,
+    /// Mail a short "answered by …" in a question's thread when it is resolved (other than by
+    /// the recipient's own reply).
+    pub notify_resolved: bool,
 }
 
 /// The URL with its password replaced by `***`, for error messages.
@@ -186,6 +189,7 @@ pub struct Email {
     policy: Policy,
     imap: Option<ImapOptions>,
     links: Option<OneClick>,
+    notify_resolved: bool,
 }
 
 impl Email {
@@ -229,6 +233,7 @@ impl Email {
             policy,
             imap,
             links,
+            notify_resolved: options.notify_resolved,
         })
     }
 
@@ -236,6 +241,7 @@ impl Email {
     pub fn channel(&self) -> Arc<dyn Channel> {
         Arc::new(sending::EmailChannel {
             sender: self.sender.clone(),
+            notify_resolved: self.notify_resolved,
         })
     }
 
@@ -472,6 +478,7 @@ mod tests {
             require_dmarc: false,
             authserv_id: None,
             public_url: None,
+            notify_resolved: false,
         })
         .unwrap_err()
         .to_string();

@@ -212,6 +212,8 @@ impl Sender {
 #[derive(Debug)]
 pub(crate) struct EmailChannel {
     pub(crate) sender: Sender,
+    /// Mail "answered by …" in the thread when a question is resolved (`EMAIL_NOTIFY_RESOLVED`).
+    pub(crate) notify_resolved: bool,
 }
 
 fn address_of(target: &Target) -> Result<&str, Error> {
@@ -234,8 +236,32 @@ impl Channel for EmailChannel {
     }
 
     /// A mail cannot be unsent: a reply to it after the resolution is told "Already answered".
-    async fn withdraw(&self, _: &Question, _: &Target, _: &str) -> Result<(), Error> {
-        Ok(())
+    /// With `notify_resolved`, the recipient is also told in the question's thread, unless the
+    /// answer was their own reply (which got its confirmation already).
+    async fn withdraw(
+        &self,
+        question: &Question,
+        target: &Target,
+        shown: &str,
+    ) -> Result<(), Error> {
+        let address = address_of(target)?;
+        let own_reply = question.resolution.as_ref().is_some_and(|resolution| {
+            resolution.via() == SURFACE
+                && resolution
+                    .by()
+                    .as_str()
+                    .strip_prefix("email:")
+                    .and_then(crate::canonical)
+                    == crate::canonical(address)
+        });
+        if !self.notify_resolved || own_reply {
+            return Ok(());
+        }
+        let subject = compose::reply_subject(Some(&compose::subject(question)));
+        let body = format!("{}\n", askbridge_core::render::outcome_line(question));
+        self.sender
+            .text(address, &subject, &body, Some(shown), Some(&question.id))
+            .await
     }
 
     async fn say(&self, target: &Target, text: &str) -> Result<(), Error> {
