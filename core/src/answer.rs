@@ -304,7 +304,7 @@ impl Question {
         if text.is_empty() {
             return Err(self.not_fit("An answer is needed."));
         }
-        if let Some(why) = crate::text::unprintable(text, true) {
+        if let Some(why) = crate::text::refusal(text, crate::text::Lines::Many) {
             return Err(Error::NotFit {
                 reason: format!("That answer {why}."),
             });
@@ -344,12 +344,10 @@ fn parse_range(item: &str) -> Option<(usize, usize)> {
     (first <= last).then_some((first, last))
 }
 
+/// What was typed, repeated in a refusal: shortened, anything that could act on a terminal or
+/// reorder the message shown as an escape.
 fn short(text: &str) -> String {
-    let mut out: String = text.trim().chars().take(40).collect();
-    if text.trim().chars().count() > 40 {
-        out.push('…');
-    }
-    out
+    crate::text::shorten(&crate::text::printable(text.trim()), 40)
 }
 
 /// A decline's message as given by a program: trimmed, empty as none, and refused when longer
@@ -364,6 +362,11 @@ pub fn decline_message(message: Option<&str>) -> Result<Option<String>, Error> {
             reason: format!(
                 "That message is too long; the limit is {MAX_ANSWER_CHARS} characters."
             ),
+        });
+    }
+    if let Some(why) = crate::text::refusal(message, crate::text::Lines::Many) {
+        return Err(Error::NotFit {
+            reason: format!("That message {why}."),
         });
     }
     Ok(Some(message.to_owned()))

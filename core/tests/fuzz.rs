@@ -14,7 +14,7 @@
 
 use askbridge_core::command::{CommandLine, numbers_text, parse_numbers};
 use askbridge_core::question::{Answer, DEFAULT_TIMEOUT, Kind, Transition};
-use askbridge_core::text::unprintable;
+use askbridge_core::text::{Lines, refusal};
 use askbridge_core::{Millis, NewQuestion, Question, QuestionId};
 use std::time::{Duration, Instant};
 
@@ -172,7 +172,7 @@ fn check_fit(question: &Question, transition: &Transition, input: &str) {
             "an answer over the limit from {input:?}"
         );
         assert_eq!(
-            unprintable(text, true),
+            refusal(text, Lines::Many),
             None,
             "an unprintable answer from {input:?}"
         );
