@@ -89,7 +89,7 @@ impl Question {
             let message = message
                 .map(|m| truncate_chars(m.trim()))
                 .filter(|m| !m.is_empty());
-            return Ok(Transition::Decline { message });
+            return feedback(message);
         }
         Ok(Transition::Answer {
             value: self.check_answer(answer)?,
@@ -156,10 +156,8 @@ impl Question {
         }
         let first = words.first().map(|w| w.to_lowercase()).unwrap_or_default();
         if first == REJECT {
-            let feedback = words[1..].join(" ");
-            return Ok(Transition::Decline {
-                message: (!feedback.is_empty()).then(|| truncate_chars(&feedback)),
-            });
+            let text = words[1..].join(" ");
+            return feedback((!text.is_empty()).then(|| truncate_chars(&text)));
         }
         let lowered: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
         let lowered: Vec<&str> = lowered.iter().map(String::as_str).collect();
@@ -370,6 +368,20 @@ pub fn decline_message(message: Option<&str>) -> Result<Option<String>, Error> {
         });
     }
     Ok(Some(message.to_owned()))
+}
+
+/// A rejection with `message` as its feedback, which every surface shows: held to the text
+/// policy like any answer.
+fn feedback(message: Option<String>) -> Result<Transition, Error> {
+    if let Some(why) = message
+        .as_deref()
+        .and_then(|m| crate::text::refusal(m, crate::text::Lines::Many))
+    {
+        return Err(Error::NotFit {
+            reason: format!("That message {why}."),
+        });
+    }
+    Ok(Transition::Decline { message })
 }
 
 fn truncate_chars(text: &str) -> String {

@@ -81,7 +81,7 @@ fn is_bidi(c: char) -> bool {
 }
 
 #[tokio::test]
-async fn a_reply_by_name_may_not_garble_the_outcome() {
+async fn a_reply_may_not_garble_the_outcome() {
     let base = server().await;
     let (_, question) = ask(&base, json!({"session_id": "s", "prompt": "Ship?"})).await;
     let id = question["id"].as_str().unwrap();
@@ -91,6 +91,21 @@ async fn a_reply_by_name_may_not_garble_the_outcome() {
         assert_eq!(response.status(), 422, "{trick:?}");
         let error: Value = response.json().await.unwrap();
         assert_eq!(error["field"], "by", "{error}");
+    }
+    let approval = json!({"session_id": "s", "kind": "approval", "prompt": "Run it?",
+                          "answerers": ["api"], "action": {"tool": "shell", "args": {}}});
+    let (_, question) = ask(&base, approval).await;
+    let id = question["id"].as_str().unwrap();
+    for (path, body) in [
+        (
+            "reply",
+            json!({"answer": "reject", "message": "no\u{202E}kcab"}),
+        ),
+        ("reject", json!({"message": "\u{1b}[2Jno"})),
+        ("cancel", json!({"reason": "\u{3164}"})),
+    ] {
+        let response = post_json(&base, &format!("/api/questions/{id}/{path}"), body).await;
+        assert_eq!(response.status(), 422, "{path}");
     }
 }
 
