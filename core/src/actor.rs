@@ -72,7 +72,13 @@ pub const MAX_NAME_CHARS: usize = 100;
 /// Checks a display name a program gives (the HTTP API's `by`): the text policy for one line,
 /// at most [`MAX_NAME_CHARS`] characters.
 pub fn check_name(name: &str) -> Result<(), Error> {
-    crate::checks::check_text("by", name, Lines::One, (1, MAX_NAME_CHARS))
+    match crate::text::unfit(name, Lines::One, (1, MAX_NAME_CHARS)) {
+        Some(reason) => Err(Error::Invalid {
+            field: "by",
+            reason,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Who decided a question's outcome.

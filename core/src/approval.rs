@@ -138,9 +138,7 @@ impl Action {
     /// whatever characters they hold: they are what will run, so they are shown escaped
     /// ([`Action::arguments`]) rather than refused or changed.
     pub fn check(&self) -> Result<(), Error> {
-        if let Err(Error::Invalid { reason, .. }) =
-            crate::checks::check_text("action", &self.tool, Lines::One, (1, 100))
-        {
+        if let Some(reason) = crate::text::unfit(&self.tool, Lines::One, (1, 100)) {
             return Err(Error::Invalid {
                 field: "action",
                 reason: format!("the action's tool name {reason}"),

@@ -27,33 +27,17 @@ pub fn check_session_id(session_id: &str) -> Result<(), Error> {
     }
 }
 
-/// Checks `text` against the text policy ([`crate::text::refusal`]) and its length in characters.
+/// Checks `text` against the text policy and its length in characters ([`crate::text::unfit`]).
 pub(crate) fn check_text(
     field: &'static str,
     text: &str,
     lines: Lines,
-    (min, max): (usize, usize),
+    bounds: (usize, usize),
 ) -> Result<(), Error> {
-    if let Some(why) = crate::text::refusal(text, lines) {
-        return Err(Error::Invalid {
-            field,
-            reason: why.into(),
-        });
+    match crate::text::unfit(text, lines, bounds) {
+        Some(reason) => Err(Error::Invalid { field, reason }),
+        None => Ok(()),
     }
-    let chars = text.chars().count();
-    if chars < min {
-        return Err(Error::Invalid {
-            field,
-            reason: "must not be empty".into(),
-        });
-    }
-    if chars > max {
-        return Err(Error::Invalid {
-            field,
-            reason: format!("is {chars} characters long; the limit is {max}"),
-        });
-    }
-    Ok(())
 }
 
 pub(crate) fn check_shape(

@@ -9,7 +9,7 @@ use super::{
     MAX_FIELDS, MAX_MAX_LENGTH, MAX_TITLE_CHARS,
 };
 use crate::error::Error;
-use crate::text::{Lines, refusal};
+use crate::text::{Lines, unfit};
 
 /// Why a field cannot be asked, as `keyword: reason`.
 type Refusal = String;
@@ -57,14 +57,7 @@ impl FormSchema {
 
 /// `text` held to the text policy and `max` characters, as a refusal naming `keyword`.
 fn text_refusal(keyword: &str, text: &str, lines: Lines, max: usize) -> Option<Refusal> {
-    if let Some(why) = refusal(text, lines) {
-        return Some(format!("{keyword} {why}"));
-    }
-    let chars = text.chars().count();
-    if text.trim().is_empty() {
-        return Some(format!("{keyword} must not be empty"));
-    }
-    (chars > max).then(|| format!("{keyword} is {chars} characters long; the limit is {max}"))
+    unfit(text, lines, (1, max)).map(|why| format!("{keyword} {why}"))
 }
 
 impl Field {

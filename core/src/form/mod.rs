@@ -21,11 +21,11 @@ mod field;
 pub const MAX_FIELDS: usize = 20;
 /// Longest text answer to a field whose schema gives no `maxLength`, in characters: the bound
 /// of a free-text answer.
-pub const DEFAULT_MAX_LENGTH: usize = crate::question::MAX_ANSWER_CHARS;
+pub const DEFAULT_MAX_LENGTH: usize = crate::limits::MAX_ANSWER_CHARS;
 /// Largest `maxLength` a schema may give, in characters: the bound of a question's detail.
-pub const MAX_MAX_LENGTH: usize = crate::question::MAX_DETAIL_CHARS;
+pub const MAX_MAX_LENGTH: usize = crate::limits::MAX_DETAIL_CHARS;
 /// Longest field title or choice (or choice label), in characters.
-pub const MAX_TITLE_CHARS: usize = crate::question::MAX_LABEL_CHARS;
+pub const MAX_TITLE_CHARS: usize = crate::limits::MAX_LABEL_CHARS;
 /// Longest field description, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 1000;
 /// Most choices one field may offer.

@@ -75,6 +75,22 @@ pub fn refusal(text: &str, lines: Lines) -> Option<&'static str> {
     None
 }
 
+/// Why `text` cannot be a field of `lines` holding `min` to `max` characters: the text policy
+/// ([`refusal`]), then the length. The end of a sentence naming the field, like [`refusal`]'s.
+pub fn unfit(text: &str, lines: Lines, (min, max): (usize, usize)) -> Option<String> {
+    if let Some(why) = refusal(text, lines) {
+        return Some(why.to_owned());
+    }
+    let chars = text.chars().count();
+    if chars < min {
+        return Some(match min {
+            1 => "must not be empty".to_owned(),
+            _ => format!("is {chars} characters long; at least {min} are needed"),
+        });
+    }
+    (chars > max).then(|| format!("is {chars} characters long; the limit is {max}"))
+}
+
 /// `text` with the characters `escape` picks shown as `\u{..}` escapes instead of acting.
 fn escaped(text: &str, escape: impl Fn(char) -> bool) -> Cow<'_, str> {
     if !text.chars().any(&escape) {
