@@ -109,15 +109,15 @@ impl<T> Page<T> {
 /// 500 resolved forms, each near its limits, made a page of 80 MB that took half a minute.
 pub const MAX_PAGE_BYTES: usize = 4 << 20;
 
-impl<T> Page<T> {
+impl<T, C> Page<T, C> {
     /// The page cut further so that its items' sizes (`size`, in bytes) add up to at most
-    /// `max_bytes`, keeping at least one item so that every listing moves on; the next page
-    /// starts after the last item kept.
-    pub fn within_bytes(
+    /// `max_bytes`, keeping at least one item so that every listing moves on; when cut, the next
+    /// page is `cursor` of the items kept.
+    pub fn within_bytes_by(
         mut self,
         max_bytes: usize,
         size: impl Fn(&T) -> usize,
-        place: impl Fn(&T) -> (Millis, &str),
+        cursor: impl FnOnce(&[T]) -> Option<C>,
     ) -> Self {
         let mut total = 0;
         let keep = self
@@ -130,16 +130,35 @@ impl<T> Page<T> {
             .map_or(self.items.len(), |over| over.max(1));
         if keep < self.items.len() {
             self.items.truncate(keep);
-            self.next = self.items.last().map(|last| {
+            self.next = cursor(&self.items);
+        }
+        self
+    }
+}
+
+impl<T> Page<T> {
+    /// [`Page::within_bytes_by`], the next page starting after the place of the last item kept.
+    pub fn within_bytes(
+        self,
+        max_bytes: usize,
+        size: impl Fn(&T) -> usize,
+        place: impl Fn(&T) -> (Millis, &str),
+    ) -> Self {
+        self.within_bytes_by(max_bytes, size, |items| {
+            items.last().map(|last| {
                 let (at, id) = place(last);
                 Cursor {
                     at,
                     id: id.to_owned(),
                 }
-            });
-        }
-        self
+            })
+        })
     }
+}
+
+/// The size of `item` as the JSON it is sent as, in bytes: how listing pages are measured.
+pub fn json_size<T: serde::Serialize>(item: &T) -> usize {
+    serde_json::to_vec(item).map_or(0, |json| json.len())
 }
 
 /// Newest first, then by id (descending): the order of every paged listing.
