@@ -170,6 +170,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn names_are_held_to_the_text_policy() {
+        let named = |name: &str| Actor::api().named(Some(name.into())).by_name.unwrap();
+        assert_eq!(named("@alice"), "@alice");
+        assert_eq!(named("\u{202E}ecila"), "\\u{202e}ecila");
+        assert_eq!(named("\u{3164}"), "\\u{3164}");
+        assert_eq!(named(&"a".repeat(300)).chars().count(), MAX_NAME_CHARS);
+        assert!(check_name("ops:alice").is_ok());
+        for bad in [
+            "\u{202E}x",
+            "a\u{1b}[2J",
+            "\u{2800}",
+            "a\u{2028}b",
+            &"a".repeat(101),
+        ] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn every_decider_keeps_its_strings() {
         let deciders = [
             Decider::Actor(Actor::new("telegram:42", "telegram").named(Some("@alice".into()))),

@@ -359,6 +359,26 @@ mod tests {
     }
 
     #[test]
+    fn arguments_are_kept_but_shown_escaped_and_tool_names_follow_the_policy() {
+        let command = "ls build/ \u{202E}~ fr- mr\r\u{1b}[2K";
+        let a = Action::new(
+            "shell",
+            json!({"command": command, "\u{200B}cwd": "/\u{3164}"}),
+        );
+        assert!(a.check().is_ok(), "arguments are kept as given");
+        let block = a.block(true);
+        assert!(
+            block.contains("command: ls build/ \\u{202e}~ fr- mr\\u{d}\\u{1b}[2K"),
+            "{block}"
+        );
+        assert!(block.contains("\\u{200b}cwd: /\\u{3164}"), "{block}");
+        assert_eq!(a.args["command"], command);
+        for tool in ["she\u{202E}ll", "a\rb", "\u{3164}", "", "x\ny"] {
+            assert!(Action::new(tool, json!({})).check().is_err(), "{tool:?}");
+        }
+    }
+
+    #[test]
     fn rules_match_only_their_exact_action_in_their_scope() {
         let action = Action::new("shell", json!({"command": "make"}));
         let rule = Rule {
