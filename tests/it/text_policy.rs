@@ -421,3 +421,41 @@ async fn the_cli_escapes_what_the_server_says() {
     assert!(inert(&out) && inert(&err), "{out:?} {err:?}");
     assert!(err.contains("\\u{1b}]0;x\\u{7}\\u{1b}[2J"), "{err:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ops_page_shows_an_actions_arguments_escaped() {
+    use crate::web::{in_process, js, open, pending_card};
+    let server = in_process().await;
+    let command = "ls build/ \u{202E}~ fr- mr && echo \u{1b}[2J";
+    let id = server
+        .api
+        .ask(
+            json!({"kind": "approval", "prompt": "Run it?", "answerers": ["api"],
+                    "timeout_s": 600, "action": {"tool": "shell",
+                    "args": {"command": command, "n\u{200B}": "\u{3164}"}}}),
+        )
+        .await;
+    let browser = crate::cdp::Browser::launch().await;
+    let page = open(&browser, &server.api.base).await;
+    page.wait_for("the approval's card", &pending_card(&id))
+        .await;
+    let card = js(&format!("q-{id}"));
+    let shown = page
+        .eval(&format!(
+            "document.getElementById({card}).querySelector('.action-args').textContent"
+        ))
+        .await;
+    let shown = shown.as_str().unwrap();
+    assert!(
+        shown.contains(r"ls build/ \u{202e}~ fr- mr && echo \u001b[2J"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(r"n\u{200b}") && shown.contains(r"\u{3164}"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains(['\u{202E}', '\u{200B}', '\u{3164}', '\u{1b}']),
+        "{shown}"
+    );
+}
