@@ -22,7 +22,8 @@ pub const API: &str = "api";
 pub const CONSOLE: &str = "console";
 
 /// True for `console`, `api`, or `<surface>:<address>` with a lower-case surface name and an
-/// address of letters, digits and `-_.@` that its surface could give ([`fits_surface`]).
+/// address of letters, digits and `-_.@` that its surface could give (Telegram and Discord ids are
+/// integers written in canonical decimal, Slack ids upper case).
 pub fn is_well_formed(text: &str) -> bool {
     if text == API || text == CONSOLE {
         return true;
