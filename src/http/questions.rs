@@ -233,6 +233,7 @@ pub(super) struct HistoryQuery {
     limit: Option<usize>,
 }
 
+/// The listing place of a question kept with its JSON and that JSON's size.
 fn sized_place<T, U>(
     (question, _, _): &(askbridge_core::Question, T, U),
 ) -> (askbridge_core::Millis, &str) {
