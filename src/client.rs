@@ -27,7 +27,10 @@ pub enum ApiError {
         source: reqwest::Error,
     },
     /// The server answered with an error.
-    #[error("askbridge answered {status}: {message}")]
+    #[error(
+        "askbridge answered {status}: {}",
+        askbridge_core::text::printable(message)
+    )]
     Refused {
         /// The HTTP status.
         status: u16,

@@ -72,7 +72,9 @@ async fn run(command: Command) -> u8 {
     };
     result.unwrap_or_else(|error| {
         // The chain, each cause once (a store error's cause is its source, not in its words).
-        eprintln!("askbridge: {}", askbridge_core::error::Chain(&*error));
+        // Escaped as the console escapes: a refusal may repeat what the server was sent.
+        let chain = askbridge_core::error::Chain(&*error).to_string();
+        eprintln!("askbridge: {}", askbridge_core::text::printable(&chain));
         cli::ExitCode::ERROR
     })
 }

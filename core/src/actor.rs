@@ -7,8 +7,10 @@
 //! [`Decider::from_wire`] keep those strings exactly as they were, so nothing stored or sent
 //! changes.
 
+use crate::error::Error;
 use crate::id::RuleId;
 use crate::identity::Identity;
+use crate::text::Lines;
 use serde::{Deserialize, Serialize};
 
 /// The `via` of decisions made by rules.
@@ -48,10 +50,34 @@ impl Actor {
         Actor::new(Identity::askbridge(), via)
     }
 
-    /// Sets the display name.
+    /// Sets the display name. A name the text policy refuses (a platform's user may call
+    /// themselves anything) is kept visible rather than dropped: its control, direction and
+    /// invisible characters shown as escapes, so it cannot garble the outcome line it ends up in.
+    /// Programs are refused such names instead ([`check_name`]).
     pub fn named(mut self, name: Option<String>) -> Self {
-        self.by_name = name;
+        self.by_name = name.map(|name| {
+            let name = match crate::text::refusal(&name, Lines::One) {
+                Some(_) => crate::text::visible(&name).into_owned(),
+                None => name,
+            };
+            crate::text::shorten(&name, MAX_NAME_CHARS)
+        });
         self
+    }
+}
+
+/// Longest display name, in characters.
+pub const MAX_NAME_CHARS: usize = 100;
+
+/// Checks a display name a program gives (the HTTP API's `by`): the text policy for one line,
+/// at most [`MAX_NAME_CHARS`] characters.
+pub fn check_name(name: &str) -> Result<(), Error> {
+    match crate::text::unfit(name, Lines::One, (1, MAX_NAME_CHARS)) {
+        Some(reason) => Err(Error::Invalid {
+            field: "by",
+            reason,
+        }),
+        None => Ok(()),
     }
 }
 
@@ -142,6 +168,25 @@ impl Decider {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_held_to_the_text_policy() {
+        let named = |name: &str| Actor::api().named(Some(name.into())).by_name.unwrap();
+        assert_eq!(named("@alice"), "@alice");
+        assert_eq!(named("\u{202E}ecila"), "\\u{202e}ecila");
+        assert_eq!(named("\u{3164}"), "\\u{3164}");
+        assert_eq!(named(&"a".repeat(300)).chars().count(), MAX_NAME_CHARS);
+        assert!(check_name("ops:alice").is_ok());
+        for bad in [
+            "\u{202E}x",
+            "a\u{1b}[2J",
+            "\u{2800}",
+            "a\u{2028}b",
+            &"a".repeat(101),
+        ] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn every_decider_keeps_its_strings() {

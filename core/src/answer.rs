@@ -89,7 +89,7 @@ impl Question {
             let message = message
                 .map(|m| truncate_chars(m.trim()))
                 .filter(|m| !m.is_empty());
-            return Ok(Transition::Decline { message });
+            return feedback(message);
         }
         Ok(Transition::Answer {
             value: self.check_answer(answer)?,
@@ -156,10 +156,8 @@ impl Question {
         }
         let first = words.first().map(|w| w.to_lowercase()).unwrap_or_default();
         if first == REJECT {
-            let feedback = words[1..].join(" ");
-            return Ok(Transition::Decline {
-                message: (!feedback.is_empty()).then(|| truncate_chars(&feedback)),
-            });
+            let text = words[1..].join(" ");
+            return feedback((!text.is_empty()).then(|| truncate_chars(&text)));
         }
         let lowered: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
         let lowered: Vec<&str> = lowered.iter().map(String::as_str).collect();
@@ -304,7 +302,7 @@ impl Question {
         if text.is_empty() {
             return Err(self.not_fit("An answer is needed."));
         }
-        if let Some(why) = crate::text::unprintable(text, true) {
+        if let Some(why) = crate::text::refusal(text, crate::text::Lines::Many) {
             return Err(Error::NotFit {
                 reason: format!("That answer {why}."),
             });
@@ -344,12 +342,10 @@ fn parse_range(item: &str) -> Option<(usize, usize)> {
     (first <= last).then_some((first, last))
 }
 
+/// What was typed, repeated in a refusal: shortened, anything that could act on a terminal or
+/// reorder the message shown as an escape.
 fn short(text: &str) -> String {
-    let mut out: String = text.trim().chars().take(40).collect();
-    if text.trim().chars().count() > 40 {
-        out.push('…');
-    }
-    out
+    crate::text::shorten(&crate::text::printable(text.trim()), 40)
 }
 
 /// A decline's message as given by a program: trimmed, empty as none, and refused when longer
@@ -366,7 +362,26 @@ pub fn decline_message(message: Option<&str>) -> Result<Option<String>, Error> {
             ),
         });
     }
+    if let Some(why) = crate::text::refusal(message, crate::text::Lines::Many) {
+        return Err(Error::NotFit {
+            reason: format!("That message {why}."),
+        });
+    }
     Ok(Some(message.to_owned()))
+}
+
+/// A rejection with `message` as its feedback, which every surface shows: held to the text
+/// policy like any answer.
+fn feedback(message: Option<String>) -> Result<Transition, Error> {
+    if let Some(why) = message
+        .as_deref()
+        .and_then(|m| crate::text::refusal(m, crate::text::Lines::Many))
+    {
+        return Err(Error::NotFit {
+            reason: format!("That message {why}."),
+        });
+    }
+    Ok(Transition::Decline { message })
 }
 
 fn truncate_chars(text: &str) -> String {

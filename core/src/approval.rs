@@ -12,6 +12,7 @@
 use crate::Error;
 use crate::id::{QuestionId, RuleId};
 use crate::identity::Identity;
+use crate::text::Lines;
 use crate::time::Millis;
 use crate::value::Answer;
 use serde::{Deserialize, Serialize};
@@ -132,13 +133,15 @@ impl Action {
         self.digest()[..SHORT_DIGEST].to_owned()
     }
 
-    /// Checks the action is well formed.
+    /// Checks the action is well formed: a tool name people can read (the text policy, one
+    /// line, 1-100 characters) and arguments of at most 32 kB. The arguments are kept as given,
+    /// whatever characters they hold: they are what will run, so they are shown escaped
+    /// ([`Action::arguments`]) rather than refused or changed.
     pub fn check(&self) -> Result<(), Error> {
-        let tool_ok = !self.tool.trim().is_empty() && self.tool.chars().count() <= 100;
-        if !tool_ok {
+        if let Some(reason) = crate::text::unfit(&self.tool, Lines::One, (1, 100)) {
             return Err(Error::Invalid {
                 field: "action",
-                reason: "the action needs a tool name of 1-100 characters".into(),
+                reason: format!("the action's tool name {reason}"),
             });
         }
         if serde_json::to_vec(&self.args).map_or(0, |v| v.len()) > 32_000 {
@@ -150,22 +153,30 @@ impl Action {
         Ok(())
     }
 
-    /// Each argument as `name`/value text (top-level keys of an object; the whole value under
-    /// `args` otherwise).
+    /// Each argument as `name`/value text, as people are shown it (top-level keys of an object;
+    /// the whole value under `args` otherwise). Control, direction and invisible characters are
+    /// shown as `\u{..}` escapes ([`crate::text::visible`]): what is read is what will run.
     pub fn arguments(&self) -> Vec<(String, String)> {
+        let shown = |text: &str| crate::text::visible(text).into_owned();
         match &self.args {
             serde_json::Value::Object(map) => map
                 .iter()
-                .map(|(k, v)| (k.clone(), value_text(v)))
+                .map(|(k, v)| (shown(k), shown(&value_text(v))))
                 .collect(),
             serde_json::Value::Null => Vec::new(),
-            other => vec![("args".to_owned(), value_text(other))],
+            other => vec![("args".to_owned(), shown(&value_text(other)))],
         }
+    }
+
+    /// The tool's name as people are shown it (escaped as the arguments are: a name stored
+    /// before the text policy may hold anything).
+    pub fn tool_shown(&self) -> std::borrow::Cow<'_, str> {
+        crate::text::visible(&self.tool)
     }
 
     /// The readable block shown in messages: the tool and its arguments, long values shortened.
     pub fn block(&self, full: bool) -> String {
-        let mut text = format!("Action: {}", self.tool);
+        let mut text = format!("Action: {}", self.tool_shown());
         for (name, value) in self.arguments() {
             let value = if full {
                 value
@@ -242,8 +253,9 @@ impl Rule {
             Scope::Everywhere => "everywhere".to_owned(),
             Scope::Session { session_id } => format!("in session {session_id}"),
         };
-        let args = crate::text::shorten(&self.action.args.to_string(), 120);
-        format!("{}: {} {args} {scope}", self.id, self.action.tool)
+        let args = crate::text::visible(&self.action.args.to_string()).into_owned();
+        let args = crate::text::shorten(&args, 120);
+        format!("{}: {} {args} {scope}", self.id, self.action.tool_shown())
     }
 }
 
@@ -344,6 +356,26 @@ mod tests {
         );
         assert!(block.contains("…") && block.contains("\n  n: 3"), "{block}");
         assert!(a.block(true).contains(&"x".repeat(500)));
+    }
+
+    #[test]
+    fn arguments_are_kept_but_shown_escaped_and_tool_names_follow_the_policy() {
+        let command = "ls build/ \u{202E}~ fr- mr\r\u{1b}[2K";
+        let a = Action::new(
+            "shell",
+            json!({"command": command, "\u{200B}cwd": "/\u{3164}"}),
+        );
+        assert!(a.check().is_ok(), "arguments are kept as given");
+        let block = a.block(true);
+        assert!(
+            block.contains("command: ls build/ \\u{202e}~ fr- mr\\u{d}\\u{1b}[2K"),
+            "{block}"
+        );
+        assert!(block.contains("\\u{200b}cwd: /\\u{3164}"), "{block}");
+        assert_eq!(a.args["command"], command);
+        for tool in ["she\u{202E}ll", "a\rb", "\u{3164}", "", "x\ny"] {
+            assert!(Action::new(tool, json!({})).check().is_err(), "{tool:?}");
+        }
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! field it refuses, which is what the HTTP API's 422 and the chat replies say.
 
 use crate::Error;
-use crate::identity::is_well_formed;
+use crate::identity::{is_well_formed, malformed};
 use crate::question::{Kind, MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PEOPLE, MAX_SESSION_CHARS};
+use crate::text::Lines;
 
 /// Checks a session id: 1-128 characters of letters, digits and `. _ : - / @` (no braces, no
 /// spaces: session ids end up in store keys).
@@ -26,32 +27,17 @@ pub fn check_session_id(session_id: &str) -> Result<(), Error> {
     }
 }
 
+/// Checks `text` against the text policy and its length in characters ([`crate::text::unfit`]).
 pub(crate) fn check_text(
     field: &'static str,
     text: &str,
-    min: usize,
-    max: usize,
+    lines: Lines,
+    bounds: (usize, usize),
 ) -> Result<(), Error> {
-    if let Some(why) = crate::text::unprintable(text, true) {
-        return Err(Error::Invalid {
-            field,
-            reason: why.into(),
-        });
+    match crate::text::unfit(text, lines, bounds) {
+        Some(reason) => Err(Error::Invalid { field, reason }),
+        None => Ok(()),
     }
-    let chars = text.chars().count();
-    if chars < min {
-        return Err(Error::Invalid {
-            field,
-            reason: "must not be empty".into(),
-        });
-    }
-    if chars > max {
-        return Err(Error::Invalid {
-            field,
-            reason: format!("is {chars} characters long; the limit is {max}"),
-        });
-    }
-    Ok(())
 }
 
 pub(crate) fn check_shape(
@@ -94,10 +80,7 @@ pub(crate) fn check_shape(
         });
     }
     for (index, label) in options.iter().enumerate() {
-        check_text("options", label, 1, MAX_LABEL_CHARS)?;
-        if label.contains('\n') {
-            return invalid("options", "an option label must be one line");
-        }
+        check_text("options", label, Lines::One, (1, MAX_LABEL_CHARS))?;
         if multi && label.contains(',') {
             return invalid(
                 "options",
@@ -130,9 +113,7 @@ pub(crate) fn check_identities<'a>(
     match list.find(|entry| !is_well_formed(entry)) {
         Some(bad) => Err(Error::Invalid {
             field,
-            reason: format!(
-                "`{bad}` is not of the form `console`, `api` or `<surface>:<id>` (e.g. `telegram:42`)"
-            ),
+            reason: malformed(bad),
         }),
         None => Ok(()),
     }

@@ -22,7 +22,8 @@ pub const API: &str = "api";
 pub const CONSOLE: &str = "console";
 
 /// True for `console`, `api`, or `<surface>:<address>` with a lower-case surface name and an
-/// address of letters, digits and `-_.@`.
+/// address of letters, digits and `-_.@` that its surface could give (Telegram and Discord ids are
+/// integers written in canonical decimal, Slack ids upper case).
 pub fn is_well_formed(text: &str) -> bool {
     if text == API || text == CONSOLE {
         return true;
@@ -39,7 +40,50 @@ pub fn is_well_formed(text: &str) -> bool {
         && address
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c));
-    surface_ok && address_ok
+    surface_ok && address_ok && fits_surface(surface, address)
+}
+
+/// Could `surface` ever give `address`? Telegram and Discord ids are integers, written in
+/// decimal with no leading zero (`telegram:042` is no one, though it reads as `telegram:42`);
+/// Slack ids are upper-case letters and digits; on any surface an address that is a number is
+/// written the one way. Two spellings of one person would make two quorum members of one.
+fn fits_surface(surface: &str, address: &str) -> bool {
+    match surface {
+        "telegram" | "discord" => canonical_integer(address).as_deref() == Some(address),
+        "slack" => address
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()),
+        _ => canonical_integer(address).is_none_or(|canonical| canonical == address),
+    }
+}
+
+/// `address` written as an integer is written canonically (`-0042` gives `-42`, `00` gives
+/// `0`); `None` when it is not an integer.
+fn canonical_integer(address: &str) -> Option<String> {
+    let digits = address.strip_prefix('-').unwrap_or(address);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let trimmed = digits.trim_start_matches('0');
+    Some(match trimmed {
+        "" => "0".to_owned(),
+        _ if digits.len() < address.len() => format!("-{trimmed}"),
+        _ => trimmed.to_owned(),
+    })
+}
+
+/// Why `text` is not a well-formed identity or target, in words that say what would work.
+pub fn malformed(text: &str) -> String {
+    if let Some((surface, address)) = text.split_once(':')
+        && let Some(canonical) = canonical_integer(address)
+        && canonical != address
+    {
+        return format!("`{text}` is not an id {surface} gives: write `{surface}:{canonical}`");
+    }
+    format!(
+        "`{}` is not of the form `console`, `api` or `<surface>:<id>` that its surface gives (e.g. `telegram:42`)",
+        crate::text::printable(text)
+    )
 }
 
 /// The surface part: `telegram` for `telegram:42`, `console` for `console`.
@@ -234,9 +278,18 @@ mod tests {
             "telegram 1",
             "telegram:a b",
             "nobody",
+            "telegram:042",
+            "telegram:-0",
+            "telegram:00",
+            "telegram:abc",
+            "discord:12a",
+            "slack:u042",
+            "web:007",
         ] {
             assert!(!is_well_formed(bad), "{bad}");
         }
+        assert!(malformed("telegram:042").contains("write `telegram:42`"));
+        assert!(malformed("web:-007").contains("write `web:-7`"));
         let person = Identity::compose("telegram", -5);
         assert_eq!(person, "telegram:-5");
         assert_eq!(person.surface(), "telegram");

@@ -9,8 +9,9 @@
 //!
 //! From the leaves up (a module only imports modules above it in this list):
 //!
-//! - [`error`], [`text`], [`value`], [`time`], [`secret`]: the model's error, text helpers
-//!   (shortening), answer values, wall-clock instants, secrets and their constant-time comparison.
+//! - [`error`], [`text`], [`limits`], [`value`], [`time`], [`secret`]: the model's error, text
+//!   helpers and the one text policy every string people read follows, the lengths of those
+//!   texts, answer values, wall-clock instants, secrets and their constant-time comparison.
 //! - [`id`], [`identity`]: typed ids (questions, runs, rules) and `<surface>:<address>` names of
 //!   people ([`Identity`]) and places ([`Target`]).
 //! - [`actor`]: who decides an outcome: a person or program, a rule, or the deadline.
@@ -45,6 +46,7 @@ pub mod fill;
 pub mod form;
 pub mod id;
 pub mod identity;
+pub mod limits;
 pub mod nudge;
 mod numbers;
 pub mod question;

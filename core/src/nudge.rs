@@ -152,7 +152,7 @@ pub fn check_escalation(steps: &[Escalation], timeout: Duration) -> Result<(), E
         }
         for name in names {
             if !is_well_formed(name) {
-                let why = format!("step {}: {name:?} is not <surface>:<address>", i + 1);
+                let why = format!("step {}: {}", i + 1, crate::identity::malformed(name));
                 return Err(invalid("escalate", why));
             }
         }

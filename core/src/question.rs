@@ -20,6 +20,8 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
 
+pub use crate::limits::{MAX_ANSWER_CHARS, MAX_DETAIL_CHARS, MAX_LABEL_CHARS, MAX_PROMPT_CHARS};
+
 /// Default time a question stays open: 30 minutes, as in the seed design.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// Longest time a question may stay open.
@@ -27,18 +29,10 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Most options a question may have: what one Discord select menu holds, and few enough that
 /// every multi-choice button payload fits Telegram's 64 bytes.
 pub const MAX_OPTIONS: usize = 25;
-/// Longest option label, in characters (buttons show a shortened form).
-pub const MAX_LABEL_CHARS: usize = 100;
-/// Longest prompt, in characters.
-pub const MAX_PROMPT_CHARS: usize = 1000;
-/// Longest detail, in characters (chat messages shorten it and point to `/show`).
-pub const MAX_DETAIL_CHARS: usize = 8000;
 /// Longest session id, in characters.
 pub const MAX_SESSION_CHARS: usize = 128;
 /// Most answerers or targets on one question.
 pub const MAX_PEOPLE: usize = 100;
-/// Longest free-text answer or decline message, in characters.
-pub const MAX_ANSWER_CHARS: usize = 4000;
 
 /// What sort of question this is; it decides which answers fit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

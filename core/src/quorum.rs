@@ -72,7 +72,7 @@ pub fn check(quorum: &Quorum) -> Result<(), Error> {
         )));
     }
     if let Some(bad) = quorum.of.iter().find(|who| !is_well_formed(who.as_str())) {
-        return Err(invalid(format!("{bad:?} is not <surface>:<address>")));
+        return Err(invalid(crate::identity::malformed(bad.as_str())));
     }
     let mut seen: Vec<&Identity> = Vec::new();
     for who in &quorum.of {

@@ -17,6 +17,7 @@ use crate::question::{
     Answer, Kind, MAX_DETAIL_CHARS, MAX_PROMPT_CHARS, MAX_TIMEOUT, Question, Status,
 };
 use crate::quorum::{self, Quorum};
+use crate::text::Lines;
 use crate::time::Millis;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -235,24 +236,15 @@ impl NewQuestion {
         let timeout = self.checked_timeout(default_timeout)?;
         check_session_id(&self.session_id)?;
         let prompt = self.prompt.trim().to_owned();
-        check_text("prompt", &prompt, 1, MAX_PROMPT_CHARS)?;
+        check_text("prompt", &prompt, Lines::Many, (1, MAX_PROMPT_CHARS))?;
         let detail = self
             .detail
             .map(|d| d.trim().to_owned())
             .filter(|d| !d.is_empty());
         if let Some(detail) = &detail {
-            check_text("detail", detail, 1, MAX_DETAIL_CHARS)?;
+            check_text("detail", detail, Lines::Many, (1, MAX_DETAIL_CHARS))?;
         }
         let options: Vec<String> = self.options.iter().map(|o| o.trim().to_owned()).collect();
-        if let Some(why) = options
-            .iter()
-            .find_map(|o| crate::text::unprintable(o, false))
-        {
-            return Err(Error::Invalid {
-                field: "options",
-                reason: why.into(),
-            });
-        }
         check_shape(self.kind, &options, self.multi, self.allow_custom)?;
         check_identities("answerers", self.answerers.iter().map(Identity::as_str))?;
         check_identities("targets", self.targets.iter().map(Target::as_str))?;

@@ -34,7 +34,7 @@ pub(crate) async fn ask(args: AskArgs) -> u8 {
                 body["form"] = schema;
             }
             Err(error) => {
-                eprintln!("askbridge: --form {}: {error}", path.display());
+                tell!("askbridge: --form {}: {error}", path.display());
                 return ExitCode::ERROR;
             }
         }
@@ -69,7 +69,7 @@ pub(crate) async fn approve(args: ApproveArgs) -> u8 {
     let action_args: Value = match serde_json::from_str(&args.args) {
         Ok(value) => value,
         Err(error) => {
-            eprintln!("askbridge: --args is not JSON: {error}");
+            tell!("askbridge: --args is not JSON: {error}");
             return ExitCode::ERROR;
         }
     };
@@ -99,7 +99,7 @@ enum Kind {
 /// already explained on stderr.
 async fn run(mut body: Value, common: &Common) -> Result<Question, u8> {
     let api = api(&common.remote).map_err(|error| {
-        eprintln!("askbridge: {error:#}");
+        tell!("askbridge: {error:#}");
         ExitCode::ERROR
     })?;
     let session = common
@@ -129,8 +129,8 @@ async fn run(mut body: Value, common: &Common) -> Result<Question, u8> {
         () = interrupted() => {
             let reason = json!({"reason": "the script that asked it was interrupted"});
             match api.post(&format!("/api/questions/{id}/cancel"), &reason).await {
-                Ok(_) => eprintln!("askbridge: interrupted; question {id} cancelled"),
-                Err(error) => eprintln!("askbridge: interrupted; cannot cancel question {id}: {error}"),
+                Ok(_) => tell!("askbridge: interrupted; question {id} cancelled"),
+                Err(error) => tell!("askbridge: interrupted; cannot cancel question {id}: {error}"),
             }
             Err(ExitCode::INTERRUPTED)
         }
@@ -143,7 +143,7 @@ async fn wait(api: &ApiClient, id: &str, mut current: Value) -> Result<Question,
     loop {
         if current["status"] != "pending" {
             return serde_json::from_value(current).map_err(|error| {
-                eprintln!("askbridge: unexpected answer shape: {error}");
+                tell!("askbridge: unexpected answer shape: {error}");
                 ExitCode::ERROR
             });
         }
@@ -167,7 +167,7 @@ async fn wait(api: &ApiClient, id: &str, mut current: Value) -> Result<Question,
 }
 
 fn failed(error: ApiError) -> u8 {
-    eprintln!("askbridge: {error}");
+    tell!("askbridge: {error}");
     ExitCode::ERROR
 }
 
@@ -211,23 +211,23 @@ fn outcome(question: &Question, as_json: bool, kind: Kind) -> u8 {
         Status::Declined => {
             let by = resolution.map(|r| r.by().to_string()).unwrap_or_default();
             match message {
-                Some(message) => eprintln!("declined by {by}: {message}"),
-                None => eprintln!("declined by {by}"),
+                Some(message) => tell!("declined by {by}: {message}"),
+                None => tell!("declined by {by}"),
             }
             ExitCode::DECLINED
         }
         Status::Expired => match value {
             Some(_) => {
-                eprintln!("no answer in time; the default was used");
+                tell!("no answer in time; the default was used");
                 answered(value, as_json, kind)
             }
             None => {
-                eprintln!("no answer in time");
+                tell!("no answer in time");
                 ExitCode::TIMEOUT
             }
         },
         Status::Cancelled => {
-            eprintln!(
+            tell!(
                 "the question was cancelled{}",
                 message.map(|m| format!(": {m}")).unwrap_or_default()
             );
@@ -240,7 +240,7 @@ fn outcome(question: &Question, as_json: bool, kind: Kind) -> u8 {
 fn answered(value: Option<&Answer>, as_json: bool, kind: Kind) -> u8 {
     let print = |text: &str| {
         if !as_json {
-            println!("{text}");
+            say!("{text}");
         }
     };
     match value {

@@ -39,7 +39,10 @@ pub(crate) async fn pending(args: PendingArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&questions)?);
         return Ok(());
     }
-    print!("{}", pending_table(&questions));
+    print!(
+        "{}",
+        askbridge_core::text::printable(&pending_table(&questions))
+    );
     Ok(())
 }
 
@@ -61,7 +64,7 @@ pub(crate) async fn audit(args: AuditArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     if entries.is_empty() {
-        println!("No audit records.");
+        say!("No audit records.");
     }
     for entry in entries {
         let value = entry.value.map(|v| format!(" {v}")).unwrap_or_default();
@@ -71,7 +74,7 @@ pub(crate) async fn audit(args: AuditArgs) -> anyhow::Result<()> {
             .map(|r| format!(" rule={r}"))
             .unwrap_or_default();
         let message = entry.message.map(|m| format!(" — {m}")).unwrap_or_default();
-        println!(
+        say!(
             "{}  {:<12} {:<10} by {} via {}{status}{value}{rule}{message}",
             entry.at,
             serde_json::to_value(entry.event)

@@ -15,7 +15,7 @@ pub(crate) async fn mcp(args: McpArgs) -> anyhow::Result<()> {
     let backend = HttpBackend::new(api);
     // Serve anyway: the client then lists the tools, and each call says what is wrong.
     if let Err(why) = backend.reachable().await {
-        eprintln!("askbridge mcp: {why}");
+        tell!("askbridge mcp: {why}");
     }
     let mut options = McpOptions::new();
     if let Some(session) = args.session.filter(|s| !s.trim().is_empty()) {

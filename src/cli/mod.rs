@@ -8,6 +8,23 @@
 //! Exit codes of `ask`, `confirm` and `approve` are an interface, listed in [`ExitCode`]'s
 //! constants and the README.
 
+/// `println!` for every line the command line prints that may hold text from the server (a
+/// question, an answer, an audit record, a refusal that repeats what it refused): escaped as the
+/// console escapes ([`askbridge_core::text::printable`]), so no stored or echoed text can drive
+/// the terminal. (`--json` output is JSON, which escapes control characters itself.)
+macro_rules! say {
+    ($($arg:tt)*) => {
+        println!("{}", askbridge_core::text::printable(&format!($($arg)*)))
+    };
+}
+
+/// [`say!`] on standard error.
+macro_rules! tell {
+    ($($arg:tt)*) => {
+        eprintln!("{}", askbridge_core::text::printable(&format!($($arg)*)))
+    };
+}
+
 pub(crate) mod ask;
 mod chats;
 pub(crate) mod client;

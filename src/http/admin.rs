@@ -2,7 +2,7 @@
 
 use super::{ApiError, AppState};
 use crate::metrics::Scrape;
-use crate::store::{Cursor, Page};
+use crate::store::{Cursor, MAX_PAGE_BYTES, Page, json_size, rule_place};
 use askbridge_core::audit::{AuditCursor, AuditFilter};
 use askbridge_core::{Actor, Millis, RuleId};
 use axum::Json;
@@ -34,7 +34,8 @@ pub(super) async fn list_rules(
         .bridge
         .store()
         .rules_page(after.as_ref(), limit.clamp(1, 500))
-        .await?;
+        .await?
+        .within_bytes(MAX_PAGE_BYTES, json_size, rule_place);
     let next = page.next.as_ref().map(Cursor::to_string);
     Ok(Json(json!({ "rules": page.items, "next": next })))
 }
@@ -134,7 +135,11 @@ pub(super) async fn audit(
     let limit = filter.effective_limit();
     filter.limit = limit + 1;
     let fetched = state.bridge.audit(&filter).await?;
-    let page = Page::cut(fetched, limit, |kept| filter.next_cursor(kept));
+    let page = Page::cut(fetched, limit, |kept| filter.next_cursor(kept)).within_bytes_by(
+        MAX_PAGE_BYTES,
+        json_size,
+        |kept| filter.next_cursor(kept),
+    );
     let next = page.next.as_ref().map(AuditCursor::to_string);
     Ok(Json(json!({ "entries": page.items, "next": next })))
 }

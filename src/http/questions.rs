@@ -4,7 +4,7 @@ use super::error::optional_json;
 use super::view::{self, QuestionJson};
 use super::{ApiError, AppState, DEFAULT_WAIT_S, JsonBody, MAX_WAIT_S};
 use crate::bridge::{Attempt, ProgramReply, Said};
-use crate::store::{Cursor, HistoryFilter, ListFilter};
+use crate::store::{Cursor, HistoryFilter, ListFilter, MAX_PAGE_BYTES};
 use askbridge_core::{Actor, Answer, NewQuestion, QuestionId, Status, Target};
 use axum::Json;
 use axum::body::Bytes;
@@ -102,14 +102,8 @@ pub(super) struct RejectBody {
 /// unless `api` is among its answerers too.
 fn api_actor(by: Option<String>) -> Result<Actor, ApiError> {
     let name = by.map(|b| b.trim().to_owned()).filter(|b| !b.is_empty());
-    if let Some(name) = &name
-        && (name.chars().count() > 100 || name.chars().any(char::is_control))
-    {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "`by` must be one line of at most 100 characters",
-        )
-        .with("field", json!("by")));
+    if let Some(name) = &name {
+        askbridge_core::actor::check_name(name)?;
     }
     Ok(Actor::api().named(name))
 }
@@ -239,6 +233,13 @@ pub(super) struct HistoryQuery {
     limit: Option<usize>,
 }
 
+/// The listing place of a question kept with its JSON and that JSON's size.
+fn sized_place<T, U>(
+    (question, _, _): &(askbridge_core::Question, T, U),
+) -> (askbridge_core::Millis, &str) {
+    HistoryFilter::place(question)
+}
+
 /// `GET /api/history`: resolved questions, most recently resolved first, a page at a time, each
 /// with its full resolution; `next` is the cursor of the following page.
 pub(super) async fn history(
@@ -269,7 +270,16 @@ pub(super) async fn history(
         limit: query.limit.unwrap_or(0),
     };
     let page = state.bridge.store().history(&filter).await?;
+    // Each question as JSON with its size: the page is bounded in bytes as well as by count.
+    let page = page
+        .map(|question| {
+            let json = view::json(&question);
+            let size = json.to_string().len();
+            (question, json, size)
+        })
+        .within_bytes(MAX_PAGE_BYTES, |(_, _, size)| *size, sized_place);
     let next = page.next.as_ref().map(Cursor::to_string);
-    let questions: Vec<serde_json::Value> = page.items.iter().map(view::json).collect();
+    let questions: Vec<serde_json::Value> =
+        page.items.into_iter().map(|(_, json, _)| json).collect();
     Ok(Json(json!({ "questions": questions, "next": next })))
 }

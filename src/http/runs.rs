@@ -4,7 +4,7 @@
 use super::view::RunJson;
 use super::{ApiError, AppState, JsonBody};
 use crate::bridge::{ProgramReply, RunNews, Said, Storing};
-use crate::store::{Cursor, RunFilter};
+use crate::store::{Cursor, MAX_PAGE_BYTES, RunFilter, json_size};
 use askbridge_core::run::{Origin, Run, RunState};
 use askbridge_core::{Answer, Identity, QuestionId, Target, identity};
 use axum::Json;
@@ -123,7 +123,11 @@ pub(super) async fn list_runs(
         after,
         limit: query.limit.unwrap_or(0),
     };
-    let page = state.bridge.store().list_runs(&filter).await?;
+    let page = state.bridge.store().list_runs(&filter).await?.within_bytes(
+        MAX_PAGE_BYTES,
+        json_size,
+        |run| filter.place(run),
+    );
     let next = page.next.as_ref().map(Cursor::to_string);
     Ok(Json(json!({ "runs": page.items, "next": next })))
 }

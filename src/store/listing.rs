@@ -105,6 +105,62 @@ impl<T> Page<T> {
     }
 }
 
+/// Most bytes of items one listing page carries, as JSON. A count alone does not bound a page:
+/// 500 resolved forms, each near its limits, made a page of 80 MB that took half a minute.
+pub const MAX_PAGE_BYTES: usize = 4 << 20;
+
+impl<T, C> Page<T, C> {
+    /// The page cut further so that its items' sizes (`size`, in bytes) add up to at most
+    /// `max_bytes`, keeping at least one item so that every listing moves on; when cut, the next
+    /// page is `cursor` of the items kept.
+    pub fn within_bytes_by(
+        mut self,
+        max_bytes: usize,
+        size: impl Fn(&T) -> usize,
+        cursor: impl FnOnce(&[T]) -> Option<C>,
+    ) -> Self {
+        let mut total = 0;
+        let keep = self
+            .items
+            .iter()
+            .position(|item| {
+                total += size(item);
+                total > max_bytes
+            })
+            .map_or(self.items.len(), |over| over.max(1));
+        if keep < self.items.len() {
+            self.items.truncate(keep);
+            self.next = cursor(&self.items);
+        }
+        self
+    }
+}
+
+impl<T> Page<T> {
+    /// [`Page::within_bytes_by`], the next page starting after the place of the last item kept.
+    pub fn within_bytes(
+        self,
+        max_bytes: usize,
+        size: impl Fn(&T) -> usize,
+        place: impl Fn(&T) -> (Millis, &str),
+    ) -> Self {
+        self.within_bytes_by(max_bytes, size, |items| {
+            items.last().map(|last| {
+                let (at, id) = place(last);
+                Cursor {
+                    at,
+                    id: id.to_owned(),
+                }
+            })
+        })
+    }
+}
+
+/// The size of `item` as the JSON it is sent as, in bytes: how listing pages are measured.
+pub fn json_size<T: serde::Serialize>(item: &T) -> usize {
+    serde_json::to_vec(item).map_or(0, |json| json.len())
+}
+
 /// Newest first, then by id (descending): the order of every paged listing.
 pub fn newest_first(a: (Millis, &str), b: (Millis, &str)) -> std::cmp::Ordering {
     b.0.cmp(&a.0).then_with(|| b.1.cmp(a.1))
@@ -267,6 +323,18 @@ mod tests {
         assert_eq!(page.next.map(|c| c.to_string()).as_deref(), Some("2-b"));
         let last = Page::after_last(read, 3, place);
         assert_eq!((last.items.len(), last.next), (3, None));
+    }
+
+    #[test]
+    fn a_page_is_bounded_in_bytes_but_never_empty() {
+        let read = vec![(4, "d"), (3, "c"), (2, "b"), (1, "a")];
+        let page = Page::after_last(read.clone(), 3, place).within_bytes(25, |_| 10, place);
+        assert_eq!(page.items, [(4, "d"), (3, "c")]);
+        assert_eq!(page.next.map(|c| c.to_string()).as_deref(), Some("3-c"));
+        let one = Page::after_last(read.clone(), 3, place).within_bytes(5, |_| 10, place);
+        assert_eq!(one.items, [(4, "d")]);
+        let all = Page::after_last(read, 4, place).within_bytes(100, |_| 10, place);
+        assert_eq!((all.items.len(), all.next), (4, None));
     }
 
     #[test]

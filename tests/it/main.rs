@@ -40,5 +40,6 @@ mod settings;
 mod slack;
 mod store_conformance;
 mod telegram;
+mod text_policy;
 mod web;
 mod web_floor;

@@ -2,8 +2,15 @@
 //! from a JSON value ([`Field::fit`]). Kept apart from the schema's types because every rule of
 //! what a value may be lives here, and a change to one of them should be read in one place.
 
-use super::{Field, FieldType};
+use super::{DEFAULT_MAX_LENGTH, Field, FieldType};
+use crate::text::{Lines, refusal};
 use serde_json::Value;
+
+/// A value repeated in a refusal: shortened, and with anything that could act on a terminal or
+/// reorder the message shown as an escape.
+fn quoted(text: &str) -> String {
+    crate::text::shorten(&crate::text::printable(text), 40)
+}
 
 impl Field {
     /// The choices a person picks among (a string enum's or a multi-select's).
@@ -54,11 +61,9 @@ impl Field {
                 Some("uri") => "a URL (https://…)".to_owned(),
                 Some("date") => "a date (YYYY-MM-DD)".to_owned(),
                 Some("date-time") => "a date and time (YYYY-MM-DDTHH:MM)".to_owned(),
-                _ => match (self.min_length, self.max_length) {
-                    (Some(min), Some(max)) => format!("text of {min} to {max} characters"),
-                    (None, Some(max)) => format!("text of at most {max} characters"),
-                    (Some(min), None) => format!("text of at least {min} characters"),
-                    (None, None) => "text".to_owned(),
+                _ => match self.min_length {
+                    Some(min) => format!("text of {min} to {} characters", self.longest()),
+                    None => format!("text of at most {} characters", self.longest()),
                 },
             },
         }
@@ -72,15 +77,15 @@ impl Field {
             FieldType::Boolean => match text.to_lowercase().as_str() {
                 "yes" | "y" | "true" | "1" | "on" => Value::Bool(true),
                 "no" | "n" | "false" | "0" | "off" => Value::Bool(false),
-                _ => return Err(format!("\"{text}\" is not {}", self.expects())),
+                _ => return Err(format!("\"{}\" is not {}", quoted(text), self.expects())),
             },
             FieldType::Integer => match text.replace('_', "").parse::<i64>() {
                 Ok(n) => Value::from(n),
-                Err(_) => return Err(format!("\"{text}\" is not {}", self.expects())),
+                Err(_) => return Err(format!("\"{}\" is not {}", quoted(text), self.expects())),
             },
             FieldType::Number => match text.replace(',', ".").parse::<f64>() {
                 Ok(n) if n.is_finite() => Value::from(n),
-                _ => return Err(format!("\"{text}\" is not {}", self.expects())),
+                _ => return Err(format!("\"{}\" is not {}", quoted(text), self.expects())),
             },
             FieldType::String if !self.choices().is_empty() => Value::String(self.pick(text)?),
             FieldType::String => Value::String(text.to_owned()),
@@ -111,7 +116,7 @@ impl Field {
                     || self.choice_label(i).eq_ignore_ascii_case(text)
             })
             .map(|i| choices[i].clone())
-            .ok_or_else(|| format!("\"{text}\" is not {}", self.expects()))
+            .ok_or_else(|| format!("\"{}\" is not {}", quoted(text), self.expects()))
     }
 
     /// Checks a value given as JSON (over HTTP, or read from a reply).
@@ -164,20 +169,28 @@ impl Field {
         Ok(())
     }
 
+    /// The longest text answer, in characters: the schema's `maxLength`, else the default.
+    fn longest(&self) -> usize {
+        self.max_length.unwrap_or(DEFAULT_MAX_LENGTH)
+    }
+
+    /// Checks a text value: one of the choices, or free text held to the rules free-text
+    /// answers follow (the text policy, several lines allowed) and to the field's length bound.
     fn fit_text(&self, text: &str) -> Result<String, String> {
         let text = text.trim().to_owned();
         let choices = self.choices();
         if !choices.is_empty() {
             return match choices.iter().find(|c| **c == text) {
                 Some(choice) => Ok(choice.clone()),
-                None => Err(format!("\"{text}\" is not {}", self.expects())),
+                None => Err(format!("\"{}\" is not {}", quoted(&text), self.expects())),
             };
         }
         let chars = text.chars().count();
-        if self.min_length.is_some_and(|min| chars < min)
-            || self.max_length.is_some_and(|max| chars > max)
-        {
-            return Err(format!("expected {}", self.expects()));
+        if self.min_length.is_some_and(|min| chars < min) || chars > self.longest() {
+            return Err(format!("{chars} characters; expected {}", self.expects()));
+        }
+        if let Some(why) = refusal(&text, Lines::Many) {
+            return Err(format!("the text {why}"));
         }
         let fits = match self.format.as_deref() {
             Some("email") => {
@@ -202,7 +215,7 @@ impl Field {
         if fits {
             Ok(text)
         } else {
-            Err(format!("\"{text}\" is not {}", self.expects()))
+            Err(format!("\"{}\" is not {}", quoted(&text), self.expects()))
         }
     }
 }

@@ -8,17 +8,31 @@
 //! before the next field is asked. Properties keep the order they were written in: that is the
 //! order chat asks them.
 
-use crate::error::Error;
 use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::fmt;
 
+mod check;
 mod field;
 
 /// Most fields one form may have.
 pub const MAX_FIELDS: usize = 20;
+/// Longest text answer to a field whose schema gives no `maxLength`, in characters: the bound
+/// of a free-text answer.
+pub const DEFAULT_MAX_LENGTH: usize = crate::limits::MAX_ANSWER_CHARS;
+/// Largest `maxLength` a schema may give, in characters: the bound of a question's detail.
+pub const MAX_MAX_LENGTH: usize = crate::limits::MAX_DETAIL_CHARS;
+/// Longest field title or choice (or choice label), in characters.
+pub const MAX_TITLE_CHARS: usize = crate::limits::MAX_LABEL_CHARS;
+/// Longest field description, in characters.
+pub const MAX_DESCRIPTION_CHARS: usize = 1000;
+/// Most choices one field may offer.
+pub const MAX_CHOICES: usize = 25;
+/// The string formats askbridge checks; a schema naming another is refused rather than
+/// promising a check that does not happen.
+pub const FORMATS: [&str; 4] = ["email", "uri", "date", "date-time"];
 
 /// A form's schema: its fields in order, and which are required.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -188,59 +202,6 @@ impl FormSchema {
             }
         }
         Ok(out)
-    }
-
-    /// Checks the schema itself when a form is asked.
-    pub fn check(&self) -> Result<(), Error> {
-        let invalid = |reason: String| Error::Invalid {
-            field: "form",
-            reason,
-        };
-        if self.kind != "object" {
-            return Err(invalid("type must be \"object\"".into()));
-        }
-        if self.properties.is_empty() || self.properties.len() > MAX_FIELDS {
-            return Err(invalid(format!("needs 1 to {MAX_FIELDS} properties")));
-        }
-        let mut seen: Vec<&str> = Vec::new();
-        for (name, field) in &self.properties {
-            let ok_name = !name.is_empty()
-                && name.len() <= 64
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-            if !ok_name || seen.contains(&name.as_str()) {
-                return Err(invalid(format!(
-                    "property name \"{name}\" must be 1-64 letters, digits, _ or -, once"
-                )));
-            }
-            seen.push(name);
-            let choices = field.choices();
-            let needs_choices = field.kind == FieldType::Array;
-            if needs_choices && choices.is_empty() {
-                return Err(invalid(format!("{name}: a multi-select needs items.enum")));
-            }
-            if choices.len() > 25
-                || choices
-                    .iter()
-                    .any(|c| c.is_empty() || c.chars().count() > 100)
-            {
-                return Err(invalid(format!(
-                    "{name}: 1 to 25 choices of 1 to 100 characters"
-                )));
-            }
-            if let Some(default) = &field.default {
-                field
-                    .fit(default)
-                    .map_err(|why| invalid(format!("{name}: default: {why}")))?;
-            }
-        }
-        if let Some(unknown) = self.required.iter().find(|r| self.field(r).is_none()) {
-            return Err(invalid(format!(
-                "required names \"{unknown}\", which is not a property"
-            )));
-        }
-        Ok(())
     }
 }
 

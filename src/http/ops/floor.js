@@ -10,7 +10,7 @@
 (() => {
   const ops = window.askbridgeOps;
   if (!ops) return;
-  const { api, el, errorOf } = ops;
+  const { api, el, errorOf, visible } = ops;
   const $ = (id) => document.getElementById(id);
   const VIEWS = ['questions', 'runs', 'rules', 'audit', 'history'];
   const PAGE = 50;
@@ -205,7 +205,7 @@
     ask.addEventListener('click', () => {
       const confirm = el('button', { type: 'button', class: 'danger', text: 'Yes, revoke' });
       const keep = el('button', { type: 'button', class: 'quiet', text: 'Keep it' });
-      const question = el('p', { class: 'confirm', text: `Revoke this rule? ${rule.action.tool} will need approval again.` });
+      const question = el('p', { class: 'confirm', text: `Revoke this rule? ${visible(rule.action.tool)} will need approval again.` });
       keep.addEventListener('click', () => {
         box.replaceChildren(ask, error);
         ask.focus();
@@ -238,13 +238,13 @@
 
   function ruleRow(rule) {
     const row = el('li', { class: 'item rule', id: `rule-${rule.id}`, 'data-rule': rule.id });
-    const args = valueText(rule.action.args);
+    const args = visible(valueText(rule.action.args));
     row.append(
       el(
         'div',
         { class: 'item-head' },
         el('span', { class: 'badge', text: 'allow always' }),
-        el('strong', { text: rule.action.tool }),
+        el('strong', { text: visible(rule.action.tool) }),
         el('code', { class: 'args', text: args.length > 200 ? `${args.slice(0, 200)}…` : args }),
       ),
       el('p', {
@@ -275,7 +275,7 @@
     const existing = document.getElementById(`rule-${rule.id}`);
     if (name === 'rule.created' && !existing) {
       rules.list.prepend(ruleRow(rule));
-      announce(`New rule: always allow ${rule.action.tool}.`);
+      announce(`New rule: always allow ${visible(rule.action.tool)}.`);
     } else if (name === 'rule.revoked' && existing) {
       existing.remove();
       announce(`Rule ${rule.id} revoked.`);

@@ -11,6 +11,18 @@
 'use strict';
 
 (() => {
+  // A value kept as given (an action's tool and arguments) as people are shown it: the same
+  // classes as core's text::visible (askbridge_core::text, the one text policy) made visible as
+  // \u{..} escapes, so the page cannot be made to read `rm -rf ~` where `~ fr- mr` will run.
+  // `keep` lists characters left as they are (the line breaks of pretty-printed JSON).
+  const SHOWN_ESCAPED =
+    /[\p{Cc}\p{Bidi_Control}\p{Default_Ignorable_Code_Point}\p{White_Space}\u2800\u115F\u1160\u3164\uFFA0\u{1D159}]/gu;
+  function visible(text, keep = '') {
+    return String(text).replace(SHOWN_ESCAPED, (c) =>
+      c === ' ' || keep.includes(c) ? c : `\\u{${c.codePointAt(0).toString(16)}}`,
+    );
+  }
+
   const TOKEN_KEY = 'askbridge.apiToken';
   const RESOLVED_SHOWN = 50;
   const RECENT_MS = 60 * 60 * 1000;
@@ -535,9 +547,10 @@
         el(
           'div',
           { class: 'action', role: 'group', 'aria-label': 'What is being approved' },
-          el('p', { class: 'action-tool', text: `Action: ${q.action.tool}` }),
-          // The whole arguments, as JSON: exactly what the approval approves.
-          el('pre', { class: 'action-args', tabindex: 0, text: JSON.stringify(q.action.args, null, 2) }),
+          el('p', { class: 'action-tool', text: `Action: ${visible(q.action.tool)}` }),
+          // The whole arguments, as JSON: exactly what the approval approves, with every
+          // invisible or direction character shown as an escape (JSON escapes the controls).
+          el('pre', { class: 'action-args', tabindex: 0, text: visible(JSON.stringify(q.action.args, null, 2), '\n') }),
           el('p', { class: 'action-digest', text: `digest ${String(q.action.digest || '').slice(0, 8)}` }),
         ),
       );
@@ -1003,6 +1016,7 @@
 
   const hooks = { events: [], connected: [], form: null };
   window.askbridgeOps = Object.freeze({
+    visible,
     api,
     el,
     errorOf,
