@@ -1,7 +1,7 @@
 //! What an attack campaign broke, each kept fixed: cross-site requests, DNS rebinding, callback
 //! URLs that reach internal services, the framework's non-JSON errors, connections that never end.
 
-use crate::support::{Process, http, memory_bridge, serve};
+use crate::support::{Process, http, memory_bridge, raw, serve};
 use askbridge::egress::{Egress, Lookup};
 use askbridge::http::{AppState, HostPolicy, app};
 use askbridge::server::{ServeOptions, serve_with};
@@ -14,27 +14,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-/// Sends `request` as written (so the test controls every header); returns status and body.
-async fn raw(base: &str, request: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(base.trim_start_matches("http://"))
-        .await
-        .unwrap();
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response)).await;
-    let text = String::from_utf8_lossy(&response).into_owned();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
-}
 
 fn post(path: &str, host: &str, headers: &str, body: &str) -> String {
     format!(
@@ -338,6 +317,9 @@ async fn idle_and_surplus_connections_are_closed() {
         max_connections: 4,
         header_timeout: Duration::from_millis(500),
         grace: Duration::from_millis(500),
+        // None of these idle connections is shed to make room: the cap is what is tested.
+        shed_after: Duration::from_secs(600),
+        ..ServeOptions::default()
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(serve_with(

@@ -331,6 +331,60 @@ async fn mcp_over_http_needs_the_token() {
     );
 }
 
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "askbridge-test", "version": "0"}}})
+}
+
+fn to_mcp(base: &str) -> reqwest::RequestBuilder {
+    http()
+        .post(format!("{base}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+}
+
+#[tokio::test]
+async fn mcp_sessions_are_capped_and_malformed_calls_are_400() {
+    let (bridge, _) = memory_bridge().await;
+    let base = serve(app(AppState::new(bridge, None).with_mcp_sessions(3))).await;
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        let response = to_mcp(&base).json(&initialize()).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        sessions.push(response.headers()["mcp-session-id"].clone());
+    }
+    let refused = to_mcp(&base).json(&initialize()).send().await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert!(!refused.headers().contains_key("mcp-session-id"));
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["jsonrpc"], "2.0", "{body}");
+    assert_eq!(body["id"], 1, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("ASKBRIDGE_MAX_MCP_SESSIONS"), "{body}");
+    // A session ended makes room for another.
+    let ended = http()
+        .delete(format!("{base}/mcp"))
+        .header("mcp-session-id", sessions[0].clone())
+        .send()
+        .await
+        .unwrap();
+    assert!(ended.status().is_success(), "{}", ended.status());
+    let response = to_mcp(&base).json(&initialize()).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    // What is not JSON-RPC is a 400 with a JSON-RPC error, not a 415.
+    for malformed in ["{\"jsonrpc\": ", "[1, 2", "{\"hello\": 1}", "42"] {
+        let response = to_mcp(&base)
+            .header("content-type", "application/json")
+            .body(malformed)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{malformed}");
+        let body: Value = response.json().await.unwrap();
+        assert!(body["error"]["message"].is_string(), "{malformed}: {body}");
+    }
+}
+
 /// The Python interpreter of the venv holding the official MCP SDK (`scripts/test` makes it).
 fn python_with_mcp() -> Option<std::path::PathBuf> {
     let python =
