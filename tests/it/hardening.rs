@@ -111,7 +111,13 @@ async fn only_our_own_names_are_answered() {
     let get = |host: &str| {
         format!("GET /api/questions HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
     };
-    for refused in ["evil.example:8080", "localhost.evil.example"] {
+    for refused in [
+        "evil.example:8080",
+        "localhost.evil.example",
+        "[::1]evil",
+        "[::1]evil:80",
+        "[127.0.0.1]",
+    ] {
         let (status, body) = raw(&base, &get(refused)).await;
         assert_eq!(status, 421, "{refused}: {body}");
         assert!(body.contains("ASKBRIDGE_ALLOWED_HOSTS"), "{body}");
