@@ -101,10 +101,11 @@ pub async fn serve_with(
         if let Ok(permit) = permits.clone().try_acquire_owned() {
             connections.spawn(served.serve(stream, peer, permit));
         } else if registry.shed(options.shed_after) {
-            // The shed connection's place comes free as soon as its task ends.
+            // The shed connection's place comes free as soon as its task ends (another newcomer
+            // may take it first: this one then waits for the next, or is refused).
             let permits = permits.clone();
             connections.spawn(async move {
-                match tokio::time::timeout(Duration::from_secs(1), permits.acquire_owned()).await {
+                match tokio::time::timeout(Duration::from_secs(5), permits.acquire_owned()).await {
                     Ok(Ok(permit)) => served.serve(stream, peer, permit).await,
                     _ => refuse(stream).await,
                 }
