@@ -140,7 +140,7 @@ fn app_state(config: &Config, bridge: &Bridge, leases: &Arc<LeaseBook>) -> AppSt
         .with_hosts(HostPolicy::local().allow(&config.allowed_hosts))
         .with_public_metrics(config.metrics_public)
         .with_mcp_progress(config.mcp_progress)
-        .with_mcp_sessions(config.max_mcp_sessions)
+        .with_mcp_sessions(config.max_mcp_sessions, config.mcp_session_idle)
         .with_leases(leases.clone())
 }
 

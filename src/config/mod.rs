@@ -167,6 +167,8 @@ pub struct Config {
     pub mcp_progress: Duration,
     /// See [`MAX_MCP_SESSIONS`].
     pub max_mcp_sessions: usize,
+    /// See [`MCP_SESSION_IDLE`].
+    pub mcp_session_idle: Duration,
     /// See [`REMINDER_GAP`].
     pub reminder_gap: Duration,
 }
@@ -303,6 +305,7 @@ impl Config {
             shed_after: v.shed_after,
             mcp_progress: v.mcp_progress,
             max_mcp_sessions: v.max_mcp_sessions,
+            mcp_session_idle: v.mcp_session_idle,
             reminder_gap: v.reminder_gap,
         }
     }

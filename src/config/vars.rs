@@ -205,6 +205,9 @@ settings! {
     MAX_MCP_SESSIONS = "ASKBRIDGE_MAX_MCP_SESSIONS",
         max_mcp_sessions: usize = parse::positive, default "1000",
         "MCP sessions held at once on `/mcp`; past it `initialize` gets a JSON-RPC error (503)";
+    MCP_SESSION_IDLE = "ASKBRIDGE_MCP_SESSION_IDLE_S",
+        mcp_session_idle: Duration = parse::seconds, default "300",
+        "seconds an MCP session on `/mcp` is kept with nothing happening in it";
     /// Where askbridge shares a small machine with Redis, fewer threads switch less: on 2 cores,
     /// one served the most (`scripts/bench`).
     WORKER_THREADS = "ASKBRIDGE_WORKER_THREADS",

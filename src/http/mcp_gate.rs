@@ -36,7 +36,9 @@ pub(super) fn service(
     state: &AppState,
 ) -> (StreamableHttpService<AskServer, LocalSessionManager>, Gate) {
     let (bridge, every) = (state.bridge.clone(), state.mcp_progress);
-    let sessions = Arc::new(LocalSessionManager::default());
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(state.mcp_session_idle);
+    let sessions = Arc::new(manager);
     let service = StreamableHttpService::new(
         move || {
             let options = McpOptions {

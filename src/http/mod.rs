@@ -77,6 +77,8 @@ pub struct AppState {
     leases: Arc<crate::leader::LeaseBook>,
     /// MCP sessions held at once (`ASKBRIDGE_MAX_MCP_SESSIONS`).
     mcp_sessions: usize,
+    /// How long an idle MCP session is kept (`ASKBRIDGE_MCP_SESSION_IDLE_S`).
+    mcp_session_idle: std::time::Duration,
 }
 
 impl AppState {
@@ -91,12 +93,15 @@ impl AppState {
             mcp_progress: std::time::Duration::from_secs(15),
             leases: Arc::default(),
             mcp_sessions: 1000,
+            mcp_session_idle: std::time::Duration::from_secs(300),
         }
     }
 
-    /// Holds at most `max` MCP sessions at once (`ASKBRIDGE_MAX_MCP_SESSIONS`).
-    pub fn with_mcp_sessions(mut self, max: usize) -> Self {
+    /// Holds at most `max` MCP sessions at once (`ASKBRIDGE_MAX_MCP_SESSIONS`), each for `idle`
+    /// with nothing happening in it (`ASKBRIDGE_MCP_SESSION_IDLE_S`).
+    pub fn with_mcp_sessions(mut self, max: usize, idle: std::time::Duration) -> Self {
         self.mcp_sessions = max;
+        self.mcp_session_idle = idle;
         self
     }
 

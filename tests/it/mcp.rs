@@ -2,7 +2,8 @@
 //! `/mcp` over streamable HTTP. (The official Python SDK drives both in `scripts/mcp-check`.)
 
 use crate::support::{
-    askbridge_binary, eventually_some, get_json, http, memory_bridge, pending_in_session, serve,
+    askbridge_binary, eventually, eventually_some, get_json, http, memory_bridge,
+    pending_in_session, serve,
 };
 use askbridge::http::{AppState, app};
 use askbridge_core::Secret;
@@ -346,7 +347,8 @@ fn to_mcp(base: &str) -> reqwest::RequestBuilder {
 #[tokio::test]
 async fn mcp_sessions_are_capped_and_malformed_calls_are_400() {
     let (bridge, _) = memory_bridge().await;
-    let base = serve(app(AppState::new(bridge, None).with_mcp_sessions(3))).await;
+    let state = AppState::new(bridge, None).with_mcp_sessions(3, Duration::from_secs(600));
+    let base = serve(app(state)).await;
     let mut sessions = Vec::new();
     for _ in 0..3 {
         let response = to_mcp(&base).json(&initialize()).send().await.unwrap();
@@ -383,6 +385,31 @@ async fn mcp_sessions_are_capped_and_malformed_calls_are_400() {
         let body: Value = response.json().await.unwrap();
         assert!(body["error"]["message"].is_string(), "{malformed}: {body}");
     }
+}
+
+#[tokio::test]
+async fn expired_mcp_sessions_give_their_place_back() {
+    let (bridge, _) = memory_bridge().await;
+    let state = AppState::new(bridge, None).with_mcp_sessions(2, Duration::from_secs(1));
+    let base = serve(app(state)).await;
+    for _ in 0..2 {
+        let response = to_mcp(&base).json(&initialize()).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    // Both expire after a second idle; their places come back (rmcp kept expired ones once).
+    eventually(
+        Duration::from_secs(30),
+        "an expired session's place",
+        || {
+            let base = base.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let response = to_mcp(&base).json(&initialize()).send().await.unwrap();
+                response.status() == 200
+            }
+        },
+    )
+    .await;
 }
 
 /// The Python interpreter of the venv holding the official MCP SDK (`scripts/test` makes it).
