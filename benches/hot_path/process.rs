@@ -40,6 +40,7 @@ pub async fn probe(name: &str, server: &support::Process, pending: usize, waiter
     for _ in 0..waiters {
         ids.push(load::ask(&client, &base, "threads").await);
     }
+    let asked = rss_mb(pid);
     let mut parked = Vec::with_capacity(waiters);
     for id in &ids {
         let (client, url) = (
@@ -56,8 +57,10 @@ pub async fn probe(name: &str, server: &support::Process, pending: usize, waiter
     tokio::time::sleep(Duration::from_secs(3)).await;
     let threads = proc_status(pid, "Threads");
     let with_waiters = rss_mb(pid);
+    // Each parked long poll with its connection (issue 35 measured ~37 KB).
+    let per_waiter_kb = (with_waiters - asked) * 1024.0 / waiters.max(1) as f64;
     println!(
-        "{name:<9} threads with {waiters} waiters parked: {threads}   (goal <= 32); RSS {with_waiters:.1} MB"
+        "{name:<9} threads with {waiters} waiters parked: {threads}   (goal <= 32); RSS {with_waiters:.1} MB, {per_waiter_kb:.1} KB a waiter (goal <= 20)"
     );
     for task in parked {
         task.abort();

@@ -127,6 +127,9 @@ fn warn_if_exposed(config: &Config) {
 fn serve_options(config: &Config) -> askbridge::server::ServeOptions {
     askbridge::server::ServeOptions {
         max_connections: config.max_connections,
+        body_timeout: config.body_timeout,
+        write_timeout: config.write_timeout,
+        shed_after: config.shed_after,
         ..Default::default()
     }
 }
@@ -137,6 +140,7 @@ fn app_state(config: &Config, bridge: &Bridge, leases: &Arc<LeaseBook>) -> AppSt
         .with_hosts(HostPolicy::local().allow(&config.allowed_hosts))
         .with_public_metrics(config.metrics_public)
         .with_mcp_progress(config.mcp_progress)
+        .with_mcp_sessions(config.max_mcp_sessions, config.mcp_session_idle)
         .with_leases(leases.clone())
 }
 

@@ -161,8 +161,18 @@ pub struct Config {
     pub callback_allow: Vec<String>,
     /// See [`MAX_CONNECTIONS`].
     pub max_connections: usize,
+    /// See [`BODY_TIMEOUT`].
+    pub body_timeout: Duration,
+    /// See [`WRITE_TIMEOUT`].
+    pub write_timeout: Duration,
+    /// See [`SHED_AFTER`].
+    pub shed_after: Duration,
     /// See [`MCP_PROGRESS`].
     pub mcp_progress: Duration,
+    /// See [`MAX_MCP_SESSIONS`].
+    pub max_mcp_sessions: usize,
+    /// See [`MCP_SESSION_IDLE`].
+    pub mcp_session_idle: Duration,
     /// See [`REMINDER_GAP`].
     pub reminder_gap: Duration,
 }
@@ -298,7 +308,12 @@ impl Config {
             metrics_public: v.metrics_public,
             callback_allow: v.callback_allow.unwrap_or_default(),
             max_connections: v.max_connections,
+            body_timeout: v.body_timeout,
+            write_timeout: v.write_timeout,
+            shed_after: v.shed_after,
             mcp_progress: v.mcp_progress,
+            max_mcp_sessions: v.max_mcp_sessions,
+            mcp_session_idle: v.mcp_session_idle,
             reminder_gap: v.reminder_gap,
         }
     }

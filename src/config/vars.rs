@@ -192,9 +192,28 @@ settings! {
     MAX_CONNECTIONS = "ASKBRIDGE_MAX_CONNECTIONS",
         max_connections: usize = parse::positive, default "4096",
         "HTTP connections served at once";
+    /// A body is read whole before a handler acts on it; a client sending one byte every few
+    /// seconds would otherwise hold a connection for ever.
+    BODY_TIMEOUT = "ASKBRIDGE_BODY_TIMEOUT_S",
+        body_timeout: Duration = parse::seconds, default "30",
+        "seconds a client may take to send a request's body (else a JSON 400 and the connection is closed)";
+    /// Counted while the client takes no bytes at all, so an event stream read slowly lives on.
+    WRITE_TIMEOUT = "ASKBRIDGE_WRITE_TIMEOUT_S",
+        write_timeout: Duration = parse::seconds, default "30",
+        "seconds a client may leave the server's answer (a response, an event stream) untaken before the connection is closed";
+    /// Long polls and event streams being answered never count as waiting on their client.
+    SHED_AFTER = "ASKBRIDGE_SHED_AFTER_MS",
+        shed_after: Duration = parse::millis, default "1000",
+        "at the connection cap, a new connection takes the place of one that has kept the server waiting this long (idle, or slow to send its body or take its answer)";
     MCP_PROGRESS = "ASKBRIDGE_MCP_PROGRESS_S",
         mcp_progress: Duration = parse::seconds, default "15",
         "seconds between MCP progress notifications while a tool call waits";
+    MAX_MCP_SESSIONS = "ASKBRIDGE_MAX_MCP_SESSIONS",
+        max_mcp_sessions: usize = parse::positive, default "1000",
+        "MCP sessions held at once on `/mcp`; past it `initialize` gets a JSON-RPC error (503)";
+    MCP_SESSION_IDLE = "ASKBRIDGE_MCP_SESSION_IDLE_S",
+        mcp_session_idle: Duration = parse::seconds, default "300",
+        "seconds an MCP session on `/mcp` is kept with nothing happening in it";
     /// Where askbridge shares a small machine with Redis, fewer threads switch less: on 2 cores,
     /// one served the most (`scripts/bench`).
     WORKER_THREADS = "ASKBRIDGE_WORKER_THREADS",

@@ -144,11 +144,18 @@ pub(super) async fn audit(
     Ok(Json(json!({ "entries": page.items, "next": next })))
 }
 
+/// How long `/healthz` and `/metrics` wait for the store. A probe or a scrape is useful only if it
+/// answers quickly: during an outage the store's retries would hold it for seconds (`/metrics`
+/// took 6.9 s), and a load balancer's probe gives up before that.
+const PROBE: Duration = Duration::from_millis(900);
+
+fn probe_expired() -> String {
+    format!("the store did not answer within {} s", PROBE.as_secs_f64())
+}
+
 pub(super) async fn healthz(State(state): State<AppState>) -> Response {
     let store = state.bridge.store();
-    // A health check is useful only if it answers quickly: during an outage the store's retries
-    // would hold it for seconds, and a load balancer's probe gives up before that.
-    let pinged = tokio::time::timeout(Duration::from_millis(900), store.ping()).await;
+    let pinged = tokio::time::timeout(PROBE, store.ping()).await;
     let error = match pinged {
         Ok(Ok(())) => {
             let leases = state.leases.held();
@@ -167,7 +174,7 @@ pub(super) async fn healthz(State(state): State<AppState>) -> Response {
             .into_response();
         }
         Ok(Err(error)) => askbridge_core::error::Chain(&error).to_string(),
-        Err(_) => "the store did not answer within 0.9 s".to_owned(),
+        Err(_) => probe_expired(),
     };
     (
         StatusCode::SERVICE_UNAVAILABLE,
@@ -178,8 +185,14 @@ pub(super) async fn healthz(State(state): State<AppState>) -> Response {
 
 pub(super) async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
     let store = state.bridge.store();
-    let pending = store.counts(askbridge_core::Millis::now()).await?.pending;
-    let topology = store.topology().await.ok();
+    let counted = tokio::time::timeout(PROBE, store.counts(askbridge_core::Millis::now())).await;
+    let pending = counted
+        .map_err(|_| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, probe_expired()))??
+        .pending;
+    let topology = tokio::time::timeout(PROBE, store.topology())
+        .await
+        .ok()
+        .and_then(Result::ok);
     // Which replica holds which chat connection (see `leader`): 1 here, 0 elsewhere.
     let held = state.leases.held();
     let leases = crate::leader::ALL.map(|lease| (lease, held.iter().any(|h| h == lease)));

@@ -18,7 +18,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use std::net::IpAddr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 /// Which names the `Host` header may carry.
@@ -63,28 +63,39 @@ impl HostPolicy {
         if self.any {
             return true;
         }
-        let host = host_of(authority).to_ascii_lowercase();
+        let Some(host) = host_of(authority) else {
+            return false;
+        };
+        let host = host.to_ascii_lowercase();
         let host = host.trim_end_matches('.');
-        let literal = host.trim_start_matches('[').trim_end_matches(']');
-        literal.parse::<IpAddr>().is_ok()
+        // An IPv6 literal only in brackets, an IPv4 one only without.
+        let address = match host.strip_prefix('[') {
+            Some(inside) => inside
+                .strip_suffix(']')
+                .is_some_and(|inside| inside.parse::<Ipv6Addr>().is_ok()),
+            None => host.parse::<Ipv4Addr>().is_ok(),
+        };
+        address
             || host == "localhost"
             || host.ends_with(".localhost")
             || self.names.iter().any(|name| name == host)
     }
 }
 
-/// The host part of `host[:port]` (IPv6 literals keep their brackets).
-fn host_of(authority: &str) -> &str {
+/// The host part of `host[:port]` (IPv6 literals keep their brackets); `None` when something
+/// other than a port follows an IPv6 literal (`[::1]evil`).
+fn host_of(authority: &str) -> Option<&str> {
+    let digits = |port: &str| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit());
     if authority.starts_with('[') {
-        return match authority.find(']') {
-            Some(end) => &authority[..=end],
-            None => authority,
-        };
+        let end = authority.find(']')?;
+        let rest = &authority[end + 1..];
+        let port_only = rest.is_empty() || rest.strip_prefix(':').is_some_and(digits);
+        return port_only.then(|| &authority[..=end]);
     }
-    match authority.rsplit_once(':') {
-        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+    Some(match authority.rsplit_once(':') {
+        Some((host, port)) if digits(port) => host,
         _ => authority,
-    }
+    })
 }
 
 /// The authority a request names: its `Host` header, else its URI's (HTTP/2).
@@ -116,7 +127,7 @@ pub(super) async fn guard(
             StatusCode::MISDIRECTED_REQUEST,
             format!(
                 "this server does not answer to the name `{}`; add it to ASKBRIDGE_ALLOWED_HOSTS if it is yours",
-                host_of(named)
+                host_of(named).unwrap_or(named)
             ),
         )
         .into_response();
@@ -206,6 +217,10 @@ mod tests {
             "localhost.evil.example",
             "example.com",
             "",
+            "[::1]evil",
+            "[::1]:",
+            "[127.0.0.1]",
+            "::1",
         ] {
             assert!(!policy.admits(refused), "{refused}");
         }

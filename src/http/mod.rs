@@ -33,6 +33,7 @@ mod admin;
 mod error;
 mod events;
 mod guard;
+mod mcp_gate;
 pub mod ops_page;
 mod questions;
 mod runs;
@@ -43,7 +44,6 @@ pub use error::{ApiError, JsonBody};
 pub use guard::HostPolicy;
 
 use crate::bridge::Bridge;
-use crate::mcp::{AskServer, BridgeBackend, McpOptions};
 use askbridge_core::Secret;
 use axum::Router;
 use axum::extract::{Request, State};
@@ -51,8 +51,6 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::sync::Arc;
 
 /// Longest `wait` the API accepts, in seconds.
@@ -77,6 +75,10 @@ pub struct AppState {
     mcp_progress: std::time::Duration,
     /// The leader leases this process holds, for `/healthz` and `/metrics`.
     leases: Arc<crate::leader::LeaseBook>,
+    /// MCP sessions held at once (`ASKBRIDGE_MAX_MCP_SESSIONS`).
+    mcp_sessions: usize,
+    /// How long an idle MCP session is kept (`ASKBRIDGE_MCP_SESSION_IDLE_S`).
+    mcp_session_idle: std::time::Duration,
 }
 
 impl AppState {
@@ -90,7 +92,17 @@ impl AppState {
             metrics_public: false,
             mcp_progress: std::time::Duration::from_secs(15),
             leases: Arc::default(),
+            mcp_sessions: 1000,
+            mcp_session_idle: std::time::Duration::from_secs(300),
         }
+    }
+
+    /// Holds at most `max` MCP sessions at once (`ASKBRIDGE_MAX_MCP_SESSIONS`), each for `idle`
+    /// with nothing happening in it (`ASKBRIDGE_MCP_SESSION_IDLE_S`).
+    pub fn with_mcp_sessions(mut self, max: usize, idle: std::time::Duration) -> Self {
+        self.mcp_sessions = max;
+        self.mcp_session_idle = idle;
+        self
     }
 
     /// Reports the leases in `book` (the one [`crate::leader::while_leader`] keeps).
@@ -160,8 +172,10 @@ pub fn app(state: AppState) -> Router {
     };
     let extra = state.extra.clone();
     let hosts = state.hosts.clone();
+    let (mcp_service, mcp_gate) = mcp_gate::service(&state);
     let mcp = Router::new()
-        .nest_service("/mcp", mcp_service(&state))
+        .nest_service("/mcp", mcp_service)
+        .layer(middleware::from_fn_with_state(mcp_gate, mcp_gate::gate))
         .layer(middleware::from_fn_with_state(state.clone(), require_token));
     let router = Router::new()
         .nest("/api", api)
@@ -180,27 +194,6 @@ pub fn app(state: AppState) -> Router {
         Some(extra) => router.merge(extra),
         None => router,
     }
-}
-
-/// MCP over streamable HTTP: each MCP session gets a server of its own, in a session of its own,
-/// asking through this process's bridge. Host names are checked by [`guard`] (one setting for
-/// the API and `/mcp`), so rmcp's own check is off.
-fn mcp_service(state: &AppState) -> StreamableHttpService<AskServer, LocalSessionManager> {
-    let (bridge, every) = (state.bridge.clone(), state.mcp_progress);
-    StreamableHttpService::new(
-        move || {
-            let options = McpOptions {
-                progress_every: every,
-                ..McpOptions::new()
-            };
-            Ok(AskServer::new(
-                Arc::new(BridgeBackend(bridge.clone())),
-                options,
-            ))
-        },
-        LocalSessionManager::default().into(),
-        StreamableHttpServerConfig::default().disable_allowed_hosts(),
-    )
 }
 
 /// The HTTP API described in OpenAPI 3.1.

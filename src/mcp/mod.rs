@@ -169,10 +169,14 @@ pub struct ListParams {
 impl AskServer {
     /// A server asking through `backend`.
     pub fn new(backend: Arc<dyn Backend>, options: McpOptions) -> Self {
+        // The tools' table (names, descriptions, JSON schemas) is the same for every server: one
+        // per MCP session made it each time, a good part of a session's cost.
+        static TOOLS: std::sync::LazyLock<ToolRouter<AskServer>> =
+            std::sync::LazyLock::new(AskServer::tool_router);
         AskServer {
             backend,
             options,
-            tool_router: Self::tool_router(),
+            tool_router: TOOLS.clone(),
         }
     }
 

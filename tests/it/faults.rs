@@ -267,6 +267,17 @@ async fn during_a_redis_outage_health_answers_within_a_second_and_requests_fail_
         took < Duration::from_millis(1500),
         "/healthz took {took:?} to say 503"
     );
+    // /metrics reads the store too, within the same bound (it took 6.9 s once).
+    let began = Instant::now();
+    let metrics = http().get(format!("{base}/metrics")).send().await.unwrap();
+    let took = began.elapsed();
+    assert_eq!(metrics.status(), 503);
+    assert!(
+        took < Duration::from_secs(3),
+        "/metrics took {took:?} to say 503"
+    );
+    let body: Value = metrics.json().await.unwrap();
+    assert!(body["error"].is_string(), "{body}");
     let began = Instant::now();
     let refused = http()
         .post(format!("{base}/api/questions"))

@@ -19,6 +19,7 @@ mod claim_race;
 mod cli;
 mod cluster;
 mod command_budget;
+mod connections;
 mod console;
 mod demo;
 mod discord;

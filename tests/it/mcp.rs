@@ -2,7 +2,8 @@
 //! `/mcp` over streamable HTTP. (The official Python SDK drives both in `scripts/mcp-check`.)
 
 use crate::support::{
-    askbridge_binary, eventually_some, get_json, http, memory_bridge, pending_in_session, serve,
+    askbridge_binary, eventually, eventually_some, get_json, http, memory_bridge,
+    pending_in_session, serve,
 };
 use askbridge::http::{AppState, app};
 use askbridge_core::Secret;
@@ -329,6 +330,86 @@ async fn mcp_over_http_needs_the_token() {
         body.contains("\"protocolVersion\":\"2025-06-18\""),
         "{body}"
     );
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "askbridge-test", "version": "0"}}})
+}
+
+fn to_mcp(base: &str) -> reqwest::RequestBuilder {
+    http()
+        .post(format!("{base}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+}
+
+#[tokio::test]
+async fn mcp_sessions_are_capped_and_malformed_calls_are_400() {
+    let (bridge, _) = memory_bridge().await;
+    let state = AppState::new(bridge, None).with_mcp_sessions(3, Duration::from_secs(600));
+    let base = serve(app(state)).await;
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        let response = to_mcp(&base).json(&initialize()).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        sessions.push(response.headers()["mcp-session-id"].clone());
+    }
+    let refused = to_mcp(&base).json(&initialize()).send().await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert!(!refused.headers().contains_key("mcp-session-id"));
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["jsonrpc"], "2.0", "{body}");
+    assert_eq!(body["id"], 1, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("ASKBRIDGE_MAX_MCP_SESSIONS"), "{body}");
+    // A session ended makes room for another.
+    let ended = http()
+        .delete(format!("{base}/mcp"))
+        .header("mcp-session-id", sessions[0].clone())
+        .send()
+        .await
+        .unwrap();
+    assert!(ended.status().is_success(), "{}", ended.status());
+    let response = to_mcp(&base).json(&initialize()).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    // What is not JSON-RPC is a 400 with a JSON-RPC error, not a 415.
+    for malformed in ["{\"jsonrpc\": ", "[1, 2", "{\"hello\": 1}", "42"] {
+        let response = to_mcp(&base)
+            .header("content-type", "application/json")
+            .body(malformed)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{malformed}");
+        let body: Value = response.json().await.unwrap();
+        assert!(body["error"]["message"].is_string(), "{malformed}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn expired_mcp_sessions_give_their_place_back() {
+    let (bridge, _) = memory_bridge().await;
+    let state = AppState::new(bridge, None).with_mcp_sessions(2, Duration::from_secs(1));
+    let base = serve(app(state)).await;
+    for _ in 0..2 {
+        let response = to_mcp(&base).json(&initialize()).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    // Both expire after a second idle; their places come back (rmcp kept expired ones once).
+    eventually(
+        Duration::from_secs(30),
+        "an expired session's place",
+        || {
+            let base = base.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let response = to_mcp(&base).json(&initialize()).send().await.unwrap();
+                response.status() == 200
+            }
+        },
+    )
+    .await;
 }
 
 /// The Python interpreter of the venv holding the official MCP SDK (`scripts/test` makes it).

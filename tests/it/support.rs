@@ -350,6 +350,29 @@ pub fn wait_in_background(base: &str, id: &str) -> tokio::task::JoinHandle<serde
     })
 }
 
+/// Sends `request` as written (so the test controls every header); returns status and body.
+pub async fn raw(base: &str, request: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(base.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    // A server may answer and close before it has read everything (a 414, a 431).
+    let _ = stream.write_all(request.as_bytes()).await;
+    let mut response = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response)).await;
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
 /// Serves `router` on a free loopback port in the background; returns its base URL.
 pub async fn serve(router: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
