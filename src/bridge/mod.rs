@@ -32,7 +32,9 @@
 mod approvals;
 mod builder;
 mod effects;
+mod idempotent;
 mod inbox;
+mod leased;
 mod nudges;
 mod recent;
 mod refusals;
@@ -48,6 +50,7 @@ mod waiters;
 
 pub use approvals::{approval_of, decide};
 pub use builder::BridgeBuilder;
+pub use idempotent::{KEY_KEPT, Reserved};
 pub use registry::CreateError;
 pub use resolve::{Attempt, ProgramReply, Said};
 pub use runner::{Ahead, Resume, Runner, Storing};
@@ -95,6 +98,10 @@ pub struct BridgeOptions {
     /// Least time between two reminders in one chat, and the shortest `remind_after_s`
     /// (`ASKBRIDGE_REMINDER_GAP_S`).
     pub reminder_gap: Duration,
+    /// How long a session `askbridge exec` holds stays open without a renewal
+    /// (`ASKBRIDGE_SESSION_LEASE_S`): once it lapses, the sweeper cancels its pending questions and
+    /// closes it.
+    pub session_lease: Duration,
 }
 
 impl Default for BridgeOptions {
@@ -108,6 +115,7 @@ impl Default for BridgeOptions {
             flow_starters: Vec::new(),
             callback_egress: crate::egress::Egress::public_only(),
             reminder_gap: Duration::from_secs(60),
+            session_lease: Duration::from_secs(30),
         }
     }
 }

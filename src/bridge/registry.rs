@@ -90,6 +90,10 @@ impl Bridge {
         self.check_targets(&request.targets)?;
         self.name_approvers(&mut request)?;
         self.check_nudges(&request)?;
+        let sessions = &self.roles().registry.sessions;
+        if sessions.session_closed(&request.session_id).await? {
+            return Err(super::leased::closed(&request.session_id).into());
+        }
         let Some(url) = &request.callback_url else {
             return Ok(request);
         };

@@ -9,8 +9,8 @@
 //! layers above.
 
 use crate::store::{
-    Admin, AuditLog, Dedupe, Deliveries, Drafts, Events, Outbox, Questions, Rules, Runs, Store,
-    Votes,
+    Admin, AuditLog, Dedupe, Deliveries, Drafts, Events, Idempotency, Outbox, Questions, Rules,
+    Runs, Sessions, Store, Votes,
 };
 use std::sync::Arc;
 
@@ -22,11 +22,24 @@ pub(super) struct Roles {
     pub(super) approvals: ApprovalRoles,
     pub(super) inbox: InboxRoles,
     pub(super) runs: RunRoles,
+    pub(super) leased: LeasedRoles,
+    pub(super) idempotent: IdempotentRoles,
 }
 
-/// `registry.rs`: creating, reading and listing questions.
+/// `registry.rs`: creating, reading and listing questions, refusing asks in closed sessions.
 pub(super) struct RegistryRoles {
     pub(super) questions: Arc<dyn Questions>,
+    pub(super) sessions: Arc<dyn Sessions>,
+}
+
+/// `leased.rs`: the leases of sessions `askbridge exec` holds, and closing them.
+pub(super) struct LeasedRoles {
+    pub(super) sessions: Arc<dyn Sessions>,
+}
+
+/// `idempotent.rs`: what creates sent with an `Idempotency-Key` made.
+pub(super) struct IdempotentRoles {
+    pub(super) keys: Arc<dyn Idempotency>,
 }
 
 /// `resolve.rs` and `votes.rs`, the one reply path: claims and votes, refusals audited, and where
@@ -79,6 +92,7 @@ impl Roles {
         Roles {
             registry: RegistryRoles {
                 questions: questions.clone(),
+                sessions: store.clone(),
             },
             resolver: ResolverRoles {
                 questions: questions.clone(),
@@ -109,6 +123,12 @@ impl Roles {
             },
             runs: RunRoles {
                 runs: store.clone(),
+            },
+            leased: LeasedRoles {
+                sessions: store.clone(),
+            },
+            idempotent: IdempotentRoles {
+                keys: store.clone(),
             },
         }
     }

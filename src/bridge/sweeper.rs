@@ -121,8 +121,10 @@ impl Bridge {
         Ok(due.len())
     }
 
-    /// Reads the store's earliest due time, and takes over runs whose process died.
+    /// Reads the store's earliest due time, takes over runs whose process died, and closes
+    /// sessions whose `askbridge exec` died.
     async fn poll(&self) {
+        self.close_lapsed_sessions().await;
         match self.roles().effects.outbox.next_due().await {
             Ok(Some(at)) => self.schedule().offer(at),
             Ok(None) => {}

@@ -161,6 +161,8 @@ pub struct Config {
     pub mcp_progress: Duration,
     /// See [`REMINDER_GAP`].
     pub reminder_gap: Duration,
+    /// See [`SESSION_LEASE`].
+    pub session_lease: Duration,
 }
 
 /// The README's table of settings, one row per entry of [`SETTINGS`] (a test holds README.md to
@@ -292,6 +294,7 @@ impl Config {
             max_connections: v.max_connections,
             mcp_progress: v.mcp_progress,
             reminder_gap: v.reminder_gap,
+            session_lease: v.session_lease,
         }
     }
 }

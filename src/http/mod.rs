@@ -16,6 +16,8 @@
 //! | `POST /api/questions/{id}/cancel` | the asker withdraws it |
 //! | `GET /api/questions/{id}/wait?timeout_s=N` | long-poll until resolved |
 //! | `POST /api/sessions/{session_id}/cancel` | cancel a session's pending questions |
+//! | `POST /api/sessions/{session_id}/lease` | hold a session open (`askbridge exec` renews it) |
+//! | `POST /api/sessions/{session_id}/close` | close a session: cancel its pending questions, refuse new ones |
 //! | `POST /api/runs`, `GET /api/runs`, `GET /api/runs/{id}` | start a flow without blocking; list runs (paged); read a run |
 //! | `GET /api/runs/{id}/wait?after=&timeout_s=` | long-poll until the run waits on a new question or ends |
 //! | `GET /api/history?status=&session_id=&after=&limit=` | resolved questions, most recently resolved first, paged |
@@ -33,9 +35,11 @@ mod admin;
 mod error;
 mod events;
 mod guard;
+mod idempotency;
 pub mod ops_page;
 mod questions;
 mod runs;
+mod sessions;
 pub mod stats;
 mod view;
 
@@ -140,6 +144,8 @@ pub fn app(state: AppState) -> Router {
             "/sessions/{session_id}/cancel",
             post(questions::cancel_session),
         )
+        .route("/sessions/{session_id}/lease", post(sessions::hold))
+        .route("/sessions/{session_id}/close", post(sessions::close))
         .route("/rules", get(admin::list_rules))
         .route("/rules/{id}", delete(admin::revoke_rule))
         .route("/audit", get(admin::audit))

@@ -165,6 +165,9 @@ pub trait Sessions: Send + Sync {
     /// Closes `session`: its lease ends, and [`Sessions::session_closed`] says so for `keep`.
     async fn close_session(&self, session: &str, keep: Duration) -> Result<()>;
 
+    /// Opens a closed `session` again (a new `askbridge exec` naming it).
+    async fn reopen_session(&self, session: &str) -> Result<()>;
+
     /// Was `session` closed (within the `keep` it was closed with)?
     async fn session_closed(&self, session: &str) -> Result<bool>;
 

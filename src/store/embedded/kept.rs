@@ -45,6 +45,15 @@ impl Sessions for EmbeddedStore {
         .await
     }
 
+    async fn reopen_session(&self, session: &str) -> Result<()> {
+        let session = session.to_owned();
+        self.write(move |txn| {
+            txn.open_table(SESSIONS_CLOSED)?.remove(session.as_str())?;
+            Ok(())
+        })
+        .await
+    }
+
     async fn session_closed(&self, session: &str) -> Result<bool> {
         let session = session.to_owned();
         self.read(move |txn| {

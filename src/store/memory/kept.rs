@@ -41,6 +41,11 @@ impl Sessions for MemoryStore {
         Ok(())
     }
 
+    async fn reopen_session(&self, session: &str) -> Result<()> {
+        self.kept().closed.remove(session);
+        Ok(())
+    }
+
     async fn session_closed(&self, session: &str) -> Result<bool> {
         let now = Millis::now();
         Ok(self

@@ -35,6 +35,13 @@ impl Sessions for RedisStore {
         Ok(())
     }
 
+    async fn reopen_session(&self, session: &str) -> Result<()> {
+        let mut command = redis::cmd("DEL");
+        command.arg(self.keys.closed_session(session));
+        let _: i64 = self.query("reopen session", &command).await?;
+        Ok(())
+    }
+
     async fn session_closed(&self, session: &str) -> Result<bool> {
         let mut command = redis::cmd("EXISTS");
         command.arg(self.keys.closed_session(session));

@@ -36,6 +36,9 @@ async fn session_leases_lapse_and_closed_sessions_are_known(f: Fixture) {
         store.lapsed_sessions(now, 10).await.unwrap().is_empty(),
         "a closed session's lease is gone"
     );
+    // A new holder may open it again.
+    store.reopen_session("dead").await.unwrap();
+    assert!(!store.session_closed("dead").await.unwrap());
     // Closed is remembered for the time asked, then forgotten.
     store
         .close_session("brief", Duration::from_millis(50))
