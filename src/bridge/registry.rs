@@ -39,6 +39,12 @@ impl Bridge {
     /// Registers a question and shows it on its targets. Returns it as stored.
     pub async fn create(&self, request: NewQuestion) -> Result<Question, Error> {
         let request = self.vet(request).await?;
+        // Not in `vet`: a run's questions are in the run's session, never an exec's, and a run
+        // carried ahead of a claim must reach its next question without I/O (flows/ahead.rs).
+        let sessions = &self.roles().registry.sessions;
+        if sessions.session_closed(&request.session_id).await? {
+            return Err(super::leased::closed(&request.session_id).into());
+        }
         for _ in 0..ID_ATTEMPTS {
             let question = request.clone().into_question(
                 QuestionId::random(),
@@ -90,10 +96,6 @@ impl Bridge {
         self.check_targets(&request.targets)?;
         self.name_approvers(&mut request)?;
         self.check_nudges(&request)?;
-        let sessions = &self.roles().registry.sessions;
-        if sessions.session_closed(&request.session_id).await? {
-            return Err(super::leased::closed(&request.session_id).into());
-        }
         let Some(url) = &request.callback_url else {
             return Ok(request);
         };
