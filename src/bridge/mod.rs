@@ -23,6 +23,8 @@
 //! - `inbox/`: what a chat message means (`/answer`, `/decline`, `/pending`, plain replies,
 //!   `/run`): a `Turn` per message, the commands, and forms filled in one field at a time in
 //!   chat, each person's draft in the store;
+//! - `leased.rs`: sessions `askbridge exec` holds: their lease, closing them, and closing those
+//!   whose lease lapsed; `idempotent.rs`: what creates sent with an `Idempotency-Key` made;
 //! - `roles.rs`: the store roles each part holds;
 //! - `runner.rs`: the [`Runner`] a flow engine is wired in with, so the bridge can resume runs without
 //!   knowing what a flow is;

@@ -8,7 +8,7 @@
 //!
 //! | route | does |
 //! |---|---|
-//! | `POST /api/questions` | ask (201 with the question) |
+//! | `POST /api/questions` | ask (201 with the question; 200 with the first one for a retry with the same `Idempotency-Key`) |
 //! | `GET /api/questions?session_id=&status=` | list (pending by default) |
 //! | `GET /api/questions/{id}` | one question |
 //! | `POST /api/questions/{id}/reply` | answer: `{"answer": string \| [string] \| bool, "by"?}` |
