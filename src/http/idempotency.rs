@@ -43,8 +43,10 @@ where
             return Ok(Keyed { value, key: None });
         };
         let key = checked(key.as_bytes())?;
+        // The body is read once, for its digest, and handed to the JSON reader after; the
+        // request's parts (its extensions with any body limit) go to both.
         let (parts, body) = request.into_parts();
-        let bytes = Bytes::from_request(Request::new(body), state)
+        let bytes = Bytes::from_request(Request::from_parts(parts.clone(), body), state)
             .await
             .map_err(|rejection| ApiError::new(rejection.status(), rejection.body_text()))?;
         let digest = Sha256::new()
