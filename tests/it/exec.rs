@@ -201,3 +201,41 @@ async fn sigint_to_exec_ends_the_commands_background_processes_too() {
     assert_eq!(status.code(), Some(130));
     assert!(gone.is_ok(), "the background process outlived exec");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_to_exec_reaches_the_commands_children_at_once() {
+    let (bridge, _) = memory_bridge().await;
+    let base = serve(app(AppState::new(bridge, None))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let pid = dir.path().join("pid");
+    // A child of the command in the foreground of its pipeline: it keeps SIGINT's default
+    // action, so the group's SIGINT ends it well before exec's grace runs out.
+    let script = format!(
+        "sh -c 'echo $$ > {pid}; exec sleep 1000' | cat",
+        pid = pid.display()
+    );
+    let mut child = exec(&base, "int-now", &script);
+    let grandchild = eventually_some(WITHIN, "the grandchild started", || {
+        let pid = pid.clone();
+        async move {
+            let text = std::fs::read_to_string(&pid).ok()?;
+            let text = text.trim().to_owned();
+            (!text.is_empty()).then_some(text)
+        }
+    })
+    .await;
+    let exec_pid = child.id().unwrap().to_string();
+    std::process::Command::new("kill")
+        .args(["-INT", &exec_pid])
+        .status()
+        .unwrap();
+    let gone = tokio::time::timeout(Duration::from_secs(2), async {
+        while alive(&grandchild) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    kill_pid_in(&pid);
+    let _ = tokio::time::timeout(WITHIN, child.wait()).await;
+    assert!(gone.is_ok(), "SIGINT did not reach the command's child");
+}
