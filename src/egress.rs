@@ -11,8 +11,8 @@
 //! rebinding). Redirects are not followed (a 307 would re-POST the signed body elsewhere), and
 //! URLs with user-info are refused (they would be sent as Basic credentials).
 //!
-//! What counts as internal is decided in `egress/addresses.rs`, by class, and an IPv6 address that carries an
-//! IPv4 address (NAT64, 6to4, IPv4-compatible) is judged by that IPv4 address.
+//! What counts as internal is decided in `egress/addresses.rs`, by class; an IPv6 address that
+//! carries an IPv4 address (NAT64, 6to4, IPv4-compatible) is judged by that IPv4 address.
 
 mod addresses;
 

@@ -48,6 +48,7 @@ fn kill_pid_in(file: &std::path::Path) {
     if let Ok(pid) = std::fs::read_to_string(file) {
         let _ = std::process::Command::new("kill")
             .args(["-KILL", pid.trim()])
+            .stderr(Stdio::null())
             .status();
     }
 }
