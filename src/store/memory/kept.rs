@@ -17,6 +17,18 @@ pub(super) struct Kept {
     closed: HashMap<String, Millis>,
     /// Idempotency keys: what they made, and when they may be forgotten.
     keys: HashMap<String, (String, Millis)>,
+    /// Expired keys are dropped when the map reaches this size (then twice what is left), so
+    /// that a create does not scan every key.
+    prune_at: usize,
+}
+
+impl Kept {
+    fn prune_keys(&mut self, now: Millis) {
+        if self.keys.len() >= self.prune_at {
+            self.keys.retain(|_, (_, until)| *until > now);
+            self.prune_at = (self.keys.len() * 2).max(1024);
+        }
+    }
 }
 
 impl MemoryStore {
@@ -73,8 +85,10 @@ impl Idempotency for MemoryStore {
     async fn remember_key(&self, key: &str, value: &str, ttl: Duration) -> Result<Option<String>> {
         let now = Millis::now();
         let mut kept = self.kept();
-        kept.keys.retain(|_, (_, until)| *until > now);
-        if let Some((held, _)) = kept.keys.get(key) {
+        kept.prune_keys(now);
+        if let Some((held, until)) = kept.keys.get(key)
+            && *until > now
+        {
             return Ok(Some(held.clone()));
         }
         kept.keys
