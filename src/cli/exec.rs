@@ -64,6 +64,9 @@ pub(crate) async fn exec(args: ExecArgs) -> u8 {
             return ExitCode::ERROR;
         }
     };
+    // The group's id is the child's pid, read now: once the child is reaped it is gone, while
+    // the group may live on.
+    let group = child.id();
     let renewing = renewal.map(|every| tokio::spawn(renew(api.clone(), session.clone(), every)));
     let code = tokio::select! {
         status = child.wait() => match status {
@@ -74,7 +77,7 @@ pub(crate) async fn exec(args: ExecArgs) -> u8 {
             }
         },
         signal = interrupted() => {
-            stop_group(&mut child, signal).await;
+            stop_group(&mut child, group, signal).await;
             128 + signal as u8
         }
     };
@@ -134,8 +137,8 @@ fn lease_path(session: &str) -> String {
 }
 
 /// Passes `signal` to the command's whole group, gives it a moment, then kills what is left.
-async fn stop_group(child: &mut tokio::process::Child, signal: i32) {
-    let Some(group) = child.id() else {
+async fn stop_group(child: &mut tokio::process::Child, group: Option<u32>, signal: i32) {
+    let Some(group) = group else {
         return;
     };
     signal_group(group, signal);
