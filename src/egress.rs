@@ -10,11 +10,17 @@
 //! can resolve to a public address at the first look and a private one at the second (DNS
 //! rebinding). Redirects are not followed (a 307 would re-POST the signed body elsewhere), and
 //! URLs with user-info are refused (they would be sent as Basic credentials).
+//!
+//! What counts as internal is decided in `egress/addresses.rs`, by class; an IPv6 address that
+//! carries an IPv4 address (NAT64, 6to4, IPv4-compatible) is judged by that IPv4 address.
 
+mod addresses;
+
+use addresses::Class;
 use futures_util::future::BoxFuture;
 use reqwest::Url;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -148,7 +154,14 @@ impl Egress {
 
     fn address_refusal(&self, host: &str, ip: IpAddr) -> Option<String> {
         let ip = canonical(ip);
-        if !is_forbidden(ip) || self.ip_allowed(ip) {
+        let carried = match addresses::class(ip) {
+            Class::Carries(v4) => Some(IpAddr::V4(v4)),
+            Class::Public | Class::Internal => None,
+        };
+        if !addresses::is_internal(ip)
+            || self.ip_allowed(ip)
+            || carried.is_some_and(|v4| self.ip_allowed(v4))
+        {
             return None;
         }
         let shown = if host == ip.to_string() {
@@ -156,10 +169,12 @@ impl Egress {
         } else {
             format!("`{host}` ({ip})")
         };
-        Some(format!(
-            "{shown} is a loopback, private, link-local or otherwise internal address; \
-             ASKBRIDGE_CALLBACK_ALLOW can allow it"
-        ))
+        let what = "a loopback, private, link-local or otherwise internal address";
+        let allow = "ASKBRIDGE_CALLBACK_ALLOW can allow it";
+        Some(match carried {
+            Some(v4) => format!("{shown} carries the IPv4 address {v4}, {what}; {allow}"),
+            None => format!("{shown} is {what}; {allow}"),
+        })
     }
 
     fn ip_allowed(&self, ip: IpAddr) -> bool {
@@ -254,41 +269,6 @@ fn in_net(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
             u128::from(ip) & mask == u128::from(net) & mask
         }
         _ => false,
-    }
-}
-
-/// Loopback, private, link-local (cloud metadata), shared, multicast, reserved, unspecified.
-fn is_forbidden(ip: IpAddr) -> bool {
-    const V4: [(Ipv4Addr, u8); 12] = [
-        (Ipv4Addr::new(0, 0, 0, 0), 8),
-        (Ipv4Addr::new(10, 0, 0, 0), 8),
-        (Ipv4Addr::new(100, 64, 0, 0), 10),
-        (Ipv4Addr::new(127, 0, 0, 0), 8),
-        (Ipv4Addr::new(169, 254, 0, 0), 16),
-        (Ipv4Addr::new(172, 16, 0, 0), 12),
-        (Ipv4Addr::new(192, 0, 0, 0), 24),
-        (Ipv4Addr::new(192, 168, 0, 0), 16),
-        (Ipv4Addr::new(198, 18, 0, 0), 15),
-        (Ipv4Addr::new(224, 0, 0, 0), 4),
-        (Ipv4Addr::new(240, 0, 0, 0), 4),
-        (Ipv4Addr::new(255, 255, 255, 255), 32),
-    ];
-    const V6: [(Ipv6Addr, u8); 6] = [
-        (Ipv6Addr::UNSPECIFIED, 128),
-        (Ipv6Addr::LOCALHOST, 128),
-        (Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 0, 0), 7),
-        (Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0), 10),
-        (Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0), 8),
-        // NAT64: an IPv4 address in IPv6 clothes.
-        (Ipv6Addr::new(0x64, 0xff9b, 0, 0, 0, 0, 0, 0), 96),
-    ];
-    match canonical(ip) {
-        IpAddr::V4(_) => V4
-            .iter()
-            .any(|(net, bits)| in_net(ip, IpAddr::V4(*net), *bits)),
-        IpAddr::V6(_) => V6
-            .iter()
-            .any(|(net, bits)| in_net(ip, IpAddr::V6(*net), *bits)),
     }
 }
 

@@ -3,12 +3,12 @@
 //! other parts or of what the process shares.
 
 use super::registry::CreateError;
-use super::{Attempt, Bridge, RunNews, Storing};
+use super::{Attempt, Bridge, Reserved, RunNews, Storing};
 use crate::Error;
 use crate::store::ListFilter;
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Origin, Run};
-use askbridge_core::{Actor, Identity, NewQuestion, Question, QuestionId, Rule, RuleId};
+use askbridge_core::{Actor, Identity, Millis, NewQuestion, Question, QuestionId, Rule, RuleId};
 use std::time::Duration;
 
 impl Bridge {
@@ -165,6 +165,35 @@ impl Bridge {
         expected: Option<&QuestionId>,
     ) -> Result<QuestionId, Error> {
         self.runs().run_question(self, id, expected).await
+    }
+
+    /// Leases `session` for `askbridge exec` (see `leased.rs`); returns when the lease lapses
+    /// unless renewed. With `open`, a closed session is opened again.
+    pub(crate) async fn hold_session(&self, session: &str, open: bool) -> Result<Millis, Error> {
+        self.exec_sessions().hold_session(self, session, open).await
+    }
+
+    /// Closes `session`: asks in it are refused from now on, and its pending questions are
+    /// cancelled. Returns how many were.
+    pub(crate) async fn close_session(
+        &self,
+        session: &str,
+        actor: Actor,
+        reason: Option<String>,
+    ) -> Result<usize, Error> {
+        let sessions = self.exec_sessions();
+        sessions.close_session(self, session, actor, reason).await
+    }
+
+    /// Reserves an `Idempotency-Key` (already scoped to its route) for a request whose digest
+    /// is `request`; the same key with another request is refused.
+    pub(crate) async fn reserve_key(&self, key: &str, request: &str) -> Result<Reserved, Error> {
+        self.idempotent().reserve_key(key, request).await
+    }
+
+    /// Records what the create a fresh key went ahead with made, or frees the key.
+    pub(crate) async fn settle_key(&self, key: &str, request: &str, made: Option<&str>) {
+        self.idempotent().settle_key(key, request, made).await
     }
 
     /// True when `identity` may manage rules from a chat.

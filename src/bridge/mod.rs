@@ -30,6 +30,9 @@
 //!   replies, `/run`): a `Turn` per message, the commands, and forms filled in one field at a
 //!   time in chat, each person's draft in the store;
 //! - `runs.rs` (`Runs`): runs as the HTTP API and chats read them;
+//! - `leased.rs` (`ExecSessions`): sessions `askbridge exec` holds: their lease, closing them,
+//!   and closing those whose lease lapsed; `idempotent.rs` (`Idempotent`): what creates sent
+//!   with an `Idempotency-Key` made;
 //! - `session.rs`: [`Session`] with `ask`, `confirm`, `approve` and `can_ask`;
 //! - `roles.rs`: the store roles each part holds;
 //! - `runner.rs`: the [`Runner`] a flow engine is wired in with, so the bridge can resume runs
@@ -42,7 +45,9 @@ mod approvals;
 mod builder;
 mod effects;
 mod facade;
+mod idempotent;
 mod inbox;
+mod leased;
 mod recent;
 mod refusals;
 mod registry;
@@ -55,6 +60,7 @@ mod waiters;
 
 pub use approvals::{approval_of, decide};
 pub use builder::BridgeBuilder;
+pub use idempotent::{KEY_KEPT, Reserved};
 pub use registry::CreateError;
 pub use resolve::{Attempt, ProgramReply, Said};
 pub use runner::{Ahead, Resume, Runner, Storing};
@@ -103,6 +109,10 @@ pub struct BridgeOptions {
     /// Least time between two reminders in one chat, and the shortest `remind_after_s`
     /// (`ASKBRIDGE_REMINDER_GAP_S`).
     pub reminder_gap: Duration,
+    /// How long a session `askbridge exec` holds stays open without a renewal
+    /// (`ASKBRIDGE_SESSION_LEASE_S`): once it lapses, the sweeper cancels its pending questions and
+    /// closes it.
+    pub session_lease: Duration,
 }
 
 impl Default for BridgeOptions {
@@ -116,6 +126,7 @@ impl Default for BridgeOptions {
             flow_starters: Vec::new(),
             callback_egress: crate::egress::Egress::public_only(),
             reminder_gap: Duration::from_secs(60),
+            session_lease: Duration::from_secs(30),
         }
     }
 }
@@ -143,6 +154,8 @@ struct Inner {
     approvals: approvals::Approvals,
     inbox: inbox::Messages,
     runs: runs::Runs,
+    exec_sessions: leased::ExecSessions,
+    idempotent: idempotent::Idempotent,
     /// By surface (`telegram`, `discord`, `console`, ...).
     channels: HashMap<String, Arc<dyn Channel>>,
     runner: Option<Arc<dyn Runner>>,
@@ -194,6 +207,8 @@ impl Bridge {
                 approvals: approvals::Approvals::new(roles.approvals),
                 inbox: inbox::Messages::new(roles.inbox),
                 runs: runs::Runs::new(roles.runs),
+                exec_sessions: leased::ExecSessions::new(roles.leased),
+                idempotent: idempotent::Idempotent::new(roles.idempotent),
                 store,
                 channels,
                 runner,
@@ -366,6 +381,14 @@ impl Bridge {
 
     fn runs(&self) -> &runs::Runs {
         &self.inner.runs
+    }
+
+    fn exec_sessions(&self) -> &leased::ExecSessions {
+        &self.inner.exec_sessions
+    }
+
+    fn idempotent(&self) -> &idempotent::Idempotent {
+        &self.inner.idempotent
     }
 }
 

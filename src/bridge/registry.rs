@@ -32,6 +32,16 @@ impl Registry {
         request: NewQuestion,
     ) -> Result<Question, Error> {
         let request = self.vet(bridge, request).await?;
+        // Not in `vet`: a run's questions are in the run's session, never an exec's, and a run
+        // carried ahead of a claim must reach its next question without I/O (flows/ahead.rs).
+        if self
+            .store
+            .sessions
+            .session_closed(&request.session_id)
+            .await?
+        {
+            return Err(super::leased::closed(&request.session_id).into());
+        }
         for _ in 0..ID_ATTEMPTS {
             let question = request.clone().into_question(
                 QuestionId::random(),

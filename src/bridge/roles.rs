@@ -8,8 +8,8 @@
 //! every other file off them; [`super::Bridge::store`] is the facade's, for the layers above.
 
 use crate::store::{
-    Admin, AuditLog, Dedupe, Deliveries, Drafts, Events, Outbox, Questions, Rules, Runs, Store,
-    Votes,
+    Admin, AuditLog, Dedupe, Deliveries, Drafts, Events, Idempotency, Outbox, Questions, Rules,
+    Runs, Sessions, Store, Votes,
 };
 use std::sync::Arc;
 
@@ -21,11 +21,25 @@ pub(super) struct Roles {
     pub(super) approvals: ApprovalRoles,
     pub(super) inbox: InboxRoles,
     pub(super) runs: RunRoles,
+    pub(super) leased: LeasedRoles,
+    pub(super) idempotent: IdempotentRoles,
 }
 
-/// `registry.rs` (`Registry`): creating, reading and listing questions.
+/// `registry.rs` (`Registry`): creating, reading and listing questions, refusing asks in closed
+/// sessions.
 pub(super) struct RegistryRoles {
     pub(super) questions: Arc<dyn Questions>,
+    pub(super) sessions: Arc<dyn Sessions>,
+}
+
+/// `leased.rs` (`ExecSessions`): the leases of sessions `askbridge exec` holds, and closing them.
+pub(super) struct LeasedRoles {
+    pub(super) sessions: Arc<dyn Sessions>,
+}
+
+/// `idempotent.rs` (`Idempotent`): what creates sent with an `Idempotency-Key` made.
+pub(super) struct IdempotentRoles {
+    pub(super) keys: Arc<dyn Idempotency>,
 }
 
 /// `resolve/` (`Resolver`), the one reply path: claims and votes, refusals audited, and where
@@ -80,6 +94,7 @@ impl Roles {
         Roles {
             registry: RegistryRoles {
                 questions: questions.clone(),
+                sessions: store.clone(),
             },
             resolver: ResolverRoles {
                 questions: questions.clone(),
@@ -110,6 +125,12 @@ impl Roles {
             },
             runs: RunRoles {
                 runs: store.clone(),
+            },
+            leased: LeasedRoles {
+                sessions: store.clone(),
+            },
+            idempotent: IdempotentRoles {
+                keys: store.clone(),
             },
         }
     }

@@ -76,6 +76,7 @@ fn bridge_options(config: &Config, default_targets: Vec<Target>) -> anyhow::Resu
         approvers: config.approvers.clone(),
         flow_starters: config.flow_starters.clone(),
         reminder_gap: config.reminder_gap,
+        session_lease: config.session_lease,
         callback_egress: askbridge::egress::Egress::public_only()
             .allow(&config.callback_allow)
             .map_err(anyhow::Error::msg)?,

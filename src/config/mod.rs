@@ -175,6 +175,8 @@ pub struct Config {
     pub mcp_session_idle: Duration,
     /// See [`REMINDER_GAP`].
     pub reminder_gap: Duration,
+    /// See [`SESSION_LEASE`].
+    pub session_lease: Duration,
 }
 
 /// The README's table of settings, one row per entry of [`SETTINGS`] (a test holds README.md to
@@ -315,6 +317,7 @@ impl Config {
             max_mcp_sessions: v.max_mcp_sessions,
             mcp_session_idle: v.mcp_session_idle,
             reminder_gap: v.reminder_gap,
+            session_lease: v.session_lease,
         }
     }
 }

@@ -165,6 +165,11 @@ settings! {
     RUN_LEASE = "ASKBRIDGE_RUN_LEASE_S",
         run_lease: Duration = parse::seconds, default "30",
         "seconds a process holds a run it executes (renewed while it runs)";
+    /// `askbridge exec` renews its session's lease every third of this; the sweeper looks for
+    /// lapsed leases every 5 s, so a killed exec's questions are cancelled within this + 5 s.
+    SESSION_LEASE = "ASKBRIDGE_SESSION_LEASE_S",
+        session_lease: Duration = parse::seconds, default "30",
+        "seconds a session of `askbridge exec` stays open without renewal, after which its pending questions are cancelled";
     EXAMPLE_FLOWS = "ASKBRIDGE_EXAMPLE_FLOWS",
         example_flows: bool = parse::flag, default "false",
         "offer the example flow `/release` in `serve`";

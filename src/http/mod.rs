@@ -8,7 +8,7 @@
 //!
 //! | route | does |
 //! |---|---|
-//! | `POST /api/questions` | ask (201 with the question) |
+//! | `POST /api/questions` | ask (201 with the question; 200 with the first one for a retry with the same `Idempotency-Key`) |
 //! | `GET /api/questions?session_id=&status=` | list (pending by default) |
 //! | `GET /api/questions/{id}` | one question |
 //! | `POST /api/questions/{id}/reply` | answer: `{"answer": string \| [string] \| bool, "by"?}` |
@@ -16,6 +16,8 @@
 //! | `POST /api/questions/{id}/cancel` | the asker withdraws it |
 //! | `GET /api/questions/{id}/wait?timeout_s=N` | long-poll until resolved |
 //! | `POST /api/sessions/{session_id}/cancel` | cancel a session's pending questions |
+//! | `POST /api/sessions/{session_id}/lease` | hold a session open (`askbridge exec` renews it) |
+//! | `POST /api/sessions/{session_id}/close` | close a session: cancel its pending questions, refuse new ones |
 //! | `POST /api/runs`, `GET /api/runs`, `GET /api/runs/{id}` | start a flow without blocking; list runs (paged); read a run |
 //! | `GET /api/runs/{id}/wait?after=&timeout_s=` | long-poll until the run waits on a new question or ends |
 //! | `GET /api/history?status=&session_id=&after=&limit=` | resolved questions, most recently resolved first, paged |
@@ -33,10 +35,12 @@ mod admin;
 mod error;
 mod events;
 mod guard;
+mod idempotency;
 mod mcp_gate;
 pub mod ops_page;
 mod questions;
 mod runs;
+mod sessions;
 pub mod stats;
 mod view;
 
@@ -152,6 +156,8 @@ pub fn app(state: AppState) -> Router {
             "/sessions/{session_id}/cancel",
             post(questions::cancel_session),
         )
+        .route("/sessions/{session_id}/lease", post(sessions::hold))
+        .route("/sessions/{session_id}/close", post(sessions::close))
         .route("/rules", get(admin::list_rules))
         .route("/rules/{id}", delete(admin::revoke_rule))
         .route("/audit", get(admin::audit))

@@ -1,6 +1,7 @@
 //! The question routes: ask, list, read, reply, reject, wait, cancel a session.
 
 use super::error::optional_json;
+use super::idempotency::Keyed;
 use super::view::{self, QuestionJson};
 use super::{ApiError, AppState, DEFAULT_WAIT_S, JsonBody, MAX_WAIT_S};
 use crate::bridge::{Attempt, ProgramReply, Said};
@@ -23,12 +24,26 @@ fn parse_id(text: &str) -> Result<QuestionId, ApiError> {
     })
 }
 
+/// `POST /api/questions`; with an `Idempotency-Key`, a retry gets the first question (200).
 pub(super) async fn create(
     State(state): State<AppState>,
-    JsonBody(request): JsonBody<NewQuestion>,
+    Keyed {
+        value: request,
+        key,
+    }: Keyed<NewQuestion>,
 ) -> Result<(StatusCode, QuestionJson), ApiError> {
-    let question = state.bridge.create(request).await?;
-    Ok((StatusCode::CREATED, QuestionJson(question)))
+    let Some(key) = key else {
+        let question = state.bridge.create(request).await?;
+        return Ok((StatusCode::CREATED, QuestionJson(question)));
+    };
+    if let Some(id) = key.reserve(&state, "questions").await? {
+        let question = state.bridge.get(&parse_id(&id)?).await?;
+        return Ok((StatusCode::OK, QuestionJson(question)));
+    }
+    let made = state.bridge.create(request).await;
+    let id = made.as_ref().ok().map(|q| q.id.to_string());
+    key.settle(&state, "questions", id.as_deref()).await;
+    Ok((StatusCode::CREATED, QuestionJson(made?)))
 }
 
 #[derive(Debug, Deserialize)]
@@ -168,7 +183,7 @@ struct CancelBody {
 }
 
 /// A cancel's optional `{"reason": "..."}`, shown on every surface (`Cancelled: <reason>`).
-fn cancel_reason(body: &[u8]) -> Result<Option<String>, ApiError> {
+pub(super) fn cancel_reason(body: &[u8]) -> Result<Option<String>, ApiError> {
     let body: CancelBody = optional_json(body)?;
     Ok(askbridge_core::answer::decline_message(
         body.reason.as_deref(),

@@ -1,6 +1,7 @@
 //! The run routes: start a flow, read a run, learn its next step without polling, and answer
 //! it in the same round trip.
 
+use super::idempotency::Keyed;
 use super::view::RunJson;
 use super::{ApiError, AppState, JsonBody};
 use crate::bridge::{ProgramReply, RunNews, Said, Storing};
@@ -32,16 +33,58 @@ pub(super) struct StartRun {
     wait_s: Option<f64>,
 }
 
+/// `POST /api/runs`; with an `Idempotency-Key`, a retry gets the first run (200), at its next
+/// step when `wait_s` asks for it.
 pub(super) async fn start_run(
     State(state): State<AppState>,
-    JsonBody(request): JsonBody<StartRun>,
+    Keyed {
+        value: request,
+        key,
+    }: Keyed<StartRun>,
 ) -> Result<(StatusCode, RunJson), ApiError> {
-    let wait = request
+    let wait = wait_of(&request)?;
+    let Some(key) = key else {
+        let run = start(&state, request, wait).await?;
+        return Ok((StatusCode::CREATED, respond(&state, run, wait).await?));
+    };
+    if let Some(id) = key.reserve(&state, "runs").await? {
+        let run = state.bridge.get_run(&id).await?;
+        return Ok((StatusCode::OK, respond(&state, run, wait).await?));
+    }
+    // Recorded before any wait for the first question: a retry meanwhile finds the run.
+    let made = start(&state, request, wait).await;
+    let id = made.as_ref().ok().map(|run| run.id.to_string());
+    key.settle(&state, "runs", id.as_deref()).await;
+    Ok((StatusCode::CREATED, respond(&state, made?, wait).await?))
+}
+
+/// A run as `POST /api/runs` answers with it: at once, or at its first question when the
+/// request waits.
+async fn respond(state: &AppState, run: Run, wait: Option<Duration>) -> Result<RunJson, ApiError> {
+    Ok(match wait {
+        // Like LangGraph's first `invoke`: the run as it is at its first question.
+        Some(timeout) => next_step(state, run.id.as_str(), None, timeout).await?,
+        None => RunJson {
+            run,
+            question: None,
+        },
+    })
+}
+
+fn wait_of(request: &StartRun) -> Result<Option<Duration>, ApiError> {
+    request
         .wait_s
         .map(|s| {
             super::questions::wait_timeout(Some(s)).map_err(|e| e.with("field", json!("wait_s")))
         })
-        .transpose()?;
+        .transpose()
+}
+
+async fn start(
+    state: &AppState,
+    request: StartRun,
+    wait: Option<Duration>,
+) -> Result<Run, ApiError> {
     // Like a question's answerers, set by whoever creates the run.
     let user = request
         .user
@@ -65,19 +108,10 @@ pub(super) async fn start_run(
         Some(_) => Storing::WithFirstStep,
         None => Storing::AtStart,
     };
-    let run = state
+    Ok(state
         .bridge
         .start_run(&request.flow, &request.input, origin, storing)
-        .await?;
-    let body = match wait {
-        // Like LangGraph's first `invoke`: the run as it is at its first question.
-        Some(timeout) => next_step(&state, run.id.as_str(), None, timeout).await?,
-        None => RunJson {
-            run,
-            question: None,
-        },
-    };
-    Ok((StatusCode::CREATED, body))
+        .await?)
 }
 
 #[derive(Debug, Deserialize)]

@@ -33,8 +33,8 @@ pub mod redis;
 pub use error::{Error, ErrorKind, Result};
 pub use health::{RoundTrips, Topology};
 pub use roles::{
-    Admin, AuditLog, Dedupe, Deliveries, Drafts, Events, Leases, Listings, Outbox, Questions,
-    Rules, Runs, Votes,
+    Admin, AuditLog, Dedupe, Deliveries, Drafts, Events, Idempotency, Leases, Listings, Outbox,
+    Questions, Rules, Runs, Sessions, Votes,
 };
 
 /// Every role trait, for code that calls a concrete store's methods (`use
@@ -42,7 +42,8 @@ pub use roles::{
 pub mod prelude {
     pub use super::roles::{
         Admin as _, AuditLog as _, Dedupe as _, Deliveries as _, Drafts as _, Events as _,
-        Leases as _, Listings as _, Outbox as _, Questions as _, Rules as _, Runs as _, Votes as _,
+        Idempotency as _, Leases as _, Listings as _, Outbox as _, Questions as _, Rules as _,
+        Runs as _, Sessions as _, Votes as _,
     };
 }
 
@@ -67,6 +68,8 @@ pub trait Store:
     + AuditLog
     + Events
     + Admin
+    + Sessions
+    + Idempotency
     + 'static
 {
 }
@@ -85,6 +88,8 @@ impl<T> Store for T where
         + AuditLog
         + Events
         + Admin
+        + Sessions
+        + Idempotency
         + 'static
 {
 }

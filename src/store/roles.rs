@@ -154,6 +154,42 @@ pub trait Dedupe: Send + Sync {
     async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<bool>;
 }
 
+/// Sessions run by `askbridge exec`: a lease its holder renews and a mark once it is closed, in
+/// the store, because the process that refuses a late ask or cancels a dead holder's questions is
+/// not always the one the holder talked to.
+#[async_trait]
+pub trait Sessions: Send + Sync {
+    /// Leases `session` until `until`, starting or extending its lease.
+    async fn hold_session(&self, session: &str, until: Millis) -> Result<()>;
+
+    /// Closes `session`: its lease ends, and [`Sessions::session_closed`] says so for `keep`.
+    async fn close_session(&self, session: &str, keep: Duration) -> Result<()>;
+
+    /// Opens a closed `session` again (a new `askbridge exec` naming it).
+    async fn reopen_session(&self, session: &str) -> Result<()>;
+
+    /// Was `session` closed (within the `keep` it was closed with)?
+    async fn session_closed(&self, session: &str) -> Result<bool>;
+
+    /// Leased sessions whose lease ran out before `now`, at most `limit`.
+    async fn lapsed_sessions(&self, now: Millis, limit: usize) -> Result<Vec<String>>;
+}
+
+/// What a create sent with an `Idempotency-Key` made, so that a retry gets it back instead of a
+/// second question or run.
+#[async_trait]
+pub trait Idempotency: Send + Sync {
+    /// Records `value` under `key` for `ttl` unless `key` holds a value already, atomically.
+    /// Returns `None` when this call recorded it, else the value held.
+    async fn remember_key(&self, key: &str, value: &str, ttl: Duration) -> Result<Option<String>>;
+
+    /// Records `value` under `key` for `ttl`, whatever it held (what the create made, once made).
+    async fn replace_key(&self, key: &str, value: &str, ttl: Duration) -> Result<()>;
+
+    /// Forgets `key` (the create it was recorded for failed).
+    async fn forget_key(&self, key: &str) -> Result<()>;
+}
+
 /// Leader leases: which process holds what only one may hold at a time (a chat platform's long
 /// poll, its gateway). A lease lapses unless its holder extends it, so a dead holder's is taken
 /// over.

@@ -281,6 +281,55 @@ async fn callbacks_may_not_reach_internal_addresses() {
     }
 }
 
+/// IPv6 spellings of internal addresses, literal or resolved: each carries an internal IPv4
+/// address (IPv4-compatible, NAT64, 6to4) or lies in an internal IPv6 range (site-local, local-use
+/// NAT64, Teredo).
+#[tokio::test]
+async fn callbacks_may_not_reach_internal_addresses_in_ipv6_clothes() {
+    let egress = Egress::public_only()
+        .with_lookup(Arc::new(Resolving(vec!["64:ff9b::a00:7".parse().unwrap()])));
+    let bridge = Bridge::builder(Arc::new(MemoryStore::default()))
+        .options(BridgeOptions {
+            signing_secret: Some(Secret::new("k")),
+            callback_egress: egress,
+            ..BridgeOptions::default()
+        })
+        .start()
+        .await
+        .unwrap();
+    let base = serve(app(AppState::new(bridge, None))).await;
+    for url in [
+        "http://[::127.0.0.1]/",
+        "http://[::7f00:1]:6379/",
+        "http://[::ffff:7f00:1]/",
+        "http://[64:ff9b::7f00:1]/",
+        "http://[64:ff9b::169.254.169.254]/",
+        "http://[64:ff9b:1::5db8:d822]/",
+        "http://[2002:7f00:1::1]/",
+        "http://[2002:a9fe:a9fe::]/",
+        "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",
+        "http://[fec0::1]/",
+        "https://internal.test/cb",
+    ] {
+        let response = http()
+            .post(format!("{base}/api/questions"))
+            .json(&json!({"prompt": "Ship?", "session_id": "cb", "callback_url": url}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 422, "{url}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["field"], "callback_url", "{url}: {body}");
+    }
+    let response = http()
+        .post(format!("{base}/api/questions"))
+        .json(&json!({"prompt": "Ship?", "session_id": "cb", "callback_url": "http://[2002:5db8:d822::1]/cb"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201, "6to4 of a public address is public");
+}
+
 #[tokio::test]
 async fn metrics_need_the_token_unless_made_public() {
     let (bridge, _) = memory_bridge().await;

@@ -128,8 +128,10 @@ impl Effects {
         Ok(due.len())
     }
 
-    /// Reads the store's earliest due time, and takes over runs whose process died.
+    /// Reads the store's earliest due time, takes over runs whose process died, and closes
+    /// sessions whose `askbridge exec` died.
     async fn poll(&self, bridge: &Bridge) {
+        bridge.exec_sessions().close_lapsed(bridge).await;
         match self.store.outbox.next_due().await {
             Ok(Some(at)) => self.schedule.offer(at),
             Ok(None) => {}

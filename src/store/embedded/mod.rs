@@ -17,6 +17,7 @@
 //! - `questions.rs`: questions, deliveries and the outbox;
 //! - `records.rs`: runs, rules, the audit trail and delivery dedupe.
 
+mod kept;
 mod listings;
 mod parked;
 mod questions;
@@ -257,6 +258,10 @@ impl Admin for EmbeddedStore {
             txn.open_table(DRAFTS)?
                 .retain(|(id, _), _| !matches!(questions.get(id), Ok(None)))?;
             txn.open_table(SEEN)?.retain(|_, until| until > now.0)?;
+            txn.open_table(tables::SESSIONS_CLOSED)?
+                .retain(|_, until| until > now.0)?;
+            txn.open_table(tables::IDEMPOTENCY)?
+                .retain(|_, (until, _)| until > now.0)?;
             txn.open_table(AUDIT)?
                 .retain_in((0, 0)..(audit_cutoff, 0), |_, _| false)?;
             txn.open_table(RUNS)?.retain(|_, json| {

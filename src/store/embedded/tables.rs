@@ -23,6 +23,17 @@ pub(super) const RULES: TableDefinition<&str, &str> = TableDefinition::new("rule
 pub(super) const CREATED: TableDefinition<(u64, &str), ()> = TableDefinition::new("created");
 /// Resolved questions by (status, resolved at, id): counts and pages by outcome and time.
 pub(super) const DONE: TableDefinition<(&str, u64, &str), ()> = TableDefinition::new("done");
+/// Leased sessions by (lease end, session), and each one's lease end (`askbridge exec`).
+pub(super) const SESSION_LEASES: TableDefinition<(u64, &str), ()> =
+    TableDefinition::new("session_leases");
+pub(super) const SESSION_LEASE_AT: TableDefinition<&str, u64> =
+    TableDefinition::new("session_lease_at");
+/// Closed sessions, and until when that is remembered.
+pub(super) const SESSIONS_CLOSED: TableDefinition<&str, u64> =
+    TableDefinition::new("sessions_closed");
+/// Idempotency keys: until when each is kept, and what it made.
+pub(super) const IDEMPOTENCY: TableDefinition<&str, (u64, &str)> =
+    TableDefinition::new("idempotency");
 /// Facts about the file itself (`layout`: the version of the tables above).
 pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// The current table layout; older files get their indexes rebuilt once on open.
@@ -51,6 +62,10 @@ pub(super) fn create_all(txn: &WriteTransaction) -> Result<()> {
     txn.open_table(AUDIT)?;
     txn.open_table(CREATED)?;
     txn.open_table(DONE)?;
+    txn.open_table(SESSION_LEASES)?;
+    txn.open_table(SESSION_LEASE_AT)?;
+    txn.open_table(SESSIONS_CLOSED)?;
+    txn.open_table(IDEMPOTENCY)?;
     let meta = txn.open_table(META)?;
     let layout = meta.get("layout")?.map(|v| v.value());
     if layout != Some(LAYOUT) {

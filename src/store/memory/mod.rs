@@ -2,8 +2,9 @@
 //! it serves tests and `--ephemeral` runs only; start-up says so.
 //!
 //! This file holds questions, deliveries and the outbox; `records.rs` runs, rules, the audit
-//! trail, dedupe, events and administration.
+//! trail, dedupe, events and administration; `kept.rs` session leases and idempotency keys.
 
+mod kept;
 mod records;
 
 use super::local_leases::LocalLeases;
@@ -34,6 +35,7 @@ pub struct MemoryStore {
     options: StoreOptions,
     leases: LocalLeases,
     drafts: Mutex<HashMap<(QuestionId, Identity), Draft>>,
+    kept: Mutex<kept::Kept>,
 }
 
 #[derive(Debug, Default)]
@@ -113,6 +115,7 @@ impl MemoryStore {
             options,
             leases: LocalLeases::default(),
             drafts: Mutex::default(),
+            kept: Mutex::default(),
         }
     }
 

@@ -24,6 +24,9 @@
 //! | `P:{bNN}:rules:by-time` | sorted set | rule ids by creation (pages of the ops page) |
 //! | `P:seen:<key>` | string | delivery ids already handled (with a TTL) |
 //! | `P:lease:<name>` | string | who holds a leader lease (`telegram-poll`, `discord-gateway`), with a TTL |
+//! | `P:{sessions}:leases` | sorted set | sessions `askbridge exec` holds, by when their lease ends |
+//! | `P:closed:<session>` | string | a closed session (with a TTL: the retention) |
+//! | `P:idem:<key>` | string | what a create with this `Idempotency-Key` made (with a TTL) |
 //!
 //! A question's bucket is given by the first character of its id (ids are uniformly random there);
 //! a run's by the second character of its id (`r…`), and a run's questions take that character as
@@ -150,6 +153,15 @@ impl Keys {
     }
     pub(super) fn lease(&self, name: &str) -> String {
         format!("{}:lease:{name}", self.prefix)
+    }
+    pub(super) fn session_leases(&self) -> String {
+        format!("{}:{{sessions}}:leases", self.prefix)
+    }
+    pub(super) fn closed_session(&self, session: &str) -> String {
+        format!("{}:closed:{session}", self.prefix)
+    }
+    pub(super) fn idempotency(&self, key: &str) -> String {
+        format!("{}:idem:{key}", self.prefix)
     }
 }
 

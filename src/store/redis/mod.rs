@@ -33,6 +33,7 @@ mod audit;
 mod codec;
 mod connection;
 mod events;
+mod kept;
 mod keys;
 mod listings;
 mod outbox;

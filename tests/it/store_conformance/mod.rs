@@ -1,5 +1,5 @@
 //! One suite, three stores: every test runs against memory, embedded (redb) and Redis, grouped
-//! by the store role it checks (`questions.rs`, `votes.rs`, `outbox.rs`, `runs.rs`,
+//! by the store role it checks (`questions.rs`, `votes.rs`, `outbox.rs`, `runs.rs`, `kept.rs`,
 //! `records.rs`, `listings.rs`), plus Redis-only tests below.
 
 use crate::support::{RedisServer, redis_store_with};
@@ -35,6 +35,7 @@ macro_rules! conformance {
     };
 }
 
+mod kept;
 mod listings;
 mod outbox;
 mod questions;

@@ -160,9 +160,14 @@ class Core:
             try:
                 response = yield request
             except TransportFailure as failure:
-                # A create that may have arrived is not repeated: without the server's
-                # idempotency a second POST would make a second question.
-                repeatable = not failure.sent or request.method == "GET"
+                # A request that may have arrived is repeated only when a repeat cannot do it
+                # twice: a GET, or a create with its Idempotency-Key (the server answers a
+                # repeat with what the first one made).
+                repeatable = (
+                    not failure.sent
+                    or request.method == "GET"
+                    or request.idempotency_key is not None
+                )
                 now = time.monotonic()
                 if unreachable_since is None:
                     unreachable_since = now
@@ -183,6 +188,10 @@ class Core:
                     continue
             if 200 <= response.status < 300:
                 return response.body
+            if response.status == 409 and request.idempotency_key is not None and retry:
+                # The first attempt of this create is still being handled: its result comes.
+                yield Sleep(self.retry_every)
+                continue
             raise _error(response)
 
     def _poll_timeout(self, server_wait: float) -> float:

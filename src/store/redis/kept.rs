@@ -1,0 +1,110 @@
+//! Session leases, closed sessions and idempotency keys. Each command touches one key (the
+//! lease index is one sorted set under its own hash tag), so no script is needed and the
+//! layout holds on Redis Cluster.
+
+use super::RedisStore;
+use crate::store::{Idempotency, Result, Sessions};
+use askbridge_core::Millis;
+use async_trait::async_trait;
+use std::time::Duration;
+
+#[async_trait]
+impl Sessions for RedisStore {
+    async fn hold_session(&self, session: &str, until: Millis) -> Result<()> {
+        let mut command = redis::cmd("ZADD");
+        command
+            .arg(self.keys.session_leases())
+            .arg(until.0)
+            .arg(session);
+        let _: i64 = self.query("hold session", &command).await?;
+        Ok(())
+    }
+
+    async fn close_session(&self, session: &str, keep: Duration) -> Result<()> {
+        // Marked closed first: a crash between the two leaves a lapsing lease, whose sweep
+        // closes the session again, harmlessly.
+        let mut mark = redis::cmd("SET");
+        mark.arg(self.keys.closed_session(session))
+            .arg(1)
+            .arg("PX")
+            .arg(keep.as_millis().max(1) as u64);
+        let _: Option<String> = self.query("close session", &mark).await?;
+        let mut unlease = redis::cmd("ZREM");
+        unlease.arg(self.keys.session_leases()).arg(session);
+        let _: i64 = self.query("close session", &unlease).await?;
+        Ok(())
+    }
+
+    async fn reopen_session(&self, session: &str) -> Result<()> {
+        let mut command = redis::cmd("DEL");
+        command.arg(self.keys.closed_session(session));
+        let _: i64 = self.query("reopen session", &command).await?;
+        Ok(())
+    }
+
+    async fn session_closed(&self, session: &str) -> Result<bool> {
+        let mut command = redis::cmd("EXISTS");
+        command.arg(self.keys.closed_session(session));
+        let found: i64 = self.query("session closed", &command).await?;
+        Ok(found == 1)
+    }
+
+    async fn lapsed_sessions(&self, now: Millis, limit: usize) -> Result<Vec<String>> {
+        let mut command = redis::cmd("ZRANGEBYSCORE");
+        command
+            .arg(self.keys.session_leases())
+            .arg("-inf")
+            .arg(format!("({}", now.0))
+            .arg("LIMIT")
+            .arg(0)
+            .arg(limit);
+        self.query("lapsed sessions", &command).await
+    }
+}
+
+#[async_trait]
+impl Idempotency for RedisStore {
+    async fn remember_key(&self, key: &str, value: &str, ttl: Duration) -> Result<Option<String>> {
+        let redis_key = self.keys.idempotency(key);
+        // SET NX, then GET when it was there: two commands (SET's NX with GET needs Redis 7),
+        // retried in the rare case the key expires between them.
+        for _ in 0..3 {
+            let mut set = redis::cmd("SET");
+            set.arg(&redis_key)
+                .arg(value)
+                .arg("NX")
+                .arg("PX")
+                .arg(ttl.as_millis().max(1) as u64);
+            let stored: Option<String> = self.query("remember key", &set).await?;
+            if stored.is_some() {
+                return Ok(None);
+            }
+            let mut get = redis::cmd("GET");
+            get.arg(&redis_key);
+            if let Some(held) = self.query::<Option<String>>("remember key", &get).await? {
+                return Ok(Some(held));
+            }
+        }
+        Err(crate::store::Error::new(
+            crate::store::ErrorKind::Unavailable,
+            "an idempotency key kept expiring while it was read",
+        ))
+    }
+
+    async fn replace_key(&self, key: &str, value: &str, ttl: Duration) -> Result<()> {
+        let mut set = redis::cmd("SET");
+        set.arg(self.keys.idempotency(key))
+            .arg(value)
+            .arg("PX")
+            .arg(ttl.as_millis().max(1) as u64);
+        let _: Option<String> = self.query("replace key", &set).await?;
+        Ok(())
+    }
+
+    async fn forget_key(&self, key: &str) -> Result<()> {
+        let mut command = redis::cmd("DEL");
+        command.arg(self.keys.idempotency(key));
+        let _: i64 = self.query("forget key", &command).await?;
+        Ok(())
+    }
+}
