@@ -32,24 +32,18 @@ impl Registry {
         request: NewQuestion,
     ) -> Result<Question, Error> {
         let request = self.vet(bridge, request).await?;
-        // Not in `vet`: a run's questions are in the run's session, never an exec's, and a run
-        // carried ahead of a claim must reach its next question without I/O (flows/ahead.rs).
-        if self
-            .store
-            .sessions
-            .session_closed(&request.session_id)
-            .await?
-        {
-            return Err(super::leased::closed(&request.session_id).into());
-        }
         for _ in 0..ID_ATTEMPTS {
             let question = request.clone().into_question(
                 QuestionId::random(),
                 Millis::now(),
                 bridge.options().default_timeout,
             )?;
-            if self.store.questions.insert(&question).await? == Inserted::Created {
-                return self.introduce(bridge, question).await;
+            // A closed session (its `askbridge exec` ended) is refused by the insert itself, in
+            // the same store call: an ask costs no read more.
+            match self.store.questions.insert(&question).await? {
+                Inserted::Created => return self.introduce(bridge, question).await,
+                Inserted::Closed => return Err(super::leased::closed(&question.session_id).into()),
+                Inserted::Taken => {}
             }
         }
         Err(askbridge_core::Error::Invalid {
@@ -74,6 +68,9 @@ impl Registry {
         match self.store.questions.insert(&question).await? {
             Inserted::Created => Ok(self.introduce(bridge, question).await?),
             Inserted::Taken => self.existing_for_run(&question).await,
+            Inserted::Closed => {
+                Err(Error::from(super::leased::closed(&question.session_id)).into())
+            }
         }
     }
 

@@ -25,11 +25,10 @@ pub(super) struct Roles {
     pub(super) idempotent: IdempotentRoles,
 }
 
-/// `registry.rs` (`Registry`): creating, reading and listing questions, refusing asks in closed
-/// sessions.
+/// `registry.rs` (`Registry`): creating, reading and listing questions (an insert in a closed
+/// session is refused by the store).
 pub(super) struct RegistryRoles {
     pub(super) questions: Arc<dyn Questions>,
-    pub(super) sessions: Arc<dyn Sessions>,
 }
 
 /// `leased.rs` (`ExecSessions`): the leases of sessions `askbridge exec` holds, and closing them.
@@ -94,7 +93,6 @@ impl Roles {
         Roles {
             registry: RegistryRoles {
                 questions: questions.clone(),
-                sessions: store.clone(),
             },
             resolver: ResolverRoles {
                 questions: questions.clone(),

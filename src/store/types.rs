@@ -243,6 +243,9 @@ pub enum Inserted {
     Created,
     /// Another record has this id; nothing was written.
     Taken,
+    /// A question's session is closed (its `askbridge exec` ended): nothing was written. Only a
+    /// question's plain insert checks; a run's records never are.
+    Closed,
 }
 
 /// Settings every store takes.

@@ -19,6 +19,13 @@ fn unlease(txn: &WriteTransaction, session: &str) -> Result<()> {
     Ok(())
 }
 
+/// True when `session` is closed (in `txn`, so that a question's insert checks atomically).
+pub(super) fn closed(txn: &WriteTransaction, session: &str) -> Result<bool> {
+    let closed = txn.open_table(SESSIONS_CLOSED)?;
+    let until = closed.get(session)?.map(|v| v.value());
+    Ok(until.is_some_and(|until| until > Millis::now().0))
+}
+
 #[async_trait]
 impl Sessions for EmbeddedStore {
     async fn hold_session(&self, session: &str, until: Millis) -> Result<()> {

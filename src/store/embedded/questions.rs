@@ -58,7 +58,14 @@ pub(super) fn load(
 impl Questions for EmbeddedStore {
     async fn insert(&self, question: &Question) -> Result<Inserted> {
         let stored = question.clone();
-        let inserted = self.write(move |txn| insert_question(txn, &stored)).await?;
+        let inserted = self
+            .write(
+                move |txn| match super::kept::closed(txn, &stored.session_id)? {
+                    true => Ok(Inserted::Closed),
+                    false => insert_question(txn, &stored),
+                },
+            )
+            .await?;
         if inserted == Inserted::Created {
             self.announce(question);
         }

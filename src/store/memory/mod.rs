@@ -189,6 +189,9 @@ impl Default for MemoryStore {
 #[async_trait]
 impl Questions for MemoryStore {
     async fn insert(&self, question: &Question) -> Result<Inserted> {
+        if crate::store::Sessions::session_closed(self, &question.session_id).await? {
+            return Ok(Inserted::Closed);
+        }
         let inserted = self.state().insert_question(question);
         if inserted == Inserted::Created {
             self.announce(question);

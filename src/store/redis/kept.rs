@@ -1,12 +1,21 @@
 //! Session leases, closed sessions and idempotency keys. Each command touches one key (the
 //! lease index is one sorted set under its own hash tag), so no script is needed and the
 //! layout holds on Redis Cluster.
+//!
+//! A closed session is marked in its question set of every bucket (the member [`CLOSED`]), the
+//! key a question's insert script touches anyway: the insert refuses in the same step, and an
+//! ask costs no command more than before (`tests/it/command_budget.rs`). Closing is rare; it
+//! writes the mark into all 16 buckets.
 
 use super::RedisStore;
+use super::keys::BUCKETS;
 use crate::store::{Idempotency, Result, Sessions};
 use askbridge_core::Millis;
 use async_trait::async_trait;
 use std::time::Duration;
+
+/// The member marking a session's question set closed (ids never start with `!`).
+const CLOSED: &str = "!closed";
 
 #[async_trait]
 impl Sessions for RedisStore {
@@ -22,13 +31,17 @@ impl Sessions for RedisStore {
 
     async fn close_session(&self, session: &str, keep: Duration) -> Result<()> {
         // Marked closed first: a crash between the two leaves a lapsing lease, whose sweep
-        // closes the session again, harmlessly.
-        let mut mark = redis::cmd("SET");
-        mark.arg(self.keys.closed_session(session))
-            .arg(1)
-            .arg("PX")
-            .arg(keep.as_millis().max(1) as u64);
-        let _: Option<String> = self.query("close session", &mark).await?;
+        // closes the session again, harmlessly. The set keeps its own (longer) life when it has
+        // one; a set made by the mark lives `keep`.
+        let keep = keep.as_millis().max(1) as u64;
+        let mut pipe = redis::pipe();
+        for bucket in 0..BUCKETS {
+            let set = self.keys.session(bucket, session);
+            pipe.cmd("SADD").arg(&set).arg(CLOSED).ignore();
+            pipe.cmd("PEXPIRE").arg(&set).arg(keep).arg("NX").ignore();
+            pipe.cmd("PEXPIRE").arg(&set).arg(keep).arg("GT").ignore();
+        }
+        let _: () = self.query_pipe("close session", &pipe).await?;
         let mut unlease = redis::cmd("ZREM");
         unlease.arg(self.keys.session_leases()).arg(session);
         let _: i64 = self.query("close session", &unlease).await?;
@@ -36,15 +49,20 @@ impl Sessions for RedisStore {
     }
 
     async fn reopen_session(&self, session: &str) -> Result<()> {
-        let mut command = redis::cmd("DEL");
-        command.arg(self.keys.closed_session(session));
-        let _: i64 = self.query("reopen session", &command).await?;
+        let mut pipe = redis::pipe();
+        for bucket in 0..BUCKETS {
+            let set = self.keys.session(bucket, session);
+            pipe.cmd("SREM").arg(set).arg(CLOSED).ignore();
+        }
+        let _: () = self.query_pipe("reopen session", &pipe).await?;
         Ok(())
     }
 
     async fn session_closed(&self, session: &str) -> Result<bool> {
-        let mut command = redis::cmd("EXISTS");
-        command.arg(self.keys.closed_session(session));
+        // Any bucket says it: a close marks them all (and a close cut short is retried by the
+        // lapsed lease's sweep).
+        let mut command = redis::cmd("SISMEMBER");
+        command.arg(self.keys.session(0, session)).arg(CLOSED);
         let found: i64 = self.query("session closed", &command).await?;
         Ok(found == 1)
     }

@@ -157,9 +157,6 @@ impl Keys {
     pub(super) fn session_leases(&self) -> String {
         format!("{}:{{sessions}}:leases", self.prefix)
     }
-    pub(super) fn closed_session(&self, session: &str) -> String {
-        format!("{}:closed:{session}", self.prefix)
-    }
     pub(super) fn idempotency(&self, key: &str) -> String {
         format!("{}:idem:{key}", self.prefix)
     }

@@ -67,7 +67,12 @@ impl RedisStore {
             pipe.cmd("SMEMBERS").arg(key(bucket));
         }
         let sets: Vec<Vec<String>> = self.query_pipe("smembers", &pipe).await?;
-        Ok(sets.into_iter().flatten().collect())
+        // Members starting with `!` are markers (a closed session's `!closed`), not ids.
+        Ok(sets
+            .into_iter()
+            .flatten()
+            .filter(|member| !member.starts_with('!'))
+            .collect())
     }
 
     /// The newest `limit` members of one sorted set in every bucket, newest first.
@@ -141,6 +146,9 @@ impl Questions for RedisStore {
         let json = self.push_insert(question, &mut invocation);
         self.tag(&mut invocation);
         let created: i64 = self.invoke("insert", &invocation).await?;
+        if created == -1 {
+            return Ok(Inserted::Closed);
+        }
         if created == 1 {
             self.replicated(&self.keys.question(question.id.as_str()))
                 .await;

@@ -187,7 +187,9 @@ impl Runs for RedisStore {
             // Not derived beside the run (see `keys`): two steps, question first.
             return Ok(match self.insert(question).await? {
                 Inserted::Created => Parked::Saved(self.save_run(run, owner).await?),
-                Inserted::Taken => Parked::QuestionTaken,
+                // Closed: a run's session closed by hand (`POST /api/sessions/{id}/close`); its
+                // question is not stored, as when its id is taken.
+                Inserted::Taken | Inserted::Closed => Parked::QuestionTaken,
             });
         }
         self.park_with(&PARK, "park run", run, owner, question)

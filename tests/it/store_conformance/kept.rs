@@ -2,6 +2,7 @@
 //! (what a create with an `Idempotency-Key` made).
 
 use super::Fixture;
+use askbridge::store::{Inserted, ListFilter};
 use askbridge_core::Millis;
 use std::time::Duration;
 
@@ -47,6 +48,36 @@ async fn session_leases_lapse_and_closed_sessions_are_known(f: Fixture) {
     assert!(store.session_closed("brief").await.unwrap());
     tokio::time::sleep(Duration::from_millis(120)).await;
     assert!(!store.session_closed("brief").await.unwrap());
+}
+
+/// A question's insert in a closed session is refused by the store, in the same step (on Redis,
+/// by the insert script: the ask costs no command more); listings do not see the mark.
+async fn a_closed_session_refuses_new_questions_until_reopened(f: Fixture) {
+    let store = &f.store;
+    let asked = |n: usize| super::question("shut", &[], Duration::from_secs(60 + n as u64));
+    let before = asked(0);
+    assert_eq!(store.insert(&before).await.unwrap(), Inserted::Created);
+    store.close_session("shut", HOUR).await.unwrap();
+    // Every bucket refuses, whatever the id.
+    for n in 1..=24 {
+        assert_eq!(store.insert(&asked(n)).await.unwrap(), Inserted::Closed);
+    }
+    let filter = ListFilter {
+        session_id: Some("shut".into()),
+        limit: 100,
+        ..ListFilter::pending()
+    };
+    let listed = store.list(&filter).await.unwrap();
+    assert_eq!(
+        listed.len(),
+        1,
+        "only the question asked before: {listed:?}"
+    );
+    assert_eq!(listed[0].id, before.id);
+    let other = super::question("open", &[], Duration::from_secs(60));
+    assert_eq!(store.insert(&other).await.unwrap(), Inserted::Created);
+    store.reopen_session("shut").await.unwrap();
+    assert_eq!(store.insert(&asked(30)).await.unwrap(), Inserted::Created);
 }
 
 async fn an_idempotency_key_keeps_its_first_value(f: Fixture) {
@@ -101,6 +132,7 @@ async fn of_racing_first_uses_of_a_key_one_wins(f: Fixture) {
 
 conformance!(
     session_leases_lapse_and_closed_sessions_are_known,
+    a_closed_session_refuses_new_questions_until_reopened,
     an_idempotency_key_keeps_its_first_value,
     of_racing_first_uses_of_a_key_one_wins,
 );
