@@ -216,6 +216,13 @@ fn cluster_client(seeds: &[&str]) -> redis::RedisResult<redis::cluster::ClusterC
         .connection_timeout(Duration::from_secs(5))
         .response_timeout(Duration::from_secs(5))
         .retries(3)
+        // The client's own pauses between retries (of CLUSTERDOWN while a failover is under way,
+        // TRYAGAIN, a node reconnecting) were at least 1.28 s each by default, so a write asleep
+        // when the replica was promoted answered a second or more later. Now 20-200 ms;
+        // `retry.rs` retries on top of these for as long as the cluster is not ready.
+        .min_retry_wait(20)
+        .max_retry_wait(200)
+        .retry_wait_formula(25, 2)
         .build()
 }
 
