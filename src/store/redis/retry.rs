@@ -31,9 +31,17 @@ fn is_transient(error: &RedisError) -> bool {
         || error.is_timeout()
 }
 
-/// Redis answered that it is busy getting ready.
+/// Redis answered that it is busy getting ready, or (on a cluster) that a slot is elsewhere and
+/// the client's redirects ran out: during a failover a node sends to the dead master until the
+/// replica is promoted. Neither ran the command, so sending it again is safe.
 fn is_not_ready(error: &RedisError) -> bool {
-    matches!(error.retry_method(), RetryMethod::WaitAndRetry)
+    matches!(
+        error.retry_method(),
+        RetryMethod::WaitAndRetry
+            | RetryMethod::MovedRedirect
+            | RetryMethod::AskRedirect
+            | RetryMethod::RefreshSlotsAndRetry
+    )
 }
 
 /// Runs `operation` again on connection errors, backing off from 50 ms to [`BACKOFF`].
