@@ -20,7 +20,8 @@
 //! 8. the process under stress on each store (`--only process`): RSS after list and stats with
 //!    `--pending` questions, threads with 1,000 waiters, idle connections closed;
 //! 9. (`--only cluster`) cycles on a Redis Cluster beside one node, with 1 and 3 askbridge
-//!    replicas, with and without the replica wait;
+//!    replicas, with and without the replica wait, and asks' latencies through a master's
+//!    failover (`cluster.rs`);
 //! 10. (`--only views`) the ops page's runs, rules, audit and history first pages with
 //!     `--pending` items of each, beside the same pages with five.
 //!
@@ -33,6 +34,7 @@
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod anchors;
+mod cluster;
 mod lean;
 mod load;
 mod probe;
@@ -59,6 +61,8 @@ struct Options {
     runs: usize,
     pending: usize,
     rules: usize,
+    /// Failover runs of `--only cluster`.
+    failovers: usize,
     only: Vec<String>,
 }
 
@@ -79,6 +83,7 @@ fn options() -> Options {
         runs: number("--runs", 2_000),
         pending: number("--pending", 100_000),
         rules: number("--rules", 10_000),
+        failovers: number("--failovers", 1),
         only: value("--only")
             .map(|v| v.split(',').map(str::to_owned).collect())
             .unwrap_or_default(),
@@ -205,45 +210,6 @@ async fn cycles(o: &Options) {
     );
 }
 
-/// Ask+answer cycles on a Redis Cluster (3 masters, 3 replicas) beside one node, in one run: with
-/// one askbridge and with three, with and without the replica wait. On two cores this shows the
-/// cluster's overhead, not scaling.
-async fn cluster(o: &Options) {
-    let total = o.cycles / 2;
-    let single = redis_server::RedisServer::start();
-    let server = serve(&single);
-    load::cycles(&server.base, 300, o.concurrency).await;
-    let (one_node, _) = load::cycles(&server.base, total, o.concurrency).await;
-    drop(server);
-    println!("cycles/s, one Redis node    {one_node:>8.0}   (the anchor of the lines below)");
-    let cluster = redis_cluster::private();
-    for (label, replicas, wait) in [
-        ("cluster, 1 askbridge, WAIT 1", 1, "500"),
-        ("cluster, 1 askbridge, no WAIT", 1, "0"),
-        ("cluster, 3 askbridge, WAIT 1", 3, "500"),
-    ] {
-        let prefix = format!("bench{replicas}{wait}");
-        let env = [
-            ("REDIS_URL", cluster.urls.join(",")),
-            ("ASKBRIDGE_REDIS_PREFIX", prefix),
-            ("ASKBRIDGE_REDIS_REPLICA_WAIT_MS", wait.to_owned()),
-            ("ASKBRIDGE_LOG", "warn".to_owned()),
-        ];
-        let processes: Vec<support::Process> = (0..replicas)
-            .map(|_| support::Process::spawn(&["serve"], &env))
-            .collect();
-        let bases: Vec<String> = processes.iter().map(|p| p.base.clone()).collect();
-        load::cycles_on(&bases, 300, o.concurrency).await;
-        let (rate, mut latencies) = load::cycles_on(&bases, total, o.concurrency).await;
-        println!(
-            "{label:<29} {rate:>8.0}   ratio {:.2} to one node   cycle p50 {:.2} ms p99 {:.2} ms",
-            rate / one_node,
-            percentile(&mut latencies, 0.5),
-            percentile(&mut latencies, 0.99),
-        );
-    }
-}
-
 async fn waiters(o: &Options) {
     let redis = redis_server::RedisServer::start();
     let server = serve(&redis);
@@ -367,7 +333,7 @@ async fn main() {
         embedded(&o).await;
     }
     if o.only.iter().any(|s| s == "cluster") {
-        cluster(&o).await;
+        cluster::cluster(&o).await;
     }
     if o.only.iter().any(|s| s == "views") {
         // AOF fsync once a second: filling takes minutes otherwise; reads do not fsync.

@@ -37,6 +37,7 @@ mod nudges;
 mod own_events;
 mod python_client;
 mod quorum;
+mod replica_wait;
 mod restart;
 mod runs_crash;
 mod settings;

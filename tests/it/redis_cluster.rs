@@ -35,18 +35,11 @@ pub fn private() -> RedisCluster {
 impl RedisCluster {
     /// The ports of the masters now.
     pub fn masters(&self) -> Vec<u16> {
-        // Asked of any node still up.
-        let nodes = self
-            .ports
-            .iter()
-            .map(|port| command(*port, "CLUSTER NODES"))
-            .find(|reply| reply.contains("master"))
-            .unwrap_or_default();
-        nodes
+        self.nodes()
             .lines()
             .filter(|line| line.contains("master") && !line.contains("fail"))
-            .filter_map(|line| line.split_whitespace().nth(1))
-            .filter_map(|address| address.split(['@', ':']).nth(1)?.parse().ok())
+            .map(port_of)
+            .filter(|port| *port != 0)
             .collect()
     }
 
@@ -55,10 +48,92 @@ impl RedisCluster {
         command(port, "SHUTDOWN NOSAVE");
     }
 
+    /// The port of the master serving `slot` now.
+    pub fn master_of(&self, slot: u16) -> u16 {
+        let nodes = self.nodes();
+        let line = nodes
+            .lines()
+            .filter(|line| line.contains("master") && !line.contains("fail"))
+            .find(|line| {
+                line.split_whitespace().skip(8).any(|range| {
+                    let mut ends = range.splitn(2, '-').filter_map(|n| n.parse::<u16>().ok());
+                    match (ends.next(), ends.next()) {
+                        (Some(low), Some(high)) => (low..=high).contains(&slot),
+                        (Some(one), None) => one == slot,
+                        _ => false,
+                    }
+                })
+            })
+            .unwrap_or_else(|| panic!("no master serves slot {slot}:\n{nodes}"));
+        port_of(line)
+    }
+
+    /// The port of a replica of the master at `master`, from the master's own `INFO
+    /// replication` (`slave0:ip=...,port=...,state=online,...`): other nodes' `CLUSTER NODES`
+    /// can list a fresh replica as a master for a while.
+    pub fn replica_of(&self, master: u16) -> u16 {
+        let info = command(master, "INFO replication");
+        info.lines()
+            .filter(|line| line.starts_with("slave") && line.contains("state=online"))
+            .flat_map(|line| line.split(','))
+            .find_map(|field| field.strip_prefix("port=")?.parse().ok())
+            .unwrap_or_else(|| panic!("the master at {master} has no replica online:\n{info}"))
+    }
+
+    /// Freezes the node at `port` (SIGSTOP) until the guard is dropped: it keeps its
+    /// connections open and answers nothing, as a node stuck in a long fork or swapped out would.
+    pub fn freeze(&self, port: u16) -> Frozen {
+        let info = command(port, "INFO server");
+        let pid = info
+            .lines()
+            .find_map(|line| line.strip_prefix("process_id:"))
+            .map(|pid| pid.trim().to_owned())
+            .unwrap_or_else(|| panic!("no process_id from {port}:\n{info}"));
+        signal(&pid, "-STOP");
+        Frozen { pid }
+    }
+
+    /// `CLUSTER NODES`, asked of any node that answers.
+    fn nodes(&self) -> String {
+        self.ports
+            .iter()
+            .map(|port| command(*port, "CLUSTER NODES"))
+            .find(|reply| reply.contains("master"))
+            .unwrap_or_default()
+    }
+
     /// Whether the cluster says it is ok, asked at `port`.
     pub fn ok_at(&self, port: u16) -> bool {
         command(port, "CLUSTER INFO").contains("cluster_state:ok")
     }
+}
+
+/// A node stopped by [`RedisCluster::freeze`]; continued when dropped (a test that fails
+/// must not leave a stopped process behind: the shell's `kill` at the end would not end it).
+pub struct Frozen {
+    pid: String,
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        signal(&self.pid, "-CONT");
+    }
+}
+
+fn signal(pid: &str, which: &str) {
+    let sent = Command::new("kill")
+        .args([which, pid])
+        .status()
+        .expect("run kill");
+    assert!(sent.success(), "kill {which} {pid} failed");
+}
+
+/// The port in a `CLUSTER NODES` line (`<id> <ip>:<port>@<bus port> ...`).
+fn port_of(line: &str) -> u16 {
+    line.split_whitespace()
+        .nth(1)
+        .and_then(|address| address.split(['@', ':']).nth(1)?.parse().ok())
+        .unwrap_or_default()
 }
 
 fn command(port: u16, line: &str) -> String {

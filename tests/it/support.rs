@@ -228,9 +228,14 @@ where
     }
 }
 
-/// The askbridge binary built for these tests.
+/// The askbridge binary built for these tests, or the one `ASKBRIDGE_BINARY` names: the
+/// benchmark measures an earlier build with the same load (before / after figures of one run).
 pub fn askbridge_binary() -> &'static str {
-    env!("CARGO_BIN_EXE_askbridge")
+    static BINARY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BINARY.get_or_init(|| {
+        std::env::var("ASKBRIDGE_BINARY")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_askbridge").to_owned())
+    })
 }
 
 /// A running `askbridge` process, killed when dropped.

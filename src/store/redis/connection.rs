@@ -8,9 +8,7 @@
 
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
-use std::time::Duration;
 
 /// A connection to one node or to a cluster.
 #[derive(Clone)]
@@ -99,25 +97,5 @@ impl Connection {
             }
         }
         Ok(Value::Array(values))
-    }
-
-    /// On a cluster, waits until the write just made to `key`'s slot reached one replica (for
-    /// at most `timeout`): Redis Cluster replicates asynchronously, and a failover could
-    /// otherwise lose an acknowledged claim. Returns how many replicas have it (on one node, 0
-    /// at once).
-    pub(super) async fn wait_for_replica(
-        &mut self,
-        key: &str,
-        timeout: Duration,
-    ) -> RedisResult<i64> {
-        let Connection::Cluster(cluster) = self else {
-            return Ok(0);
-        };
-        let mut cmd = redis::cmd("WAIT");
-        cmd.arg(1).arg(timeout.as_millis() as u64);
-        let route = Route::new(super::keys::slot(key), SlotAddr::Master);
-        let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
-        let reply = cluster.route_command(cmd, routing).await?;
-        redis::FromRedisValue::from_redis_value(reply).map_err(Into::into)
     }
 }

@@ -22,6 +22,7 @@
 //! | `P:{bNN}:runs:ended` | sorted set | ended runs, by their last change (the ops page) |
 //! | `P:{bNN}:rules` | hash | rule id → rule JSON |
 //! | `P:{bNN}:rules:by-time` | sorted set | rule ids by creation (pages of the ops page) |
+//! | `P:{bNN}:replicated` | string | written before each wait for a replica, on a cluster (`replica_wait.rs`) |
 //! | `P:seen:<key>` | string | delivery ids already handled (with a TTL) |
 //! | `P:lease:<name>` | string | who holds a leader lease (`telegram-poll`, `discord-gateway`), with a TTL |
 //! | `P:{sessions}:leases` | sorted set | sessions `askbridge exec` holds, by when their lease ends |
@@ -148,6 +149,11 @@ impl Keys {
     pub(super) fn rules(&self, bucket: usize) -> String {
         self.in_bucket(bucket, "rules")
     }
+    /// The key a replica wait writes in `bucket`'s slot (see `replica_wait.rs`).
+    pub(super) fn replica_mark(&self, bucket: usize) -> String {
+        self.in_bucket(bucket, "replicated")
+    }
+
     pub(super) fn seen(&self, key: &str) -> String {
         format!("{}:seen:{key}", self.prefix)
     }

@@ -3,6 +3,8 @@
 //! - `keys.rs`: the key layout (below);
 //! - `scripts.rs` and `lua/*.lua`: the Lua scripts, one file each;
 //! - `retry.rs`: the one place that sends commands, retrying connection errors;
+//! - `replica_wait.rs`: on a cluster, waiting for a replica after an ask or a claim without
+//!   holding other writes;
 //! - `codec.rs`: how questions and runs are spread over hash fields;
 //! - `questions.rs` (questions), `outbox.rs` (deliveries, the outbox), `records.rs` (runs, rules,
 //!   dedupe, leases), `audit.rs` (the audit trail), `listings.rs` and `pages.rs` (the ops page's
@@ -40,17 +42,18 @@ mod outbox;
 mod pages;
 mod questions;
 mod records;
+mod replica_wait;
 mod retry;
 mod scripts;
 mod votes;
 
 use super::{Admin, EVENT_BUFFER, Error, Event, Events, FINAL, Result, StoreOptions};
 use askbridge_core::Millis;
-use askbridge_core::error::Chain;
 use async_trait::async_trait;
 use connection::Connection;
 use keys::{BUCKETS, Keys};
 use redis::aio::ConnectionManagerConfig;
+use replica_wait::ReplicaWait;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{broadcast, watch};
@@ -94,10 +97,8 @@ pub struct RedisStore {
     options: StoreOptions,
     /// The event reader stops when the last clone of the store is dropped.
     _alive: Arc<()>,
-    /// See [`RedisOptions::replica_wait`].
-    replica_wait: Duration,
-    /// Cluster slots whose writes skip the replica wait until then (see `replicated`).
-    unreplicated: Arc<std::sync::Mutex<std::collections::HashMap<u16, Millis>>>,
+    /// On a cluster with [`RedisOptions::replica_wait`] set, the waits for a replica.
+    waits: Option<ReplicaWait>,
     /// How long each operation's round trips take (see `retry.rs`).
     round_trips: super::RoundTrips,
 }
@@ -138,17 +139,26 @@ impl RedisStore {
         };
         let unreachable = |e| Error::unavailable(format!("cannot connect to {described}"), e);
         let alive = Arc::new(());
-        let (connection, reader) = if cluster {
-            let client = redis::cluster::ClusterClient::builder(seeds.iter().copied())
-                .connection_timeout(Duration::from_secs(5))
-                .response_timeout(Duration::from_secs(5))
-                .retries(3)
-                .build()
-                .map_err(unreachable)?;
+        let keys = Keys::new(&options.prefix);
+        let (connection, reader, waits) = if cluster {
+            let client = cluster_client(&seeds).map_err(unreachable)?;
             let connection = client.get_async_connection().await.map_err(unreachable)?;
+            let waits = if options.replica_wait.is_zero() {
+                None
+            } else {
+                let rounds = client.get_async_connection().await.map_err(unreachable)?;
+                let shared = connection.clone();
+                Some(ReplicaWait::new(
+                    rounds,
+                    shared,
+                    options.replica_wait,
+                    &keys,
+                ))
+            };
             (
                 Connection::Cluster(connection),
                 EventSource::Cluster(Box::new(client)),
+                waits,
             )
         } else {
             let client = redis::Client::open(seeds.first().copied().unwrap_or_default())
@@ -162,19 +172,22 @@ impl RedisStore {
                 .get_connection_manager_with_config(config)
                 .await
                 .map_err(unreachable)?;
-            (Connection::Single(connection), EventSource::Single(client))
+            (
+                Connection::Single(connection),
+                EventSource::Single(client),
+                None,
+            )
         };
         let store = RedisStore {
             connection,
-            keys: Keys::new(&options.prefix),
+            keys,
             described: described.clone(),
             events: broadcast::channel(EVENT_BUFFER).0,
             missed: Arc::new(watch::channel(0).0),
             origin: format!("s-{}", askbridge_core::QuestionId::random()).into(),
             options: options.store,
             _alive: Arc::clone(&alive),
-            unreplicated: Arc::default(),
-            replica_wait: options.replica_wait,
+            waits,
             round_trips: super::RoundTrips::default(),
         };
         store.ping().await?;
@@ -188,47 +201,30 @@ impl RedisStore {
         self.connection.clone()
     }
 
-    /// On a cluster, waits (at most [`RedisOptions::replica_wait`]) until the write just made to `key`'s slot
-    /// reached a replica. When none confirms in time (its master has no replica left after a
-    /// failover), it says so once and does not wait on that slot again for
-    /// [`UNREPLICATED_PAUSE`]: every write there would pay the full wait for nothing. Nothing
-    /// on one node.
+    /// On a cluster, returns once a replica has the write just made to `key` (waiting at most
+    /// [`RedisOptions::replica_wait`], and not at all on a master known to have no replica
+    /// keeping up: see `replica_wait.rs`). At once on one node.
     pub(super) async fn replicated(&self, key: &str) {
-        if !self.connection.is_cluster() || self.replica_wait.is_zero() {
-            return;
-        }
-        let slot = keys::slot(key);
-        let now = Millis::now();
-        if self
-            .unreplicated
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&slot)
-            .is_some_and(|until| *until > now)
-        {
-            return;
-        }
-        match self
-            .connection()
-            .wait_for_replica(key, self.replica_wait)
-            .await
-        {
-            Ok(0) => {
-                tracing::warn!(
-                    key,
-                    "no replica confirmed the write within {} ms: a failover now could lose it; not waiting on this slot for {} s",
-                    self.replica_wait.as_millis(),
-                    UNREPLICATED_PAUSE.as_secs()
-                );
-                self.unreplicated
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(slot, now.after(UNREPLICATED_PAUSE));
-            }
-            Ok(_) => {}
-            Err(error) => tracing::warn!(key, error = %Chain(&error), "cannot wait for a replica"),
+        if let Some(waits) = &self.waits {
+            waits.wait(key).await;
         }
     }
+}
+
+/// A cluster client for `seeds`.
+fn cluster_client(seeds: &[&str]) -> redis::RedisResult<redis::cluster::ClusterClient> {
+    redis::cluster::ClusterClient::builder(seeds.iter().copied())
+        .connection_timeout(Duration::from_secs(5))
+        .response_timeout(Duration::from_secs(5))
+        .retries(3)
+        // The client's own pauses between retries (of CLUSTERDOWN while a failover is under way,
+        // TRYAGAIN, a node reconnecting) were at least 1.28 s each by default, so a write asleep
+        // when the replica was promoted answered a second or more later. Now 20-200 ms;
+        // `retry.rs` retries on top of these for as long as the cluster is not ready.
+        .min_retry_wait(20)
+        .max_retry_wait(200)
+        .retry_wait_formula(25, 2)
+        .build()
 }
 
 /// The cluster's shape from `CLUSTER INFO` (its state) and `CLUSTER NODES` (one line per node:
@@ -257,8 +253,6 @@ fn cluster_topology(info: &str, nodes: &str) -> super::Topology {
 
 /// How long a claim or an ask waits for a replica on a cluster, by default.
 pub const DEFAULT_REPLICA_WAIT: Duration = Duration::from_millis(500);
-/// How long writes to a slot whose replica did not answer skip the wait.
-const UNREPLICATED_PAUSE: Duration = Duration::from_secs(10);
 
 /// What the event reader connects with.
 pub(super) enum EventSource {

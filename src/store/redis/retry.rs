@@ -10,8 +10,14 @@ use redis::{Cmd, FromRedisValue, Pipeline, RedisError, RetryMethod, ScriptInvoca
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-/// Attempts for an operation hitting connection errors.
-const ATTEMPTS: u32 = 6;
+/// Attempts for an operation hitting connection errors: about 1.6 s of them with [`BACKOFF`].
+const ATTEMPTS: u32 = 8;
+
+/// The longest pause between attempts. Short, because a pause outlasts what it waited for: after
+/// a cluster's failover (or a restart) an operation asleep for a second answers up to a second
+/// after Redis is back, and the failover's goal is every ask answered within a second of the
+/// promotion. A retry costs one round trip.
+const BACKOFF: Duration = Duration::from_millis(250);
 
 /// How long an operation waits for a Redis that says it is not ready yet (LOADING its dataset
 /// after a restart, TRYAGAIN, MASTERDOWN): a large dataset takes seconds to load, and a 503 for
@@ -25,12 +31,20 @@ fn is_transient(error: &RedisError) -> bool {
         || error.is_timeout()
 }
 
-/// Redis answered that it is busy getting ready.
+/// Redis answered that it is busy getting ready, or (on a cluster) that a slot is elsewhere and
+/// the client's redirects ran out: during a failover a node sends to the dead master until the
+/// replica is promoted. Neither ran the command, so sending it again is safe.
 fn is_not_ready(error: &RedisError) -> bool {
-    matches!(error.retry_method(), RetryMethod::WaitAndRetry)
+    matches!(
+        error.retry_method(),
+        RetryMethod::WaitAndRetry
+            | RetryMethod::MovedRedirect
+            | RetryMethod::AskRedirect
+            | RetryMethod::RefreshSlotsAndRetry
+    )
 }
 
-/// Runs `operation` again on connection errors, backing off from 50 ms to 1 s.
+/// Runs `operation` again on connection errors, backing off from 50 ms to [`BACKOFF`].
 async fn retrying<T, F, Fut>(what: &'static str, mut operation: F) -> Result<T>
 where
     F: FnMut() -> Fut,
@@ -48,7 +62,7 @@ where
             {
                 tracing::debug!(error = %Chain(&error), attempt, "redis {what} failed; retrying");
                 tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(1));
+                delay = (delay * 2).min(BACKOFF);
                 attempt += 1;
             }
             Err(error) => return Err(Error::unavailable(format!("redis {what}"), error)),

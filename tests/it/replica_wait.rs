@@ -1,0 +1,140 @@
+//! The replica wait on a Redis Cluster (`WAIT 1` after an ask or a claim) holds only the writes it
+//! is for: with one master's replica frozen, that master's first writes wait out the timeout once,
+//! while writes to its other slots, to other masters, and its own later writes go through.
+
+use crate::redis_cluster::{self, RedisCluster};
+use askbridge::store::StoreOptions;
+use askbridge::store::prelude::*;
+use askbridge::store::redis::{DEFAULT_REPLICA_WAIT, RedisOptions, RedisStore, question_key, slot};
+use askbridge_core::question::DEFAULT_TIMEOUT;
+use askbridge_core::{Millis, NewQuestion, Question, QuestionId};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const PREFIX: &str = "replica-wait";
+
+/// A new question whose key is in `slot`.
+fn question_in(slot_wanted: u16) -> Question {
+    loop {
+        let id = QuestionId::random();
+        if slot(&question_key(PREFIX, &id)) == slot_wanted {
+            return NewQuestion::ask("Go?")
+                .session("replica-wait")
+                .options(["yes", "no"])
+                .into_question(id, Millis::now(), DEFAULT_TIMEOUT)
+                .unwrap();
+        }
+    }
+}
+
+/// The slots the store's buckets use, by the port of the master serving each.
+fn slots_by_master(cluster: &RedisCluster) -> BTreeMap<u16, Vec<u16>> {
+    let mut slots = Vec::new();
+    // Random ids fall in all sixteen buckets long before this runs out.
+    for _ in 0..10_000 {
+        let id = QuestionId::random();
+        let slot = slot(&question_key(PREFIX, &id));
+        if !slots.contains(&slot) {
+            slots.push(slot);
+        }
+    }
+    let mut by_master: BTreeMap<u16, Vec<u16>> = BTreeMap::new();
+    for slot in slots {
+        by_master
+            .entry(cluster.master_of(slot))
+            .or_default()
+            .push(slot);
+    }
+    by_master
+}
+
+/// Inserts `question` and says how long it took.
+async fn timed_insert(store: Arc<RedisStore>, question: Question) -> Duration {
+    let started = Instant::now();
+    store.insert(&question).await.unwrap();
+    started.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_frozen_replica_holds_no_write_but_its_masters_first() {
+    let cluster = redis_cluster::private();
+    let store = Arc::new(
+        RedisStore::connect(RedisOptions {
+            url: cluster.urls.join(","),
+            cluster: true,
+            replica_wait: DEFAULT_REPLICA_WAIT,
+            prefix: PREFIX.into(),
+            store: StoreOptions::default(),
+        })
+        .await
+        .unwrap(),
+    );
+    let by_master = slots_by_master(&cluster);
+    let (&master, slots) = by_master
+        .iter()
+        .find(|(_, slots)| slots.len() >= 2)
+        .expect("a master with two of the sixteen buckets' slots");
+    let (own, sibling) = (slots[0], slots[1]);
+    let elsewhere = by_master
+        .iter()
+        .find(|(port, _)| **port != master)
+        .map(|(_, slots)| slots[0])
+        .unwrap();
+    // With every replica up, a write is confirmed at once.
+    for slot in [own, sibling, elsewhere] {
+        let took = timed_insert(store.clone(), question_in(slot)).await;
+        assert!(took < DEFAULT_REPLICA_WAIT, "slot {slot}: {took:?}");
+    }
+
+    let frozen = cluster.freeze(cluster.replica_of(master));
+    let started = Instant::now();
+    // Ten writes to one slot at once: each waits for a replica that does not answer. Queued one
+    // behind another (as `WAIT 1` calls on one connection were) the last took 10 x 500 ms.
+    let first: Vec<_> = (0..10)
+        .map(|_| tokio::spawn(timed_insert(store.clone(), question_in(own))))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Meanwhile, a write to another slot of the same master, and one to another master.
+    let sibling_write = tokio::spawn(timed_insert(store.clone(), question_in(sibling)));
+    let elsewhere_write = tokio::spawn(timed_insert(store.clone(), question_in(elsewhere)));
+    // After the first timeout, a later write to the same slot.
+    tokio::time::sleep(DEFAULT_REPLICA_WAIT + Duration::from_millis(300)).await;
+    let later = tokio::spawn(timed_insert(store.clone(), question_in(own)));
+
+    // The bounds are loose, for a shared 2-core machine: what they tell apart is one wait of
+    // 500 ms (plus scheduling noise) from waits queued behind one another (several seconds).
+    let bound = Duration::from_secs(2);
+    let mut slowest = Duration::ZERO;
+    for write in first {
+        slowest = slowest.max(write.await.unwrap());
+    }
+    let sibling_took = sibling_write.await.unwrap();
+    let elsewhere_took = elsewhere_write.await.unwrap();
+    let later_took = later.await.unwrap();
+    let all_took = started.elapsed();
+    drop(frozen);
+    eprintln!(
+        "frozen replica: first writes {slowest:?} (slowest), same master's other slot \
+         {sibling_took:?}, other master {elsewhere_took:?}, same slot later {later_took:?}"
+    );
+    // The wait is still made: a write is not acknowledged before the replica had its chance.
+    assert!(
+        slowest >= DEFAULT_REPLICA_WAIT - Duration::from_millis(50),
+        "the first writes did not wait for the replica: {slowest:?}"
+    );
+    assert!(slowest < bound, "the first writes queued: {slowest:?}");
+    assert!(
+        sibling_took < bound,
+        "the master's other slot waited behind the timed-out slot: {sibling_took:?}"
+    );
+    assert!(
+        elsewhere_took < bound,
+        "another master's write waited: {elsewhere_took:?}"
+    );
+    assert!(
+        later_took < bound,
+        "a write after the first timeout waited behind the queued waits: {later_took:?}"
+    );
+    assert!(all_took < Duration::from_secs(4), "{all_took:?}");
+}
