@@ -704,3 +704,71 @@ async fn answered_elsewhere_each_recipient_hears_of_it_in_the_thread_but_not_the
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(s.mailbox(ALICE).len(), 4, "no notice to the replier");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mailbox_is_watched_with_idle_on_one_connection_and_across_a_restart() {
+    let mut s = setup().await;
+    let logins = |s: &Setup| s.servers.dovecot_log().matches(" Login: user=").count();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let inbox: Arc<dyn Inbox> = Arc::new(s.bridge.clone());
+    let watcher = {
+        let email = s.email.clone();
+        tokio::spawn(async move { email.run(inbox, stopped).await })
+    };
+    eventually(WITHIN, "the watcher logged in", || async {
+        logins(&s) >= 1
+    })
+    .await;
+    let id = s.ask(ask_body(&[&format!("email:{ALICE}")])).await;
+    let reply_address = |mail: &Held| {
+        mail.header("Reply-To")
+            .unwrap()
+            .trim_matches(['<', '>'])
+            .to_owned()
+    };
+    let address = reply_address(&s.wait_for_mails(ALICE, 1).await[0]);
+    let reply = reply_mail(
+        ALICE,
+        &address,
+        "idle-1@example.com",
+        "x@y",
+        "pass",
+        "2\r\n",
+    );
+    s.servers.send(ALICE, &address, reply.as_bytes());
+    eventually(WITHIN, "the reply answers, with no poll called", || async {
+        s.question(&id).await["resolution"]["value"] == "date-fns"
+    })
+    .await;
+    // Longer than a poll's interval (5 s): a watcher that polled would have logged in again.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(
+        logins(&s),
+        1,
+        "one IMAP session, idling: {}",
+        s.servers.dovecot_log()
+    );
+
+    // Dovecot restarts under the IDLE; the watcher comes back and reads what arrived meanwhile.
+    let id = s.ask(ask_body(&[&format!("email:{ALICE}")])).await;
+    let address = reply_address(&s.wait_for_mail(ALICE, &id, "❓").await);
+    s.servers.stop_dovecot();
+    let reply = reply_mail(
+        ALICE,
+        &address,
+        "idle-2@example.com",
+        "x@y",
+        "pass",
+        "dayjs\r\n",
+    );
+    s.servers.send(ALICE, &address, reply.as_bytes());
+    s.servers.start_dovecot();
+    eventually(
+        Duration::from_secs(90),
+        "the reply after the restart answers",
+        || async { s.question(&id).await["resolution"]["value"] == "dayjs" },
+    )
+    .await;
+    stop.send_replace(true);
+    watcher.await.unwrap().unwrap();
+}

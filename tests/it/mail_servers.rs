@@ -303,6 +303,11 @@ maximal_backoff_time = 2s
             .collect()
     }
 
+    /// Dovecot's log (its logins, for the IDLE test).
+    pub fn dovecot_log(&self) -> String {
+        std::fs::read_to_string(self.path("dovecot/dovecot.log")).unwrap_or_default()
+    }
+
     /// Postfix's log (for assertion messages).
     pub fn postfix_log(&self) -> String {
         std::fs::read_to_string(self.path("postfix.log")).unwrap_or_default()

@@ -1,15 +1,22 @@
-//! Receiving: polling a mailbox over IMAP (async-imap) for mail askbridge has not read.
+//! Receiving: watching a mailbox over IMAP (async-imap) for mail askbridge has not read.
 //!
 //! Each mail of the last day without the `$AskbridgeRead` keyword (seen by a person or not) is
 //! read with `BODY.PEEK[]`, unless larger than the bound, handed to
 //! [`Email::receive`], and only then flagged `\Seen` and `$AskbridgeRead`; nothing is ever deleted
-//! or expunged. A crash between reading and flagging reads the mail again on the next poll, and
+//! or expunged. A crash between reading and flagging reads the mail again on the next read, and
 //! the bridge drops it as a duplicate by its `Message-ID`, so nothing is answered twice and no
-//! second reply is mailed. Each poll is its own connection (login, select, search, logout): a
-//! restarted server costs one failed poll, retried after a pause.
+//! second reply is mailed.
+//!
+//! With a server that has IDLE (RFC 2177; Dovecot, Gmail, Fastmail, Exchange do), one connection
+//! stays open: read what is new, then IDLE until the server says something arrived (or
+//! [`IDLE_RENEW`] passes), and read again. A reply is
+//! so read within moments of its delivery, not at the next poll. A server without IDLE is polled
+//! every [`POLL_EVERY`], a connection each time. A dropped connection (a restarted server) is
+//! opened again after a pause that doubles while it fails.
 
 use crate::{Email, Error, masked_url, percent_decode};
 use askbridge_core::{Inbox, Secret};
+use async_imap::extensions::idle::IdleResponse;
 use futures_util::TryStreamExt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,8 +24,14 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-/// Time between polls.
+/// Time between polls, for a server without IDLE.
 const POLL_EVERY: Duration = Duration::from_secs(5);
+/// An IDLE is ended and the mailbox read again this often, even when the server said nothing:
+/// a connection a restarted or unplugged server left half open is found out this soon (RFC 2177
+/// allows up to 29 minutes; a DONE and a SEARCH a minute cost nothing).
+const IDLE_RENEW: Duration = Duration::from_secs(30);
+/// Ending an IDLE gives up after this (a dead connection).
+const IDLE_DONE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest wait after failed polls.
 const MAX_BACKOFF: Duration = Duration::from_secs(120);
 /// Connecting and each IMAP command give up after this.
@@ -97,8 +110,18 @@ pub struct ImapError {
     message: String,
 }
 
-/// Polls until `shutdown` turns true.
-pub(crate) async fn poll(
+/// What one connection to the mailbox came to.
+enum Outcome {
+    /// One read (`poll_once`): how many mails were read.
+    Read(usize),
+    /// `shutdown` turned true while watching.
+    Stopped,
+    /// The server has no IDLE: the mailbox was read once, and is polled.
+    Polled,
+}
+
+/// Watches the mailbox (IDLE, or polls) until `shutdown` turns true.
+pub(crate) async fn watch(
     email: &Email,
     options: &ImapOptions,
     inbox: Arc<dyn Inbox>,
@@ -106,10 +129,11 @@ pub(crate) async fn poll(
 ) -> Result<(), ImapError> {
     let mut pause = POLL_EVERY;
     loop {
-        match poll_once(email, options, inbox.as_ref()).await {
+        match connected(email, options, inbox.as_ref(), Some(&mut shutdown)).await {
+            Ok(Outcome::Stopped) => return Ok(()),
             Ok(_) => pause = POLL_EVERY,
             Err(error) => {
-                tracing::warn!(%error, retry_in = ?pause, "cannot poll the mailbox");
+                tracing::warn!(%error, retry_in = ?pause, "cannot read the mailbox");
                 pause = (pause * 2).min(MAX_BACKOFF);
             }
         }
@@ -126,6 +150,20 @@ pub(crate) async fn poll_once(
     options: &ImapOptions,
     inbox: &dyn Inbox,
 ) -> Result<usize, ImapError> {
+    match connected(email, options, inbox, None).await? {
+        Outcome::Read(read) => Ok(read),
+        _ => Ok(0),
+    }
+}
+
+/// Connects, logs in and selects the mailbox; then reads it once (without `shutdown`), or
+/// watches it until `shutdown`.
+async fn connected(
+    email: &Email,
+    options: &ImapOptions,
+    inbox: &dyn Inbox,
+    shutdown: Option<&mut watch::Receiver<bool>>,
+) -> Result<Outcome, ImapError> {
     let fail = |message: String| ImapError {
         host: options.host.clone(),
         message: email.clean(&message),
@@ -141,9 +179,13 @@ pub(crate) async fn poll_once(
         let tls = tls_connect(&options.host, tcp)
             .await
             .map_err(|error| fail(format!("TLS: {error}")))?;
-        session(email, options, inbox, tls).await.map_err(fail)
+        on_stream(email, options, inbox, tls, shutdown)
+            .await
+            .map_err(fail)
     } else {
-        session(email, options, inbox, tcp).await.map_err(fail)
+        on_stream(email, options, inbox, tcp, shutdown)
+            .await
+            .map_err(fail)
     }
 }
 
@@ -166,12 +208,13 @@ async fn tls_connect(
     Ok(connector.connect(name, tcp).await?)
 }
 
-async fn session<T>(
+async fn on_stream<T>(
     email: &Email,
     options: &ImapOptions,
     inbox: &dyn Inbox,
     stream: T,
-) -> Result<usize, String>
+    shutdown: Option<&mut watch::Receiver<bool>>,
+) -> Result<Outcome, String>
 where
     T: AsyncRead + AsyncWrite + Unpin + std::fmt::Debug + Send,
 {
@@ -192,6 +235,55 @@ where
         .select(&options.mailbox)
         .await
         .map_err(|error| format!("cannot select {}: {error}", options.mailbox))?;
+    let Some(shutdown) = shutdown else {
+        let read = read_new(email, inbox, &mut session).await?;
+        logout(session).await;
+        return Ok(Outcome::Read(read));
+    };
+    let idles = session
+        .capabilities()
+        .await
+        .map_err(|error| format!("CAPABILITY failed: {error}"))?
+        .has_str("IDLE");
+    if !idles {
+        tracing::info!(host = %options.host, "the IMAP server has no IDLE: polling every {POLL_EVERY:?}");
+    }
+    loop {
+        read_new(email, inbox, &mut session).await?;
+        if !idles {
+            logout(session).await;
+            return Ok(Outcome::Polled);
+        }
+        let mut idle = session.idle();
+        idle.init()
+            .await
+            .map_err(|error| format!("IDLE refused: {error}"))?;
+        let (news, _stop) = idle.wait_with_timeout(IDLE_RENEW);
+        tokio::select! {
+            heard = news => match heard.map_err(|error| format!("IDLE failed: {error}"))? {
+                // Not ours (we keep the stop source): the server closed the connection.
+                IdleResponse::ManualInterrupt => return Err("the server ended the connection".into()),
+                IdleResponse::NewData(_) | IdleResponse::Timeout => {}
+            },
+            // Nothing is half done while idle: the connection just closes.
+            _ = shutdown.wait_for(|stopped| *stopped) => return Ok(Outcome::Stopped),
+        }
+        session = tokio::time::timeout(IDLE_DONE_TIMEOUT, idle.done())
+            .await
+            .map_err(|_| "ending IDLE timed out".to_owned())?
+            .map_err(|error| format!("cannot end IDLE: {error}"))?;
+    }
+}
+
+/// Reads, hands over and flags every mail not read yet; returns how many.
+async fn read_new<T>(
+    email: &Email,
+    inbox: &dyn Inbox,
+    session: &mut async_imap::Session<T>,
+) -> Result<usize, String>
+where
+    T: AsyncRead + AsyncWrite + Unpin + std::fmt::Debug + Send,
+{
     // Not `UNSEEN`: a person reading the mailbox may open a reply before askbridge polls. Mail
     // older than a day before now is left alone, so a mailbox with a past is not replayed.
     let since = imap_date(askbridge_core::Millis::now().0 / 1000 - 86_400);
@@ -248,10 +340,16 @@ where
             .await
             .map_err(|error| format!("cannot flag a read mail: {error}"))?;
     }
+    Ok(uids.len())
+}
+
+async fn logout<T>(mut session: async_imap::Session<T>)
+where
+    T: AsyncRead + AsyncWrite + Unpin + std::fmt::Debug + Send,
+{
     if let Err(error) = session.logout().await {
         tracing::debug!(%error, "IMAP logout failed");
     }
-    Ok(uids.len())
 }
 
 /// `seconds` since the epoch as an IMAP date (`5-Dec-2026`), in UTC.

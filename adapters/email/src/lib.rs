@@ -19,7 +19,7 @@
 //! - `sending.rs`: the [`Channel`] side over SMTP.
 //! - `links.rs` and `page.rs`: one-click links (with a public URL) and the confirmation page
 //!   they open, which answers only on its POST.
-//! - `imap.rs`: polling a mailbox for replies (no IDLE yet).
+//! - `imap.rs`: watching a mailbox for replies (IDLE, or polling a server without it).
 //!
 //! The SMTP and IMAP URLs may hold passwords: they are [`Secret`]s, and every error text this
 //! crate returns or logs has the passwords replaced by `***`.
@@ -403,7 +403,7 @@ impl Email {
         shutdown: tokio::sync::watch::Receiver<bool>,
     ) -> Result<(), imap::ImapError> {
         match &self.imap {
-            Some(options) => imap::poll(self, options, inbox, shutdown).await,
+            Some(options) => imap::watch(self, options, inbox, shutdown).await,
             None => Ok(()),
         }
     }
