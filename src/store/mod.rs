@@ -21,6 +21,7 @@
 //! next sweep (any process's) finishes the job: nothing resolved is forgotten, and nothing pending
 //! is lost.
 
+mod claim_steps;
 mod error;
 mod health;
 pub mod roles;

@@ -18,7 +18,6 @@
 //! - `records.rs`: runs, rules, the audit trail and delivery dedupe.
 
 mod listings;
-mod parked;
 mod questions;
 mod records;
 mod tables;

@@ -4,16 +4,21 @@ use super::EmbeddedStore;
 use super::records::append_audit_in;
 use super::tables::{
     BY_SESSION, BY_TARGET, CREATED, DONE, DUE, DUE_AT, EFFECTS, ID_END, QUESTIONS, SHOWN, decode,
-    encode, ids_under, index_state, insert_question, set_due,
+    encode, ids_under, index_state, insert_question, put_run, run_in, set_due,
 };
+use crate::store::claim_steps::{self, ClaimTxn};
 use crate::store::{
-    AheadRun, ClaimOptions, Claimed, Counts, Deliveries, Error, Event, FINAL, Inserted, ListFilter,
+    AheadRun, ClaimOptions, Claimed, Counts, Deliveries, Error, FINAL, Inserted, ListFilter,
     Outbox, Questions, Result, Shown, TakeRun, Work,
 };
 use askbridge_core::audit::AuditEntry;
-use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Status, Target};
+use askbridge_core::run::Run;
+use askbridge_core::{Claim, Millis, Question, QuestionId, RunId, Status, Target};
 use async_trait::async_trait;
-use redb::{ReadTransaction, ReadableDatabase as _, ReadableTable, ReadableTableMetadata as _};
+use redb::{
+    ReadTransaction, ReadableDatabase as _, ReadableTable, ReadableTableMetadata as _,
+    WriteTransaction,
+};
 use std::time::Duration;
 
 /// How many recent answers the time-to-answer percentiles are read from.
@@ -39,6 +44,19 @@ fn work_in(
     Ok(work)
 }
 
+/// Takes a question out of the open index and its targets' sets: nothing is left to do for it.
+fn remove_open(txn: &WriteTransaction, id: &str, targets: &[Target]) -> Result<()> {
+    let mut due_at = txn.open_table(DUE_AT)?;
+    if let Some(old) = due_at.remove(id)? {
+        txn.open_table(DUE)?.remove((old.value(), id))?;
+    }
+    let mut by_target = txn.open_table(BY_TARGET)?;
+    for target in targets {
+        by_target.remove((target.as_str(), id))?;
+    }
+    Ok(())
+}
+
 /// Reads the questions with these ids (skipping any that are gone).
 pub(super) fn load(
     txn: &ReadTransaction,
@@ -52,6 +70,63 @@ pub(super) fn load(
         }
     }
     Ok(found)
+}
+
+/// The embedded store's records as a claim sees them, inside its write transaction (see
+/// `claim_steps.rs`).
+struct Txn<'a>(&'a WriteTransaction);
+
+impl ClaimTxn for Txn<'_> {
+    fn question(&mut self, id: &QuestionId) -> Result<Option<Question>> {
+        let questions = self.0.open_table(QUESTIONS)?;
+        let json = questions.get(id.as_str())?;
+        json.map(|json| decode(json.value())).transpose()
+    }
+
+    fn save_resolved(&mut self, question: &Question) -> Result<()> {
+        let id = question.id.as_str();
+        self.0
+            .open_table(QUESTIONS)?
+            .insert(id, encode(question).as_str())?;
+        index_state(
+            &mut self.0.open_table(CREATED)?,
+            &mut self.0.open_table(DONE)?,
+            question,
+            id,
+        )
+    }
+
+    fn audit(&mut self, entry: &AuditEntry) -> Result<()> {
+        append_audit_in(self.0, entry)
+    }
+
+    fn set_due(&mut self, id: &QuestionId, at: Millis) -> Result<()> {
+        set_due(self.0, id.as_str(), at.0)
+    }
+
+    fn run(&mut self, id: &RunId) -> Result<Option<Run>> {
+        run_in(self.0, id.as_str())
+    }
+
+    fn put_run(&mut self, run: &Run) -> Result<()> {
+        put_run(self.0, run)
+    }
+
+    fn insert_question(&mut self, question: &Question) -> Result<Inserted> {
+        insert_question(self.0, question)
+    }
+
+    fn work(&mut self, id: &QuestionId) -> Result<Work> {
+        work_in(
+            &self.0.open_table(SHOWN)?,
+            &self.0.open_table(EFFECTS)?,
+            id.as_str(),
+        )
+    }
+
+    fn finish(&mut self, question: &Question) -> Result<()> {
+        remove_open(self.0, question.id.as_str(), &question.all_targets())
+    }
 }
 
 #[async_trait]
@@ -79,93 +154,36 @@ impl Questions for EmbeddedStore {
     ) -> Result<Option<Claimed>> {
         let id = snapshot.id.clone();
         let claim = claim.clone();
+        // Owned, for the write's thread.
         let take = options
             .take_run
             .map(|t| (t.owner.to_owned(), t.lease_until));
-        let (settle_after, finish_when_idle) = (options.settle_after, options.finish_when_idle);
-        // Owned, for the write's thread.
         let ahead = options
             .ahead
-            .filter(|_| take.is_some())
             .map(|a| (a.was, a.run.clone(), a.next.clone()));
-        let result = self
+        let (settle_after, finish_when_idle) = (options.settle_after, options.finish_when_idle);
+        let claimed = self
             .write(move |txn| {
-                let mut questions = txn.open_table(QUESTIONS)?;
-                let stored = questions.get(id.as_str())?.map(|json| decode(json.value()));
-                let Some(mut question) = stored.transpose()? else {
-                    return Ok(None);
-                };
-                let outcome = question.apply(&claim);
-                let (mut run, mut carried) = (None, false);
-                if outcome != ClaimOutcome::AlreadyResolved {
-                    questions.insert(id.as_str(), encode(&question).as_str())?;
-                    drop(questions);
-                    index_state(
-                        &mut txn.open_table(CREATED)?,
-                        &mut txn.open_table(DONE)?,
-                        &question,
-                        id.as_str(),
-                    )?;
-                    append_audit_in(txn, &AuditEntry::resolved(&question))?;
-                    set_due(txn, id.as_str(), Millis::now().after(settle_after).0)?;
-                    if let (ClaimOutcome::Won, Some((was, carried_run, next))) = (outcome, &ahead) {
-                        let ahead = AheadRun {
-                            was: *was,
-                            run: carried_run,
-                            next,
-                        };
-                        carried = super::parked::carry(txn, &question, &ahead)?;
-                    }
-                    if let (false, Some((owner, lease_until))) = (carried, &take) {
-                        let take = TakeRun {
-                            owner,
-                            lease_until: *lease_until,
-                        };
-                        run = super::parked::take(txn, &question, take, claim.at)?;
-                    }
-                }
-                let work = work_in(
-                    &txn.open_table(SHOWN)?,
-                    &txn.open_table(EFFECTS)?,
-                    id.as_str(),
-                )?;
                 let options = ClaimOptions {
+                    settle_after,
+                    take_run: take.as_ref().map(|(owner, lease_until)| TakeRun {
+                        owner,
+                        lease_until: *lease_until,
+                    }),
                     finish_when_idle,
-                    ..ClaimOptions::new(settle_after)
+                    ahead: ahead.as_ref().map(|(was, run, next)| AheadRun {
+                        was: *was,
+                        run,
+                        next,
+                    }),
                 };
-                let finished = outcome != ClaimOutcome::AlreadyResolved
-                    && Claimed::idle(&question, &work, run.is_some() || carried, &options);
-                if finished {
-                    let mut due_at = txn.open_table(DUE_AT)?;
-                    if let Some(old) = due_at.remove(id.as_str())? {
-                        txn.open_table(DUE)?.remove((old.value(), id.as_str()))?;
-                    }
-                    let mut by_target = txn.open_table(BY_TARGET)?;
-                    for target in &question.all_targets() {
-                        by_target.remove((target.as_str(), id.as_str()))?;
-                    }
-                }
-                Ok(Some(Claimed {
-                    outcome,
-                    question,
-                    work,
-                    run,
-                    finished,
-                    ahead: carried,
-                }))
+                claim_steps::claim_in(&mut Txn(txn), &id, &claim, &options)
             })
             .await?;
-        if let Some(claimed) = &result {
-            if claimed.outcome != ClaimOutcome::AlreadyResolved {
-                self.announce(&claimed.question);
-            }
-            if let (true, Some(ahead)) = (claimed.ahead, &options.ahead) {
-                for event in Event::of_parked(ahead.run, ahead.next) {
-                    let _ = self.events.send(event);
-                }
-            }
+        if let Some(claimed) = &claimed {
+            claim_steps::announce(&self.events, claimed, &options);
         }
-        Ok(result)
+        Ok(claimed)
     }
 
     fn claims_ahead(&self) -> bool {
@@ -363,15 +381,7 @@ impl Outbox for EmbeddedStore {
             if let Some(at) = retry_at {
                 return set_due(txn, id.as_str(), at.0);
             }
-            let mut due_at = txn.open_table(DUE_AT)?;
-            if let Some(old) = due_at.remove(id.as_str())? {
-                txn.open_table(DUE)?.remove((old.value(), id.as_str()))?;
-            }
-            let mut by_target = txn.open_table(BY_TARGET)?;
-            for target in &targets {
-                by_target.remove((target.as_str(), id.as_str()))?;
-            }
-            Ok(())
+            remove_open(txn, id.as_str(), &targets)
         })
         .await
     }

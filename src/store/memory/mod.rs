@@ -8,18 +8,19 @@ mod records;
 
 use super::local_leases::LocalLeases;
 
+use super::claim_steps::{self, ClaimTxn};
 use super::{
-    AheadRun, ClaimOptions, Claimed, Counts, Deliveries, Drafts, EVENT_BUFFER, Event, FINAL,
-    Inserted, ListFilter, Outbox, Questions, Result, Shown, StoreOptions, Votes, Work,
+    ClaimOptions, Claimed, Counts, Deliveries, Drafts, EVENT_BUFFER, Event, FINAL, Inserted,
+    ListFilter, Outbox, Questions, Result, Shown, StoreOptions, Votes, Work,
 };
 use askbridge_core::Identity;
 use askbridge_core::Status;
 use askbridge_core::audit::AuditEntry;
 use askbridge_core::form::Draft;
 use askbridge_core::quorum::Vote;
-use askbridge_core::run::{Acquire, Run};
+use askbridge_core::run::Run;
 use askbridge_core::tally::{self, VoteOutcome};
-use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Rule, RuleId, RunId};
+use askbridge_core::{Claim, Millis, Question, QuestionId, Rule, RuleId, RunId};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
@@ -85,22 +86,49 @@ impl State {
         self.set_due(&question.id, question.next_due(&[]));
         Inserted::Created
     }
+}
 
-    /// Saves `ahead`'s run and stores its next question when the run, parked on `question`, is
-    /// still as the claimer carried it and the next question's id is free (see
-    /// `embedded/parked.rs`, which does the same in a transaction). False: nothing written.
-    fn carry(&mut self, question: &Question, ahead: &AheadRun<'_>) -> bool {
-        let run = ahead.run;
-        let waits = question.run_id.as_ref() == Some(&run.id)
-            && self
-                .runs
-                .get(&run.id)
-                .is_some_and(|stored| stored.still_waits_on(&question.id, ahead.was));
-        if !waits || self.insert_question(ahead.next) == Inserted::Taken {
-            return false;
-        }
+/// The memory store's records as a claim sees them, under the lock (see `claim_steps.rs`).
+impl ClaimTxn for State {
+    fn question(&mut self, id: &QuestionId) -> Result<Option<Question>> {
+        Ok(self.questions.get(id).cloned())
+    }
+
+    fn save_resolved(&mut self, question: &Question) -> Result<()> {
+        self.questions.insert(question.id.clone(), question.clone());
+        Ok(())
+    }
+
+    fn audit(&mut self, entry: &AuditEntry) -> Result<()> {
+        self.audit.push(entry.clone());
+        Ok(())
+    }
+
+    fn set_due(&mut self, id: &QuestionId, at: Millis) -> Result<()> {
+        State::set_due(self, id, at);
+        Ok(())
+    }
+
+    fn run(&mut self, id: &RunId) -> Result<Option<Run>> {
+        Ok(self.runs.get(id).cloned())
+    }
+
+    fn put_run(&mut self, run: &Run) -> Result<()> {
         self.runs.insert(run.id.clone(), run.clone());
-        true
+        Ok(())
+    }
+
+    fn insert_question(&mut self, question: &Question) -> Result<Inserted> {
+        Ok(State::insert_question(self, question))
+    }
+
+    fn work(&mut self, id: &QuestionId) -> Result<Work> {
+        Ok(State::work(self, id))
+    }
+
+    fn finish(&mut self, question: &Question) -> Result<()> {
+        self.remove_due(&question.id);
+        Ok(())
     }
 }
 
@@ -203,58 +231,11 @@ impl Questions for MemoryStore {
         claim: &Claim,
         options: ClaimOptions<'_>,
     ) -> Result<Option<Claimed>> {
-        let claimed = {
-            let mut state = self.state();
-            let Some(question) = state.questions.get_mut(&snapshot.id) else {
-                return Ok(None);
-            };
-            let outcome = question.apply(claim);
-            let question = question.clone();
-            let (mut run, mut carried) = (None, false);
-            let mut finished = false;
-            if outcome != ClaimOutcome::AlreadyResolved {
-                state.audit.push(AuditEntry::resolved(&question));
-                state.set_due(&question.id, Millis::now().after(options.settle_after));
-                if let (ClaimOutcome::Won, Some(_), Some(ahead)) =
-                    (outcome, options.take_run, &options.ahead)
-                {
-                    carried = state.carry(&question, ahead);
-                }
-                if let (false, Some(take), Some(run_id)) =
-                    (carried, options.take_run, &question.run_id)
-                    && let Some(stored) = state.runs.get_mut(run_id)
-                {
-                    let why = Acquire::Answer(&question.id);
-                    if stored.acquire(why, take.owner, claim.at, take.lease_until) {
-                        run = Some(stored.clone());
-                    }
-                }
-            }
-            let work = state.work(&question.id);
-            if outcome != ClaimOutcome::AlreadyResolved
-                && Claimed::idle(&question, &work, run.is_some() || carried, &options)
-            {
-                state.remove_due(&question.id);
-                finished = true;
-            }
-            Claimed {
-                outcome,
-                work,
-                question,
-                run,
-                finished,
-                ahead: carried,
-            }
-        };
-        if claimed.outcome != ClaimOutcome::AlreadyResolved {
-            self.announce(&claimed.question);
+        let claimed = claim_steps::claim_in(&mut *self.state(), &snapshot.id, claim, &options)?;
+        if let Some(claimed) = &claimed {
+            claim_steps::announce(&self.events, claimed, &options);
         }
-        if let (true, Some(ahead)) = (claimed.ahead, &options.ahead) {
-            for event in Event::of_parked(ahead.run, ahead.next) {
-                let _ = self.events.send(event);
-            }
-        }
-        Ok(Some(claimed))
+        Ok(claimed)
     }
 
     fn claims_ahead(&self) -> bool {
