@@ -29,7 +29,9 @@
 //! re-loaded on NOSCRIPT (Redis forgets them on restart). A retried claim or insert may find its
 //! own earlier attempt already applied; that is recognised and reported as success.
 
+mod args;
 mod audit;
+mod claim;
 mod codec;
 mod connection;
 mod events;

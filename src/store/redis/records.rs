@@ -2,7 +2,8 @@
 //! the ops page's listings in `listings.rs`).
 
 use super::RedisStore;
-use super::codec::{RunFields, assemble_run, kept_apart_members, pairs};
+use super::args::{Named, SaveArgs, encode_park};
+use super::codec::{RunFields, assemble_run, pairs, run_event};
 use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, question_bucket, rule_bucket, run_bucket};
 use super::scripts::{
@@ -34,18 +35,14 @@ fn saved_of(code: i64) -> Saved {
 }
 
 impl RedisStore {
-    /// Adds what `lib/save_run.lua` takes for `run` to `invocation`.
-    pub(super) fn push_save(&self, run: &Run, owner: &str, invocation: &mut ScriptInvocation) {
-        let ttl = if run.state.is_final() && run.reported {
-            self.options.retention.as_millis() as u64
-        } else {
-            0
-        };
-        let event = Event::of_run(run)
-            .map(|event| event.kind().name())
-            .unwrap_or_default();
+    /// Adds `lib/save_run.lua`'s keys for `run` to `invocation`, and returns its arguments.
+    pub(super) fn push_save<'a>(
+        &self,
+        run: &'a Run,
+        owner: &'a str,
+        invocation: &mut ScriptInvocation,
+    ) -> SaveArgs<'a> {
         let bucket = run_bucket(run.id.as_str());
-        let fields = RunFields::of(run);
         let run_key = self.keys.run(run.id.as_str());
         // The question it waits on shares its bucket (see `keys`), so the script can look at it.
         let waited = match &run.waiting_on {
@@ -61,17 +58,35 @@ impl RedisStore {
             .key(self.keys.events(bucket))
             .key(waited)
             .key(self.keys.runs_live(bucket))
-            .key(self.keys.runs_ended(bucket))
-            .arg(owner);
-        fields.push(invocation);
-        invocation
-            .arg(ttl)
-            .arg(&fields.lease_score)
-            .arg(run.id.as_str())
-            .arg(event)
-            .arg(EVENTS_MAXLEN)
-            .arg(kept_apart_members(run))
-            .arg(run.created_at.0);
+            .key(self.keys.runs_ended(bucket));
+        self.save_args(run, owner)
+    }
+
+    /// What `lib/save_run.lua` takes to save `run` if `owner` holds it.
+    fn save_args<'a>(&self, run: &'a Run, owner: &'a str) -> SaveArgs<'a> {
+        let ttl = if run.state.is_final() && run.reported {
+            self.options.retention.as_millis() as u64
+        } else {
+            0
+        };
+        let fields = RunFields::of(run);
+        let event = run_event(run, &fields.data);
+        SaveArgs {
+            owner,
+            state: fields.state,
+            waiting_on: fields.waiting_on,
+            new_owner: fields.owner,
+            lease_until: fields.lease_until,
+            reported: fields.reported,
+            updated_at: fields.updated_at,
+            created_at: run.created_at.0,
+            ttl,
+            lease_score: Some(fields.lease_score).filter(|score| !score.is_empty()),
+            id: run.id.as_str(),
+            event,
+            maxlen: EVENTS_MAXLEN,
+            data: fields.data,
+        }
     }
 
     /// Runs `script` (park.lua, or insert_parked.lua for a new run) for `run` parking on
@@ -85,8 +100,9 @@ impl RedisStore {
         question: &Question,
     ) -> Result<Parked> {
         let mut invocation = script.prepare_invoke();
-        self.push_save(run, owner, &mut invocation);
-        self.push_insert(question, &mut invocation);
+        let save = self.push_save(run, owner, &mut invocation);
+        let insert = self.push_insert(question, &mut invocation);
+        encode_park(&mut invocation, &save, &insert);
         self.tag(&mut invocation);
         let code: i64 = self.invoke(what, &invocation).await?;
         if code == 1 || code == 2 {
@@ -173,7 +189,8 @@ impl Runs for RedisStore {
 
     async fn save_run(&self, run: &Run, owner: &str) -> Result<Saved> {
         let mut invocation = SAVE_RUN.prepare_invoke();
-        self.push_save(run, owner, &mut invocation);
+        let save = self.push_save(run, owner, &mut invocation);
+        save.encode(&mut Named::new(&mut invocation));
         self.tag(&mut invocation);
         let saved: i64 = self.invoke("save run", &invocation).await?;
         if saved != 0 {

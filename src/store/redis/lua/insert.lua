@@ -1,2 +1,3 @@
--- Entry point: see lib/insert_question.lua (prepended to this file, after lib/announce.lua).
-return insert_question(KEYS, ARGV)
+-- Entry point: see lib/insert_question.lua (prepended to this file, after lib/args.lua and
+-- lib/announce.lua). Arguments: insert_question's, by name.
+return insert_question(KEYS, named())
