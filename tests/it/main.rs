@@ -34,6 +34,7 @@ mod own_events;
 mod python_client;
 mod quorum;
 mod restart;
+mod rules;
 mod runs_crash;
 mod settings;
 mod slack;
