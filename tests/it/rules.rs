@@ -178,8 +178,16 @@ fn seen_of(claimed: &Claimed, after: (String, Option<Run>, bool)) -> Seen {
     )
 }
 
-/// Sets `case` up in `f`, claims, and returns what the store answered beside what core says.
-async fn run_claim_case(f: &Fixture, case: &ClaimCase) -> (Seen, Seen) {
+/// A claim case set up in a store: the question (resolved before when the case says so, shown
+/// when it says so), the same question as core sees it, and its run as stored.
+struct SetUp {
+    question: Question,
+    model: Question,
+    stored_run: Option<Run>,
+    started: Run,
+}
+
+async fn set_up(f: &Fixture, case: &ClaimCase) -> SetUp {
     let store = &f.store;
     let started = new_run();
     let mut question = asked(started.question_id(0), "Go?", &started.session_id());
@@ -226,6 +234,23 @@ async fn run_claim_case(f: &Fixture, case: &ClaimCase) -> (Seen, Seen) {
         };
         store.record_shown(&question.id, &shown).await.unwrap();
     }
+    SetUp {
+        question,
+        model,
+        stored_run,
+        started,
+    }
+}
+
+/// Sets `case` up in `f`, claims, and returns what the store answered beside what core says.
+async fn run_claim_case(f: &Fixture, case: &ClaimCase) -> (Seen, Seen) {
+    let store = &f.store;
+    let SetUp {
+        question,
+        model,
+        stored_run,
+        started,
+    } = set_up(f, case).await;
     let at = if case.late {
         question.expires_at.after(Duration::from_millis(1))
     } else {
@@ -271,16 +296,14 @@ async fn run_claim_case(f: &Fixture, case: &ClaimCase) -> (Seen, Seen) {
         .await
         .unwrap()
         .expect("the question is stored");
-    let after = async |run: Option<&Run>| {
-        let stored = store.get(&question.id).await.unwrap().unwrap();
-        let run = match run {
-            Some(run) => store.get_run(&run.id).await.unwrap(),
-            None => None,
-        };
-        let next_stored = store.get(&next.id).await.unwrap().is_some();
-        (stored.status.as_str().to_owned(), run, next_stored)
+    let stored = store.get(&question.id).await.unwrap().unwrap();
+    let run_after = match &stored_run {
+        Some(run) => store.get_run(&run.id).await.unwrap(),
+        None => None,
     };
-    let seen = seen_of(&claimed, after(stored_run.as_ref()).await);
+    let next_stored = store.get(&next.id).await.unwrap().is_some();
+    let after = (stored.status.as_str().to_owned(), run_after, next_stored);
+    let seen = seen_of(&claimed, after);
     let expected = core_claim(case, model, stored_run, &claim, &options);
     (seen, expected)
 }
@@ -368,9 +391,18 @@ async fn every_store_claims_as_core_decides() {
 // ---------------------------------------------------------------------------------------------
 // Votes.
 
+/// A sequence of votes: who votes and whether for the first answer, on a question needing
+/// `needs` votes that agree, resolved before the votes or not.
+#[derive(Debug)]
+struct VoteCase {
+    needs: u32,
+    resolved: bool,
+    ballots: Vec<(&'static str, bool)>,
+}
+
 /// Sequences of votes: who votes and which of two answers (votes agree when their answers do), on
 /// a question needing `needs` of two voters, pending or resolved already.
-fn vote_cases() -> Vec<(u32, bool, Vec<(&'static str, bool)>)> {
+fn vote_cases() -> Vec<VoteCase> {
     let ballots = [
         ("chat:1", true),
         ("chat:1", false),
@@ -386,7 +418,11 @@ fn vote_cases() -> Vec<(u32, bool, Vec<(&'static str, bool)>)> {
                         if resolved && (needs == 1 || a != b) {
                             continue;
                         }
-                        cases.push((needs, resolved, vec![a, b, c]));
+                        cases.push(VoteCase {
+                            needs,
+                            resolved,
+                            ballots: vec![a, b, c],
+                        });
                     }
                 }
             }
@@ -412,7 +448,12 @@ async fn every_store_counts_votes_as_core_does() {
     let cases = vote_cases();
     let mut disagreements = Vec::new();
     for (name, f) in stores("votes").await {
-        for (needs, resolved, ballots) in &cases {
+        for VoteCase {
+            needs,
+            resolved,
+            ballots,
+        } in &cases
+        {
             let question = NewQuestion::ask("Which library?")
                 .session("s1")
                 .options(["dayjs", "luxon"])
