@@ -1,61 +1,24 @@
 //! Questions, where they were shown, and the outbox, in the embedded store.
 
 use super::EmbeddedStore;
-use super::records::append_audit_in;
+use super::audit::append_audit_in;
 use super::tables::{
-    BY_SESSION, BY_TARGET, CREATED, DONE, DUE, DUE_AT, EFFECTS, ID_END, QUESTIONS, SHOWN, decode,
-    encode, ids_under, index_state, insert_question, put_run, run_in, set_due,
+    BY_SESSION, BY_TARGET, CREATED, DONE, EFFECTS, ID_END, QUESTIONS, SHOWN, decode, encode,
+    ids_under, index_state, insert_question, put_run, remove_open, run_in, set_due, work_in,
 };
 use crate::store::claim_steps::{self, ClaimTxn};
 use crate::store::{
-    AheadRun, ClaimOptions, Claimed, Counts, Deliveries, Error, FINAL, Inserted, ListFilter,
-    Outbox, Questions, Result, Shown, TakeRun, Work,
+    AheadRun, ClaimOptions, Claimed, Counts, FINAL, Inserted, ListFilter, Questions, Result,
+    TakeRun, Work,
 };
 use askbridge_core::audit::AuditEntry;
 use askbridge_core::run::Run;
-use askbridge_core::{Claim, Millis, Question, QuestionId, RunId, Status, Target};
+use askbridge_core::{Claim, Millis, Question, QuestionId, RunId, Status};
 use async_trait::async_trait;
-use redb::{
-    ReadTransaction, ReadableDatabase as _, ReadableTable, ReadableTableMetadata as _,
-    WriteTransaction,
-};
-use std::time::Duration;
+use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata as _, WriteTransaction};
 
 /// How many recent answers the time-to-answer percentiles are read from.
 const RECENT_ANSWERS: usize = 2000;
-
-/// Where a question was shown and which effects are done, read inside a transaction.
-fn work_in(
-    shown: &impl ReadableTable<(&'static str, &'static str), &'static str>,
-    effects: &impl ReadableTable<(&'static str, &'static str), ()>,
-    id: &str,
-) -> Result<Work> {
-    let mut work = Work::default();
-    for entry in shown.range((id, "")..(id, "\u{10FFFF}"))? {
-        let (key, reference) = entry?;
-        work.shown.push(Shown {
-            target: Target::new(key.value().1),
-            reference: reference.value().to_owned(),
-        });
-    }
-    for entry in effects.range((id, "")..(id, "\u{10FFFF}"))? {
-        work.done.push(entry?.0.value().1.to_owned());
-    }
-    Ok(work)
-}
-
-/// Takes a question out of the open index and its targets' sets: nothing is left to do for it.
-fn remove_open(txn: &WriteTransaction, id: &str, targets: &[Target]) -> Result<()> {
-    let mut due_at = txn.open_table(DUE_AT)?;
-    if let Some(old) = due_at.remove(id)? {
-        txn.open_table(DUE)?.remove((old.value(), id))?;
-    }
-    let mut by_target = txn.open_table(BY_TARGET)?;
-    for target in targets {
-        by_target.remove((target.as_str(), id))?;
-    }
-    Ok(())
-}
 
 /// Reads the questions with these ids (skipping any that are gone).
 pub(super) fn load(
@@ -251,137 +214,6 @@ impl Questions for EmbeddedStore {
                 }
             }
             Ok(counts)
-        })
-        .await
-    }
-}
-
-#[async_trait]
-impl Deliveries for EmbeddedStore {
-    async fn record_shown(&self, id: &QuestionId, shown: &Shown) -> Result<()> {
-        let (id, shown) = (id.clone(), shown.clone());
-        self.write(move |txn| {
-            txn.open_table(SHOWN)?.insert(
-                (id.as_str(), shown.target.as_str()),
-                shown.reference.as_str(),
-            )?;
-            Ok(())
-        })
-        .await
-    }
-
-    async fn shown(&self, id: &QuestionId) -> Result<Vec<Shown>> {
-        Ok(self.work(id).await?.shown)
-    }
-}
-
-#[async_trait]
-impl Outbox for EmbeddedStore {
-    async fn mark_effect(&self, id: &QuestionId, effect: &str) -> Result<bool> {
-        let (id, effect) = (id.clone(), effect.to_owned());
-        self.write(move |txn| {
-            let first = txn
-                .open_table(EFFECTS)?
-                .insert((id.as_str(), effect.as_str()), ())?
-                .is_none();
-            Ok(first)
-        })
-        .await
-    }
-
-    async fn work(&self, id: &QuestionId) -> Result<Work> {
-        let id = id.clone();
-        self.read(move |txn| {
-            work_in(
-                &txn.open_table(SHOWN)?,
-                &txn.open_table(EFFECTS)?,
-                id.as_str(),
-            )
-        })
-        .await
-    }
-
-    async fn lease_due(
-        &self,
-        now: Millis,
-        lease: Duration,
-        limit: usize,
-    ) -> Result<Vec<QuestionId>> {
-        // The sweeper asks often: a read first, so that an idle store does not commit (and
-        // fsync) for nothing.
-        if self.next_due().await?.is_none_or(|at| at > now) {
-            return Ok(Vec::new());
-        }
-        self.write(move |txn| {
-            let mut due_ids = Vec::new();
-            {
-                let due = txn.open_table(DUE)?;
-                for entry in due.range((0, "")..=(now.0, ID_END))?.take(limit) {
-                    due_ids.push(entry?.0.value().1.to_owned());
-                }
-            }
-            let ids = due_ids
-                .iter()
-                .map(|id| QuestionId::parse(id).map_err(|e| Error::corrupt("the open index", e)))
-                .collect::<Result<Vec<_>>>()?;
-            let until = now.after(lease).0;
-            for id in &due_ids {
-                set_due(txn, id, until)?;
-            }
-            Ok(ids)
-        })
-        .await
-    }
-
-    async fn next_due(&self) -> Result<Option<Millis>> {
-        let db = std::sync::Arc::clone(&self.db);
-        tokio::task::spawn_blocking(move || -> Result<Option<Millis>> {
-            let table = db.begin_read()?.open_table(DUE)?;
-            let first = table.first()?;
-            Ok(first.map(|(key, _)| Millis(key.value().0)))
-        })
-        .await
-        .map_err(|e| Error::unavailable("store task", e))?
-    }
-
-    async fn open_ids(&self) -> Result<Vec<QuestionId>> {
-        self.read(|txn| {
-            let table = txn.open_table(DUE_AT)?;
-            let mut ids = Vec::new();
-            for entry in table.iter()? {
-                let id = QuestionId::parse(entry?.0.value())
-                    .map_err(|e| Error::corrupt("the open index", e))?;
-                ids.push(id);
-            }
-            Ok(ids)
-        })
-        .await
-    }
-
-    async fn reschedule(&self, id: &QuestionId, at: Millis) -> Result<()> {
-        let id = id.clone();
-        self.write(move |txn| set_due(txn, id.as_str(), at.0)).await
-    }
-
-    async fn finish(
-        &self,
-        id: &QuestionId,
-        question: Option<&Question>,
-        done: &[String],
-        retry_at: Option<Millis>,
-    ) -> Result<()> {
-        let id = id.clone();
-        let done = done.to_vec();
-        let targets = question.map(Question::all_targets).unwrap_or_default();
-        self.write(move |txn| {
-            let mut effects = txn.open_table(EFFECTS)?;
-            for effect in &done {
-                effects.insert((id.as_str(), effect.as_str()), ())?;
-            }
-            if let Some(at) = retry_at {
-                return set_due(txn, id.as_str(), at.0);
-            }
-            remove_open(txn, id.as_str(), &targets)
         })
         .await
     }
