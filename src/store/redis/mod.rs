@@ -4,10 +4,11 @@
 //! - `scripts.rs` and `lua/*.lua`: the Lua scripts, one file each;
 //! - `retry.rs`: the one place that sends commands, retrying connection errors;
 //! - `codec.rs`: how questions and runs are spread over hash fields;
-//! - `questions.rs` (questions), `outbox.rs` (deliveries, the outbox), `records.rs` (runs, rules,
-//!   dedupe, leases), `audit.rs` (the audit trail), `listings.rs` and `pages.rs` (the ops page's
-//!   paged listings), `events.rs` (the event stream every process reads): one file per group of
-//!   roles.
+//! - `args.rs` and `lua/lib/args.lua`: the scripts' named arguments, one struct per script;
+//! - a file per role, named as in the other stores: `questions.rs` (with `claim.rs`, a claim's
+//!   arguments and reply), `outbox.rs` (deliveries, the outbox, dedupe), `votes.rs` (votes,
+//!   drafts), `runs.rs`, `rules.rs`, `audit.rs`, `leases.rs`, `listings.rs` and `pages.rs` (the
+//!   ops page's paged listings), `events.rs` (the event stream every process reads).
 //!
 //! # Keys
 //!
@@ -36,12 +37,14 @@ mod codec;
 mod connection;
 mod events;
 mod keys;
+mod leases;
 mod listings;
 mod outbox;
 mod pages;
 mod questions;
-mod records;
 mod retry;
+mod rules;
+mod runs;
 mod scripts;
 mod votes;
 

@@ -1,29 +1,19 @@
-//! Runs, rules, delivery dedupe and leader leases, in Redis (the audit trail is in `audit.rs`,
-//! the ops page's listings in `listings.rs`).
+//! Runs in Redis: stored, taken (`acquire_run.lua`), saved by their holder (`lib/save_run.lua`),
+//! parked with their question in one script (`park.lua`, `insert_parked.lua`).
 
 use super::RedisStore;
 use super::args::{Named, SaveArgs, encode_park};
 use super::codec::{RunFields, assemble_run, pairs, run_event};
 use super::events::EVENTS_MAXLEN;
-use super::keys::{BUCKETS, question_bucket, rule_bucket, run_bucket};
-use super::scripts::{
-    ACQUIRE_RUN, HOLD_LEASE, INSERT_PARKED, INSERT_RUN, PARK, RELEASE_LEASE, REVOKE_RULE, SAVE_RUN,
-};
-use crate::store::{
-    Dedupe, Error, Event, EventKind, Inserted, Leases, Parked, Questions, Result, Rules, Runs,
-    Saved,
-};
+use super::keys::{BUCKETS, question_bucket, run_bucket};
+use super::scripts::{ACQUIRE_RUN, INSERT_PARKED, INSERT_RUN, PARK, SAVE_RUN};
+use crate::store::{Error, Event, Inserted, Parked, Questions, Result, Runs, Saved};
 use askbridge_core::Question;
 use askbridge_core::run::{Acquire, Run};
-use askbridge_core::{Millis, Rule, RuleId, RunId};
+use askbridge_core::{Millis, RunId};
 use async_trait::async_trait;
 use redis::ScriptInvocation;
 use std::collections::HashMap;
-use std::time::Duration;
-
-pub(super) fn corrupt_rule(error: serde_json::Error) -> Error {
-    Error::corrupt("a rule in Redis", error)
-}
 
 /// What `lib/save_run.lua` answered.
 fn saved_of(code: i64) -> Saved {
@@ -278,112 +268,5 @@ impl Runs for RedisStore {
             .pexpire(&data, retention)
             .ignore();
         self.query_pipe("abandon run", &pipe).await
-    }
-}
-
-#[async_trait]
-impl Rules for RedisStore {
-    async fn put_rule(&self, rule: &Rule) -> Result<()> {
-        let json = serde_json::to_string(rule).expect("a rule serialises");
-        let bucket = rule_bucket(rule.id.as_str());
-        // The rule and its announcement together (one slot: the bucket's).
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .hset(self.keys.rules(bucket), rule.id.as_str(), &json)
-            .ignore()
-            .zadd(
-                self.keys.rules_by_time(bucket),
-                rule.id.as_str(),
-                rule.created_at.0,
-            )
-            .ignore()
-            .cmd("XADD")
-            .arg(self.keys.events(bucket))
-            .arg("MAXLEN")
-            .arg("~")
-            .arg(EVENTS_MAXLEN)
-            .arg("*")
-            .arg("data")
-            .arg(format!(r#"{{"kind":"rule.created","rule":{json}}}"#))
-            .arg("o")
-            .arg(&*self.origin)
-            .ignore();
-        self.query_pipe::<()>("put rule", &pipe).await?;
-        self.deliver([Event::Rule {
-            kind: EventKind::RuleCreated,
-            rule: rule.clone(),
-        }]);
-        Ok(())
-    }
-
-    async fn rules(&self) -> Result<Vec<Rule>> {
-        let mut pipe = redis::pipe();
-        for bucket in 0..BUCKETS {
-            pipe.cmd("HVALS").arg(self.keys.rules(bucket));
-        }
-        let stored: Vec<Vec<String>> = self.query_pipe("rules", &pipe).await?;
-        stored
-            .concat()
-            .iter()
-            .map(|json| serde_json::from_str(json).map_err(corrupt_rule))
-            .collect()
-    }
-
-    async fn delete_rule(&self, id: &RuleId) -> Result<Option<Rule>> {
-        let bucket = rule_bucket(id.as_str());
-        let mut invocation = REVOKE_RULE.prepare_invoke();
-        invocation
-            .key(self.keys.rules(bucket))
-            .key(self.keys.events(bucket))
-            .key(self.keys.rules_by_time(bucket))
-            .arg(id.as_str())
-            .arg(EVENTS_MAXLEN);
-        self.tag(&mut invocation);
-        let stored: Option<String> = self.invoke("revoke rule", &invocation).await?;
-        let revoked: Option<Rule> = stored
-            .map(|json| serde_json::from_str(&json).map_err(corrupt_rule))
-            .transpose()?;
-        if let Some(rule) = &revoked {
-            self.deliver([Event::Rule {
-                kind: EventKind::RuleRevoked,
-                rule: rule.clone(),
-            }]);
-        }
-        Ok(revoked)
-    }
-}
-
-#[async_trait]
-impl Dedupe for RedisStore {
-    async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<bool> {
-        let mut command = redis::cmd("SET");
-        command
-            .arg(self.keys.seen(key))
-            .arg(1)
-            .arg("NX")
-            .arg("PX")
-            .arg(ttl.as_millis() as u64);
-        let set: Option<String> = self.query("set nx", &command).await?;
-        Ok(set.is_some())
-    }
-}
-
-#[async_trait]
-impl Leases for RedisStore {
-    async fn hold_lease(&self, name: &str, owner: &str, ttl: Duration) -> Result<bool> {
-        let mut invocation = HOLD_LEASE.prepare_invoke();
-        invocation
-            .key(self.keys.lease(name))
-            .arg(owner)
-            .arg(ttl.as_millis() as u64);
-        let held: i64 = self.invoke("hold lease", &invocation).await?;
-        Ok(held == 1)
-    }
-
-    async fn release_lease(&self, name: &str, owner: &str) -> Result<()> {
-        let mut invocation = RELEASE_LEASE.prepare_invoke();
-        invocation.key(self.keys.lease(name)).arg(owner);
-        let _: i64 = self.invoke("release lease", &invocation).await?;
-        Ok(())
     }
 }
