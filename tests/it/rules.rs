@@ -2,7 +2,7 @@
 //! every store (memory, embedded, Redis, Redis Cluster), failing on any disagreement.
 //!
 //! A store makes core's rules atomic: the memory and embedded stores by calling them (the claim's
-//! steps are `store/claim_steps.rs`), Redis by a Lua copy of what must run inside a script (a
+//! steps are `store/claim.rs`), Redis by a Lua copy of what must run inside a script (a
 //! question still pending, a run still parked on it, a vote not yet cast, a run's lease run out,
 //! a claim finishing at once). A copy is a second place for a rule to be wrong, so every case is
 //! decided here by core (`Question::apply`, `Run::acquire`, `Run::still_waits_on`,

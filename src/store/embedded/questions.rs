@@ -6,7 +6,7 @@ use super::tables::{
     BY_SESSION, BY_TARGET, CREATED, DONE, EFFECTS, ID_END, QUESTIONS, SHOWN, decode, encode,
     ids_under, index_state, insert_question, put_run, remove_open, run_in, set_due, work_in,
 };
-use crate::store::claim_steps::{self, ClaimTxn};
+use crate::store::claim::{self, ClaimTxn};
 use crate::store::{
     AheadRun, ClaimOptions, Claimed, Counts, FINAL, Inserted, ListFilter, Questions, Result,
     TakeRun, Work,
@@ -36,7 +36,7 @@ pub(super) fn load(
 }
 
 /// The embedded store's records as a claim sees them, inside its write transaction (see
-/// `claim_steps.rs`).
+/// `claim.rs`).
 struct Txn<'a>(&'a WriteTransaction);
 
 impl ClaimTxn for Txn<'_> {
@@ -140,11 +140,11 @@ impl Questions for EmbeddedStore {
                         next,
                     }),
                 };
-                claim_steps::claim_in(&mut Txn(txn), &id, &claim, &options)
+                claim::claim_in(&mut Txn(txn), &id, &claim, &options)
             })
             .await?;
         if let Some(claimed) = &claimed {
-            claim_steps::announce(&self.events, claimed, &options);
+            claim::announce(&self.events, claimed, &options);
         }
         Ok(claimed)
     }

@@ -3,7 +3,7 @@
 //!
 //! A file per role, named as in the other stores (`questions.rs`, `outbox.rs`, `votes.rs`,
 //! `runs.rs`, `rules.rs`, `audit.rs`, `leases.rs`, `listings.rs`); this one holds the maps, what a
-//! claim reads and writes of them (the claim's steps are `claim_steps.rs`'s), events and
+//! claim reads and writes of them (the claim's steps are `claim.rs`'s), events and
 //! administration.
 
 mod audit;
@@ -17,7 +17,7 @@ mod votes;
 
 use super::local_leases::LocalLeases;
 
-use super::claim_steps::ClaimTxn;
+use super::claim::ClaimTxn;
 use super::{Admin, EVENT_BUFFER, Event, Events, Inserted, Result, Shown, StoreOptions, Work};
 use askbridge_core::Identity;
 use askbridge_core::audit::AuditEntry;
@@ -90,7 +90,7 @@ impl State {
     }
 }
 
-/// The memory store's records as a claim sees them, under the lock (see `claim_steps.rs`).
+/// The memory store's records as a claim sees them, under the lock (see `claim.rs`).
 impl ClaimTxn for State {
     fn question(&mut self, id: &QuestionId) -> Result<Option<Question>> {
         Ok(self.questions.get(id).cloned())

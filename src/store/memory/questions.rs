@@ -1,8 +1,8 @@
-//! Questions in memory: stored, read, claimed (the claim's steps are `claim_steps.rs`'s), listed
+//! Questions in memory: stored, read, claimed (the claim's steps are `claim.rs`'s), listed
 //! and counted.
 
 use super::MemoryStore;
-use crate::store::claim_steps;
+use crate::store::claim;
 use crate::store::{ClaimOptions, Claimed, Counts, FINAL, Inserted, ListFilter, Questions, Result};
 use askbridge_core::Status;
 use askbridge_core::{Claim, Millis, Question, QuestionId};
@@ -28,9 +28,9 @@ impl Questions for MemoryStore {
         claim: &Claim,
         options: ClaimOptions<'_>,
     ) -> Result<Option<Claimed>> {
-        let claimed = claim_steps::claim_in(&mut *self.state(), &snapshot.id, claim, &options)?;
+        let claimed = claim::claim_in(&mut *self.state(), &snapshot.id, claim, &options)?;
         if let Some(claimed) = &claimed {
-            claim_steps::announce(&self.events, claimed, &options);
+            claim::announce(&self.events, claimed, &options);
         }
         Ok(claimed)
     }

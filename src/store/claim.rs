@@ -1,4 +1,7 @@
-//! The steps of a claim, written once for the stores that run them in Rust (memory and embedded).
+//! A claim, beyond `Question::apply`: what a claimer asks for with it ([`ClaimOptions`]: the run
+//! parked on the question taken, or carried ahead to its next question; finishing at once), what
+//! it found and did ([`Claimed`]), and its steps, written once for the stores that run them in Rust
+//! (memory and embedded). Carry-ahead, as a store sees it, is all here.
 //!
 //! A claim is more than `Question::apply`: the resolution is audited, its outbox entry made due,
 //! the run parked on the question carried ahead or taken for the claimer, and the question
@@ -9,11 +12,96 @@
 //! Redis runs the same steps in `claim.lua`; the differential test holds the three to one table
 //! of cases.
 
-use super::{AheadRun, ClaimOptions, Claimed, Event, Inserted, Result, TakeRun, Work};
+use super::{Event, Inserted, Result, Work};
 use askbridge_core::audit::AuditEntry;
 use askbridge_core::run::{Acquire, Run};
 use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, RunId};
+use std::time::Duration;
 use tokio::sync::broadcast;
+
+/// How a claim is made.
+#[derive(Clone, Copy, Debug)]
+pub struct ClaimOptions<'a> {
+    /// When a resolution's outbox entry becomes due, unless its effects are finished first.
+    pub settle_after: Duration,
+    /// Take the run parked on the question for the claimer.
+    pub take_run: Option<TakeRun<'a>>,
+    /// The claimer knows the resolution has no effect of its own (no callback, no rule to
+    /// create): when the question was shown nowhere and any run waiting on it was handed over,
+    /// the claim finishes it at once ([`Claimed::finished`]) instead of leaving it to a settle.
+    pub finish_when_idle: bool,
+    /// With `take_run`: the run as the claimer carried it ahead to its next question. A store
+    /// that can ([`crate::store::Questions::claims_ahead`]) saves it and stores that question
+    /// with a winning claim, instead of taking the run ([`Claimed::ahead`]).
+    pub ahead: Option<AheadRun<'a>>,
+}
+
+/// A run carried ahead past the question being claimed: what the claimer's process computed,
+/// before the claim, by executing the run's function with the answer up to its next question.
+#[derive(Clone, Copy, Debug)]
+pub struct AheadRun<'a> {
+    /// The run as it was stored when it was carried ahead (its `updated_at`): if it has changed
+    /// since, the claim takes the run instead.
+    pub was: Millis,
+    /// The run parked on `next`, its journal holding the answer.
+    pub run: &'a Run,
+    /// Its next question, not stored yet.
+    pub next: &'a Question,
+}
+
+impl ClaimOptions<'_> {
+    /// A claim whose outbox entry is due after `settle_after`.
+    pub fn new(settle_after: Duration) -> Self {
+        ClaimOptions {
+            settle_after,
+            take_run: None,
+            finish_when_idle: false,
+            ahead: None,
+        }
+    }
+}
+
+/// What a claim on this process's behalf may take with it: a run parked on the question, so the
+/// claimer executes it at once (the hand-off is part of the claim, not a second step).
+#[derive(Clone, Copy, Debug)]
+pub struct TakeRun<'a> {
+    /// This process's name as a run's executor.
+    pub owner: &'a str,
+    /// Until when it holds the run.
+    pub lease_until: Millis,
+}
+
+/// What a claim found and did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Claimed {
+    /// Won, lost to an earlier resolution, or turned into an expiry.
+    pub outcome: ClaimOutcome,
+    /// The question afterwards.
+    pub question: Question,
+    /// What remains for the resolution's effects to know (on a win or an expiry).
+    pub work: Work,
+    /// The run parked on this question, taken for the claimer ([`TakeRun`]).
+    pub run: Option<Run>,
+    /// Nothing is left to do for the resolution: it left the open index with the claim
+    /// ([`ClaimOptions::finish_when_idle`]).
+    pub finished: bool,
+    /// The run was saved as [`ClaimOptions::ahead`] carried it, and its next question stored.
+    pub ahead: bool,
+}
+
+impl Claimed {
+    /// Would a claim with `options` finish this resolution at once? The rule every store applies.
+    pub fn idle(
+        question: &Question,
+        work: &Work,
+        run_taken: bool,
+        options: &ClaimOptions<'_>,
+    ) -> bool {
+        options.finish_when_idle
+            && work.shown.is_empty()
+            && (question.run_id.is_none() || run_taken)
+    }
+}
 
 /// A store's records as a claim reads and writes them, inside one atomic section.
 pub(super) trait ClaimTxn {
