@@ -239,77 +239,23 @@ impl NewQuestion {
         check_text("prompt", &prompt, Lines::Many, (1, MAX_PROMPT_CHARS))?;
         let detail = self
             .detail
+            .as_deref()
             .map(|d| d.trim().to_owned())
             .filter(|d| !d.is_empty());
         if let Some(detail) = &detail {
             check_text("detail", detail, Lines::Many, (1, MAX_DETAIL_CHARS))?;
         }
-        let options: Vec<String> = self.options.iter().map(|o| o.trim().to_owned()).collect();
-        check_shape(self.kind, &options, self.multi, self.allow_custom)?;
+        let options = self.checked_options()?;
         check_identities("answerers", self.answerers.iter().map(Identity::as_str))?;
         check_identities("targets", self.targets.iter().map(Target::as_str))?;
         if let Some(url) = &self.callback_url {
             check_url("callback_url", url)?;
         }
-        match (&self.kind, &self.form) {
-            (Kind::Form, Some(form)) => form.check()?,
-            (Kind::Form, None) => {
-                return Err(Error::Invalid {
-                    field: "form",
-                    reason:
-                        "a form needs its fields: {\"type\": \"object\", \"properties\": {...}}"
-                            .into(),
-                });
-            }
-            (_, Some(_)) => {
-                return Err(Error::Invalid {
-                    field: "form",
-                    reason: "only questions of kind \"form\" carry a form".into(),
-                });
-            }
-            (_, None) => {}
-        }
+        self.check_form()?;
         let reminders = nudge::check_reminders(self.remind_after_s, self.reminders, timeout)?;
-        let mut answerers = self.answerers;
-        if let Some(quorum) = &self.quorum {
-            quorum::check(quorum)?;
-            let same = answerers.len() == quorum.of.len()
-                && answerers.iter().all(|a| quorum.of.contains(a));
-            if !answerers.is_empty() && !same {
-                return Err(Error::Invalid {
-                    field: "answerers",
-                    reason: "with a quorum, quorum.of names who may answer; leave answerers out"
-                        .into(),
-                });
-            }
-            if self.escalate.iter().any(|step| !step.answerers.is_empty()) {
-                return Err(Error::Invalid {
-                    field: "escalate",
-                    reason: "escalation answerers cannot join a quorum; name them in quorum.of"
-                        .into(),
-                });
-            }
-            answerers = quorum.of.clone();
-        }
+        let answerers = self.checked_answerers()?;
         nudge::check_escalation(&self.escalate, timeout)?;
-        match (&self.kind, &self.action) {
-            (Kind::Approval, Some(action)) => action.check()?,
-            (Kind::Approval, None) => {
-                return Err(Error::Invalid {
-                    field: "action",
-                    reason:
-                        "an approval needs the action it approves: {\"tool\": ..., \"args\": {...}}"
-                            .into(),
-                });
-            }
-            (_, Some(_)) => {
-                return Err(Error::Invalid {
-                    field: "action",
-                    reason: "only approvals carry an action".into(),
-                });
-            }
-            (_, None) => {}
-        }
+        self.check_action()?;
         let mut question = Question {
             id,
             session_id: self.session_id,
@@ -337,22 +283,75 @@ impl NewQuestion {
             form: self.form,
         };
         if let Some(default) = self.default {
-            let fitted = question.check_answer(default).map_err(|e| Error::Invalid {
-                field: "default",
-                reason: format!("the default must be a valid answer: {e}"),
-            })?;
-            // "Always" on timeout would promise a rule nobody created.
-            if question.kind == Kind::Approval
-                && ApprovalReply::of_answer(&fitted) != Some(ApprovalReply::Once)
-            {
-                return Err(Error::Invalid {
-                    field: "default",
-                    reason: "an approval's default can only be \"once\" (allow on timeout); leave it out to deny".into(),
-                });
-            }
-            question.default = Some(fitted);
+            question.default = Some(fitted_default(&question, default)?);
         }
         Ok(question)
+    }
+
+    /// The options, trimmed, printable, and as many as the kind takes.
+    fn checked_options(&self) -> Result<Vec<String>, Error> {
+        let options: Vec<String> = self.options.iter().map(|o| o.trim().to_owned()).collect();
+        check_shape(self.kind, &options, self.multi, self.allow_custom)?;
+        Ok(options)
+    }
+
+    /// A form, on a form and nothing else.
+    fn check_form(&self) -> Result<(), Error> {
+        match (&self.kind, &self.form) {
+            (Kind::Form, Some(form)) => form.check(),
+            (Kind::Form, None) => Err(Error::Invalid {
+                field: "form",
+                reason: "a form needs its fields: {\"type\": \"object\", \"properties\": {...}}"
+                    .into(),
+            }),
+            (_, Some(_)) => Err(Error::Invalid {
+                field: "form",
+                reason: "only questions of kind \"form\" carry a form".into(),
+            }),
+            (_, None) => Ok(()),
+        }
+    }
+
+    /// Who may answer: the answerers, or with a quorum the quorum's members (who may not be
+    /// named twice over, nor joined by escalation steps).
+    fn checked_answerers(&self) -> Result<Vec<Identity>, Error> {
+        let Some(quorum) = &self.quorum else {
+            return Ok(self.answerers.clone());
+        };
+        quorum::check(quorum)?;
+        let same = self.answerers.len() == quorum.of.len()
+            && self.answerers.iter().all(|a| quorum.of.contains(a));
+        if !self.answerers.is_empty() && !same {
+            return Err(Error::Invalid {
+                field: "answerers",
+                reason: "with a quorum, quorum.of names who may answer; leave answerers out".into(),
+            });
+        }
+        if self.escalate.iter().any(|step| !step.answerers.is_empty()) {
+            return Err(Error::Invalid {
+                field: "escalate",
+                reason: "escalation answerers cannot join a quorum; name them in quorum.of".into(),
+            });
+        }
+        Ok(quorum.of.clone())
+    }
+
+    /// An action, on an approval and nothing else.
+    fn check_action(&self) -> Result<(), Error> {
+        match (&self.kind, &self.action) {
+            (Kind::Approval, Some(action)) => action.check(),
+            (Kind::Approval, None) => Err(Error::Invalid {
+                field: "action",
+                reason:
+                    "an approval needs the action it approves: {\"tool\": ..., \"args\": {...}}"
+                        .into(),
+            }),
+            (_, Some(_)) => Err(Error::Invalid {
+                field: "action",
+                reason: "only approvals carry an action".into(),
+            }),
+            (_, None) => Ok(()),
+        }
     }
 
     fn checked_timeout(&self, default_timeout: Duration) -> Result<Duration, Error> {
@@ -370,4 +369,22 @@ impl NewQuestion {
         }
         Ok(Duration::from_secs_f64(seconds))
     }
+}
+
+/// The default answer of `question`, fitted to it: a valid answer, and for an approval only "once".
+fn fitted_default(question: &Question, default: Answer) -> Result<Answer, Error> {
+    let fitted = question.check_answer(default).map_err(|e| Error::Invalid {
+        field: "default",
+        reason: format!("the default must be a valid answer: {e}"),
+    })?;
+    // "Always" on timeout would promise a rule nobody created.
+    if question.kind == Kind::Approval
+        && ApprovalReply::of_answer(&fitted) != Some(ApprovalReply::Once)
+    {
+        return Err(Error::Invalid {
+            field: "default",
+            reason: "an approval's default can only be \"once\" (allow on timeout); leave it out to deny".into(),
+        });
+    }
+    Ok(fitted)
 }

@@ -21,9 +21,13 @@
 //! next sweep (any process's) finishes the job: nothing resolved is forgotten, and nothing pending
 //! is lost.
 
+mod claim;
 mod error;
+mod event;
 mod health;
+mod questions;
 pub mod roles;
+mod runs;
 
 pub mod embedded;
 mod local_leases;
@@ -48,10 +52,31 @@ pub mod prelude {
 }
 
 mod listing;
-mod types;
 
+pub use claim::{AheadRun, ClaimOptions, Claimed, TakeRun};
+pub use event::{EVENT_BUFFER, Event, EventKind};
 pub use listing::*;
-pub use types::*;
+pub use questions::{Counts, FINAL, Inserted, ListFilter, Shown, Work};
+pub use runs::{Parked, Saved};
+use std::time::Duration;
+
+/// Settings every store takes.
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    /// How long resolved questions are kept.
+    pub retention: Duration,
+    /// How long audit records are kept.
+    pub audit_retention: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            retention: Duration::from_secs(7 * 24 * 3600),
+            audit_retention: Duration::from_secs(90 * 24 * 3600),
+        }
+    }
+}
 
 /// A store: every role. Object-safe; the bridge holds an `Arc<dyn Store>`.
 pub trait Store:

@@ -5,21 +5,12 @@ use crate::support::{FakeChannel, RedisServer, http, serve};
 use askbridge::bridge::Bridge;
 use askbridge::http::{AppState, app};
 use askbridge::store::StoreOptions;
-use askbridge::store::redis::{RedisOptions, RedisStore};
 use askbridge_core::{Inbound, Inbox, NewQuestion, Status, Tone};
 use serde_json::json;
 use std::sync::Arc;
 
 async fn process(server: &RedisServer) -> (Bridge, String) {
-    let store = RedisStore::connect(RedisOptions {
-        url: server.url(),
-        cluster: false,
-        replica_wait: askbridge::store::redis::DEFAULT_REPLICA_WAIT,
-        prefix: "askbridge".into(),
-        store: StoreOptions::default(),
-    })
-    .await
-    .unwrap();
+    let store = crate::support::redis_store_on(server, StoreOptions::default()).await;
     let bridge = Bridge::builder(Arc::new(store))
         .channel(FakeChannel::new("chat"))
         .start()

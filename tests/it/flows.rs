@@ -13,7 +13,6 @@ use askbridge::flows::http::HttpFlow;
 use askbridge::http::{AppState, app};
 use askbridge::signing;
 use askbridge::store::memory::MemoryStore;
-use askbridge::store::redis::{RedisOptions, RedisStore};
 use askbridge::store::{ListFilter, Store, StoreOptions};
 use askbridge::{BridgeOptions, Error, Flows, Interrupt, NoAnswer};
 use askbridge_core::run::{Origin, RunState};
@@ -454,15 +453,7 @@ async fn a_crash_between_the_answer_and_the_resume_is_picked_up_at_startup() {
 async fn two_processes_on_one_redis_resume_a_run_once() {
     let server = RedisServer::start();
     let connect = || async {
-        let store = RedisStore::connect(RedisOptions {
-            url: server.url(),
-            cluster: false,
-            replica_wait: askbridge::store::redis::DEFAULT_REPLICA_WAIT,
-            prefix: "askbridge".into(),
-            store: StoreOptions::default(),
-        })
-        .await
-        .unwrap();
+        let store = crate::support::redis_store_on(&server, StoreOptions::default()).await;
         Arc::new(store) as Arc<dyn Store>
     };
     let counters = Counters::default();
@@ -936,15 +927,8 @@ async fn a_client_follows_a_run_question_by_question_with_run_wait() {
         askbridge::demo::with_example_flows(Flows::new()).unwrap(),
     )
     .await;
-    let other_store = RedisStore::connect(RedisOptions {
-        url: fixture.server.url(),
-        cluster: false,
-        replica_wait: askbridge::store::redis::DEFAULT_REPLICA_WAIT,
-        prefix: "askbridge".into(),
-        store: StoreOptions::default(),
-    })
-    .await
-    .unwrap();
+    let other_store =
+        crate::support::redis_store_on(&fixture.server, StoreOptions::default()).await;
     let (watcher, _) = bridge_over(Arc::new(other_store)).await;
     let driver_base = serve(app(AppState::new(driver.clone(), None))).await;
     let watcher_base = serve(app(AppState::new(watcher.clone(), None))).await;
@@ -1042,15 +1026,8 @@ async fn a_client_answers_a_run_step_by_step_in_one_round_trip_each() {
         askbridge::demo::with_example_flows(Flows::new()).unwrap(),
     )
     .await;
-    let other_store = RedisStore::connect(RedisOptions {
-        url: fixture.server.url(),
-        cluster: false,
-        replica_wait: askbridge::store::redis::DEFAULT_REPLICA_WAIT,
-        prefix: "askbridge".into(),
-        store: StoreOptions::default(),
-    })
-    .await
-    .unwrap();
+    let other_store =
+        crate::support::redis_store_on(&fixture.server, StoreOptions::default()).await;
     let (other, _) = bridge_over(Arc::new(other_store)).await;
     let bases = [
         serve(app(AppState::new(driver.clone(), None))).await,

@@ -39,6 +39,7 @@ mod python_client;
 mod quorum;
 mod replica_wait;
 mod restart;
+mod rules;
 mod runs_crash;
 mod settings;
 mod slack;

@@ -6,7 +6,7 @@
 
 use crate::store_conformance::{answer, claim, question, rule};
 use crate::support::RedisServer;
-use askbridge::store::redis::{DEFAULT_REPLICA_WAIT, RedisOptions, RedisStore};
+use askbridge::store::redis::RedisStore;
 use askbridge::store::{ClaimOptions, Event, EventKind, Events, Questions, Rules, StoreOptions};
 use askbridge_core::QuestionId;
 use askbridge_core::question::DEFAULT_TIMEOUT;
@@ -15,15 +15,7 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 
 async fn store(server: &RedisServer) -> RedisStore {
-    RedisStore::connect(RedisOptions {
-        url: server.url(),
-        cluster: false,
-        replica_wait: DEFAULT_REPLICA_WAIT,
-        prefix: "askbridge".into(),
-        store: StoreOptions::default(),
-    })
-    .await
-    .unwrap()
+    crate::support::redis_store_on(server, StoreOptions::default()).await
 }
 
 /// Events counted by kind and the id of the question, run or rule they are about.

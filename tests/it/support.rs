@@ -26,7 +26,16 @@ pub struct RedisFixture {
 
 pub async fn redis_store_with(options: StoreOptions) -> RedisFixture {
     let server = RedisServer::start();
-    let store = RedisStore::connect(RedisOptions {
+    let store = redis_store_on(&server, options).await;
+    RedisFixture {
+        server,
+        store: Arc::new(store),
+    }
+}
+
+/// Another store on `server` (a second process's, say), under the usual prefix.
+pub async fn redis_store_on(server: &RedisServer, options: StoreOptions) -> RedisStore {
+    RedisStore::connect(RedisOptions {
         url: server.url(),
         cluster: false,
         replica_wait: askbridge::store::redis::DEFAULT_REPLICA_WAIT,
@@ -34,11 +43,24 @@ pub async fn redis_store_with(options: StoreOptions) -> RedisFixture {
         store: options,
     })
     .await
-    .expect("connect to redis");
-    RedisFixture {
-        server,
-        store: Arc::new(store),
-    }
+    .expect("connect to redis")
+}
+
+/// A store on the Redis Cluster whose nodes are `urls`, under `prefix`.
+pub async fn redis_cluster_store(
+    urls: &[String],
+    prefix: String,
+    options: StoreOptions,
+) -> RedisStore {
+    RedisStore::connect(RedisOptions {
+        url: urls.join(","),
+        cluster: true,
+        replica_wait: askbridge::store::redis::DEFAULT_REPLICA_WAIT,
+        prefix,
+        store: options,
+    })
+    .await
+    .expect("connect to the redis cluster")
 }
 
 pub async fn redis_store() -> RedisFixture {

@@ -13,20 +13,23 @@
 //! whether it fails before it writes anything (a storage error fails the whole batch, and every
 //! caller in it hears so). Reads run on tokio's blocking pool in read transactions.
 //!
-//! - `tables.rs`: the tables, codecs and index helpers;
-//! - `questions.rs`: questions, deliveries and the outbox;
-//! - `records.rs`: runs, rules, the audit trail and delivery dedupe.
+//! `tables.rs` holds the tables, codecs and index helpers; the roles have a file each, named as in
+//! the other stores (`questions.rs`, `outbox.rs`, `votes.rs`, `runs.rs`, `rules.rs`, `audit.rs`,
+//! `leases.rs`, `listings.rs`).
 
+mod audit;
 mod kept;
+mod leases;
 mod listings;
-mod parked;
+mod outbox;
 mod questions;
-mod records;
+mod rules;
+mod runs;
 mod tables;
 mod votes;
 
 use super::local_leases::LocalLeases;
-use super::{Admin, EVENT_BUFFER, Error, Event, Events, Leases, Result, StoreOptions};
+use super::{Admin, EVENT_BUFFER, Error, Event, Events, Result, StoreOptions};
 use askbridge_core::Millis;
 use askbridge_core::error::Chain;
 use askbridge_core::run::Run;
@@ -34,7 +37,6 @@ use async_trait::async_trait;
 use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, WriteTransaction};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 use tables::{
     AUDIT, BY_SESSION, DRAFTS, DUE_AT, EFFECTS, QUESTIONS, RUNS, SEEN, SHOWN, decode, decode_run,
 };
@@ -179,18 +181,6 @@ impl EmbeddedStore {
 
     fn announce(&self, question: &askbridge_core::Question) {
         let _ = self.events.send(Event::of(question));
-    }
-}
-
-#[async_trait]
-impl Leases for EmbeddedStore {
-    async fn hold_lease(&self, name: &str, owner: &str, ttl: Duration) -> Result<bool> {
-        Ok(self.leases.hold(name, owner, ttl))
-    }
-
-    async fn release_lease(&self, name: &str, owner: &str) -> Result<()> {
-        self.leases.release(name, owner);
-        Ok(())
     }
 }
 

@@ -1,43 +1,24 @@
 //! Questions, where they were shown, and the outbox, in the embedded store.
 
 use super::EmbeddedStore;
-use super::records::append_audit_in;
+use super::audit::append_audit_in;
 use super::tables::{
-    BY_SESSION, BY_TARGET, CREATED, DONE, DUE, DUE_AT, EFFECTS, ID_END, QUESTIONS, SHOWN, decode,
-    encode, ids_under, index_state, insert_question, set_due,
+    BY_SESSION, BY_TARGET, CREATED, DONE, EFFECTS, ID_END, QUESTIONS, SHOWN, decode, encode,
+    ids_under, index_state, insert_question, put_run, remove_open, run_in, set_due, work_in,
 };
+use crate::store::claim::{self, ClaimTxn};
 use crate::store::{
-    AheadRun, ClaimOptions, Claimed, Counts, Deliveries, Error, Event, FINAL, Inserted, ListFilter,
-    Outbox, Questions, Result, Shown, TakeRun, Work,
+    AheadRun, ClaimOptions, Claimed, Counts, FINAL, Inserted, ListFilter, Questions, Result,
+    TakeRun, Work,
 };
 use askbridge_core::audit::AuditEntry;
-use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Status, Target};
+use askbridge_core::run::Run;
+use askbridge_core::{Claim, Millis, Question, QuestionId, RunId, Status};
 use async_trait::async_trait;
-use redb::{ReadTransaction, ReadableDatabase as _, ReadableTable, ReadableTableMetadata as _};
-use std::time::Duration;
+use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata as _, WriteTransaction};
 
 /// How many recent answers the time-to-answer percentiles are read from.
 const RECENT_ANSWERS: usize = 2000;
-
-/// Where a question was shown and which effects are done, read inside a transaction.
-fn work_in(
-    shown: &impl ReadableTable<(&'static str, &'static str), &'static str>,
-    effects: &impl ReadableTable<(&'static str, &'static str), ()>,
-    id: &str,
-) -> Result<Work> {
-    let mut work = Work::default();
-    for entry in shown.range((id, "")..(id, "\u{10FFFF}"))? {
-        let (key, reference) = entry?;
-        work.shown.push(Shown {
-            target: Target::new(key.value().1),
-            reference: reference.value().to_owned(),
-        });
-    }
-    for entry in effects.range((id, "")..(id, "\u{10FFFF}"))? {
-        work.done.push(entry?.0.value().1.to_owned());
-    }
-    Ok(work)
-}
 
 /// Reads the questions with these ids (skipping any that are gone).
 pub(super) fn load(
@@ -52,6 +33,63 @@ pub(super) fn load(
         }
     }
     Ok(found)
+}
+
+/// The embedded store's records as a claim sees them, inside its write transaction (see
+/// `claim.rs`).
+struct Txn<'a>(&'a WriteTransaction);
+
+impl ClaimTxn for Txn<'_> {
+    fn question(&mut self, id: &QuestionId) -> Result<Option<Question>> {
+        let questions = self.0.open_table(QUESTIONS)?;
+        let json = questions.get(id.as_str())?;
+        json.map(|json| decode(json.value())).transpose()
+    }
+
+    fn save_resolved(&mut self, question: &Question) -> Result<()> {
+        let id = question.id.as_str();
+        self.0
+            .open_table(QUESTIONS)?
+            .insert(id, encode(question).as_str())?;
+        index_state(
+            &mut self.0.open_table(CREATED)?,
+            &mut self.0.open_table(DONE)?,
+            question,
+            id,
+        )
+    }
+
+    fn audit(&mut self, entry: &AuditEntry) -> Result<()> {
+        append_audit_in(self.0, entry)
+    }
+
+    fn set_due(&mut self, id: &QuestionId, at: Millis) -> Result<()> {
+        set_due(self.0, id.as_str(), at.0)
+    }
+
+    fn run(&mut self, id: &RunId) -> Result<Option<Run>> {
+        run_in(self.0, id.as_str())
+    }
+
+    fn put_run(&mut self, run: &Run) -> Result<()> {
+        put_run(self.0, run)
+    }
+
+    fn insert_question(&mut self, question: &Question) -> Result<Inserted> {
+        insert_question(self.0, question)
+    }
+
+    fn work(&mut self, id: &QuestionId) -> Result<Work> {
+        work_in(
+            &self.0.open_table(SHOWN)?,
+            &self.0.open_table(EFFECTS)?,
+            id.as_str(),
+        )
+    }
+
+    fn finish(&mut self, question: &Question) -> Result<()> {
+        remove_open(self.0, question.id.as_str(), &question.all_targets())
+    }
 }
 
 #[async_trait]
@@ -86,93 +124,36 @@ impl Questions for EmbeddedStore {
     ) -> Result<Option<Claimed>> {
         let id = snapshot.id.clone();
         let claim = claim.clone();
+        // Owned, for the write's thread.
         let take = options
             .take_run
             .map(|t| (t.owner.to_owned(), t.lease_until));
-        let (settle_after, finish_when_idle) = (options.settle_after, options.finish_when_idle);
-        // Owned, for the write's thread.
         let ahead = options
             .ahead
-            .filter(|_| take.is_some())
             .map(|a| (a.was, a.run.clone(), a.next.clone()));
-        let result = self
+        let (settle_after, finish_when_idle) = (options.settle_after, options.finish_when_idle);
+        let claimed = self
             .write(move |txn| {
-                let mut questions = txn.open_table(QUESTIONS)?;
-                let stored = questions.get(id.as_str())?.map(|json| decode(json.value()));
-                let Some(mut question) = stored.transpose()? else {
-                    return Ok(None);
-                };
-                let outcome = question.apply(&claim);
-                let (mut run, mut carried) = (None, false);
-                if outcome != ClaimOutcome::AlreadyResolved {
-                    questions.insert(id.as_str(), encode(&question).as_str())?;
-                    drop(questions);
-                    index_state(
-                        &mut txn.open_table(CREATED)?,
-                        &mut txn.open_table(DONE)?,
-                        &question,
-                        id.as_str(),
-                    )?;
-                    append_audit_in(txn, &AuditEntry::resolved(&question))?;
-                    set_due(txn, id.as_str(), Millis::now().after(settle_after).0)?;
-                    if let (ClaimOutcome::Won, Some((was, carried_run, next))) = (outcome, &ahead) {
-                        let ahead = AheadRun {
-                            was: *was,
-                            run: carried_run,
-                            next,
-                        };
-                        carried = super::parked::carry(txn, &question, &ahead)?;
-                    }
-                    if let (false, Some((owner, lease_until))) = (carried, &take) {
-                        let take = TakeRun {
-                            owner,
-                            lease_until: *lease_until,
-                        };
-                        run = super::parked::take(txn, &question, take, claim.at)?;
-                    }
-                }
-                let work = work_in(
-                    &txn.open_table(SHOWN)?,
-                    &txn.open_table(EFFECTS)?,
-                    id.as_str(),
-                )?;
                 let options = ClaimOptions {
+                    settle_after,
+                    take_run: take.as_ref().map(|(owner, lease_until)| TakeRun {
+                        owner,
+                        lease_until: *lease_until,
+                    }),
                     finish_when_idle,
-                    ..ClaimOptions::new(settle_after)
+                    ahead: ahead.as_ref().map(|(was, run, next)| AheadRun {
+                        was: *was,
+                        run,
+                        next,
+                    }),
                 };
-                let finished = outcome != ClaimOutcome::AlreadyResolved
-                    && Claimed::idle(&question, &work, run.is_some() || carried, &options);
-                if finished {
-                    let mut due_at = txn.open_table(DUE_AT)?;
-                    if let Some(old) = due_at.remove(id.as_str())? {
-                        txn.open_table(DUE)?.remove((old.value(), id.as_str()))?;
-                    }
-                    let mut by_target = txn.open_table(BY_TARGET)?;
-                    for target in &question.all_targets() {
-                        by_target.remove((target.as_str(), id.as_str()))?;
-                    }
-                }
-                Ok(Some(Claimed {
-                    outcome,
-                    question,
-                    work,
-                    run,
-                    finished,
-                    ahead: carried,
-                }))
+                claim::claim_in(&mut Txn(txn), &id, &claim, &options)
             })
             .await?;
-        if let Some(claimed) = &result {
-            if claimed.outcome != ClaimOutcome::AlreadyResolved {
-                self.announce(&claimed.question);
-            }
-            if let (true, Some(ahead)) = (claimed.ahead, &options.ahead) {
-                for event in Event::of_parked(ahead.run, ahead.next) {
-                    let _ = self.events.send(event);
-                }
-            }
+        if let Some(claimed) = &claimed {
+            claim::announce(&self.events, claimed, &options);
         }
-        Ok(result)
+        Ok(claimed)
     }
 
     fn claims_ahead(&self) -> bool {
@@ -240,145 +221,6 @@ impl Questions for EmbeddedStore {
                 }
             }
             Ok(counts)
-        })
-        .await
-    }
-}
-
-#[async_trait]
-impl Deliveries for EmbeddedStore {
-    async fn record_shown(&self, id: &QuestionId, shown: &Shown) -> Result<()> {
-        let (id, shown) = (id.clone(), shown.clone());
-        self.write(move |txn| {
-            txn.open_table(SHOWN)?.insert(
-                (id.as_str(), shown.target.as_str()),
-                shown.reference.as_str(),
-            )?;
-            Ok(())
-        })
-        .await
-    }
-
-    async fn shown(&self, id: &QuestionId) -> Result<Vec<Shown>> {
-        Ok(self.work(id).await?.shown)
-    }
-}
-
-#[async_trait]
-impl Outbox for EmbeddedStore {
-    async fn mark_effect(&self, id: &QuestionId, effect: &str) -> Result<bool> {
-        let (id, effect) = (id.clone(), effect.to_owned());
-        self.write(move |txn| {
-            let first = txn
-                .open_table(EFFECTS)?
-                .insert((id.as_str(), effect.as_str()), ())?
-                .is_none();
-            Ok(first)
-        })
-        .await
-    }
-
-    async fn work(&self, id: &QuestionId) -> Result<Work> {
-        let id = id.clone();
-        self.read(move |txn| {
-            work_in(
-                &txn.open_table(SHOWN)?,
-                &txn.open_table(EFFECTS)?,
-                id.as_str(),
-            )
-        })
-        .await
-    }
-
-    async fn lease_due(
-        &self,
-        now: Millis,
-        lease: Duration,
-        limit: usize,
-    ) -> Result<Vec<QuestionId>> {
-        // The sweeper asks often: a read first, so that an idle store does not commit (and
-        // fsync) for nothing.
-        if self.next_due().await?.is_none_or(|at| at > now) {
-            return Ok(Vec::new());
-        }
-        self.write(move |txn| {
-            let mut due_ids = Vec::new();
-            {
-                let due = txn.open_table(DUE)?;
-                for entry in due.range((0, "")..=(now.0, ID_END))?.take(limit) {
-                    due_ids.push(entry?.0.value().1.to_owned());
-                }
-            }
-            let ids = due_ids
-                .iter()
-                .map(|id| QuestionId::parse(id).map_err(|e| Error::corrupt("the open index", e)))
-                .collect::<Result<Vec<_>>>()?;
-            let until = now.after(lease).0;
-            for id in &due_ids {
-                set_due(txn, id, until)?;
-            }
-            Ok(ids)
-        })
-        .await
-    }
-
-    async fn next_due(&self) -> Result<Option<Millis>> {
-        let db = std::sync::Arc::clone(&self.db);
-        tokio::task::spawn_blocking(move || -> Result<Option<Millis>> {
-            let table = db.begin_read()?.open_table(DUE)?;
-            let first = table.first()?;
-            Ok(first.map(|(key, _)| Millis(key.value().0)))
-        })
-        .await
-        .map_err(|e| Error::unavailable("store task", e))?
-    }
-
-    async fn open_ids(&self) -> Result<Vec<QuestionId>> {
-        self.read(|txn| {
-            let table = txn.open_table(DUE_AT)?;
-            let mut ids = Vec::new();
-            for entry in table.iter()? {
-                let id = QuestionId::parse(entry?.0.value())
-                    .map_err(|e| Error::corrupt("the open index", e))?;
-                ids.push(id);
-            }
-            Ok(ids)
-        })
-        .await
-    }
-
-    async fn reschedule(&self, id: &QuestionId, at: Millis) -> Result<()> {
-        let id = id.clone();
-        self.write(move |txn| set_due(txn, id.as_str(), at.0)).await
-    }
-
-    async fn finish(
-        &self,
-        id: &QuestionId,
-        question: Option<&Question>,
-        done: &[String],
-        retry_at: Option<Millis>,
-    ) -> Result<()> {
-        let id = id.clone();
-        let done = done.to_vec();
-        let targets = question.map(Question::all_targets).unwrap_or_default();
-        self.write(move |txn| {
-            let mut effects = txn.open_table(EFFECTS)?;
-            for effect in &done {
-                effects.insert((id.as_str(), effect.as_str()), ())?;
-            }
-            if let Some(at) = retry_at {
-                return set_due(txn, id.as_str(), at.0);
-            }
-            let mut due_at = txn.open_table(DUE_AT)?;
-            if let Some(old) = due_at.remove(id.as_str())? {
-                txn.open_table(DUE)?.remove((old.value(), id.as_str()))?;
-            }
-            let mut by_target = txn.open_table(BY_TARGET)?;
-            for target in &targets {
-                by_target.remove((target.as_str(), id.as_str()))?;
-            }
-            Ok(())
         })
         .await
     }

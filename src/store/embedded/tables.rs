@@ -1,8 +1,8 @@
 //! The embedded store's tables, the codecs of its records, and the index helpers every role uses.
 
-use crate::store::{Error, Inserted, Result};
+use crate::store::{Error, Inserted, Result, Shown, Work};
 use askbridge_core::run::Run;
-use askbridge_core::{Question, Rule};
+use askbridge_core::{Question, Rule, Target};
 use redb::{ReadableTable, TableDefinition, WriteTransaction};
 
 pub(super) const QUESTIONS: TableDefinition<&str, &str> = TableDefinition::new("questions");
@@ -211,4 +211,37 @@ pub(super) fn insert_question(txn: &WriteTransaction, question: &Question) -> Re
     }
     set_due(txn, id, question.next_due(&[]).0)?;
     Ok(Inserted::Created)
+}
+
+/// Takes a question out of the open index and its targets' sets: nothing is left to do for it.
+pub(super) fn remove_open(txn: &WriteTransaction, id: &str, targets: &[Target]) -> Result<()> {
+    let mut due_at = txn.open_table(DUE_AT)?;
+    if let Some(old) = due_at.remove(id)? {
+        txn.open_table(DUE)?.remove((old.value(), id))?;
+    }
+    let mut by_target = txn.open_table(BY_TARGET)?;
+    for target in targets {
+        by_target.remove((target.as_str(), id))?;
+    }
+    Ok(())
+}
+
+/// Where a question was shown and which effects are done, read inside a transaction.
+pub(super) fn work_in(
+    shown: &impl ReadableTable<(&'static str, &'static str), &'static str>,
+    effects: &impl ReadableTable<(&'static str, &'static str), ()>,
+    id: &str,
+) -> Result<Work> {
+    let mut work = Work::default();
+    for entry in shown.range((id, "")..(id, "\u{10FFFF}"))? {
+        let (key, reference) = entry?;
+        work.shown.push(Shown {
+            target: Target::new(key.value().1),
+            reference: reference.value().to_owned(),
+        });
+    }
+    for entry in effects.range((id, "")..(id, "\u{10FFFF}"))? {
+        work.done.push(entry?.0.value().1.to_owned());
+    }
+    Ok(work)
 }

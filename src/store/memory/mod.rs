@@ -1,30 +1,33 @@
 //! The in-memory store: a mutex around maps. Fast and simple, and gone when the process exits, so
 //! it serves tests and `--ephemeral` runs only; start-up says so.
 //!
-//! This file holds questions, deliveries and the outbox; `records.rs` runs, rules, the audit
-//! trail, dedupe, events and administration; `kept.rs` session leases and idempotency keys.
+//! A file per role, named as in the other stores (`questions.rs`, `outbox.rs`, `votes.rs`,
+//! `runs.rs`, `rules.rs`, `audit.rs`, `leases.rs`, `listings.rs`; `kept.rs`: session leases and
+//! idempotency keys); this one holds the maps, what a claim reads and writes of them (the claim's
+//! steps are `claim.rs`'s), events and administration.
 
+mod audit;
 mod kept;
-mod records;
+mod leases;
+mod listings;
+mod outbox;
+mod questions;
+mod rules;
+mod runs;
+mod votes;
 
 use super::local_leases::LocalLeases;
 
-use super::{
-    AheadRun, ClaimOptions, Claimed, Counts, Deliveries, Drafts, EVENT_BUFFER, Event, FINAL,
-    Inserted, ListFilter, Outbox, Questions, Result, Shown, StoreOptions, Votes, Work,
-};
+use super::claim::ClaimTxn;
+use super::{Admin, EVENT_BUFFER, Event, Events, Inserted, Result, Shown, StoreOptions, Work};
 use askbridge_core::Identity;
-use askbridge_core::Status;
 use askbridge_core::audit::AuditEntry;
 use askbridge_core::form::Draft;
-use askbridge_core::quorum::Vote;
-use askbridge_core::run::{Acquire, Run};
-use askbridge_core::tally::{self, VoteOutcome};
-use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Rule, RuleId, RunId};
+use askbridge_core::run::Run;
+use askbridge_core::{Millis, Question, QuestionId, Rule, RuleId, RunId};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
 use tokio::sync::broadcast;
 
 /// See the module documentation.
@@ -87,22 +90,49 @@ impl State {
         self.set_due(&question.id, question.next_due(&[]));
         Inserted::Created
     }
+}
 
-    /// Saves `ahead`'s run and stores its next question when the run, parked on `question`, is
-    /// still as the claimer carried it and the next question's id is free (see
-    /// `embedded/parked.rs`, which does the same in a transaction). False: nothing written.
-    fn carry(&mut self, question: &Question, ahead: &AheadRun<'_>) -> bool {
-        let run = ahead.run;
-        let waits = question.run_id.as_ref() == Some(&run.id)
-            && self
-                .runs
-                .get(&run.id)
-                .is_some_and(|stored| stored.still_waits_on(&question.id, ahead.was));
-        if !waits || self.insert_question(ahead.next) == Inserted::Taken {
-            return false;
-        }
+/// The memory store's records as a claim sees them, under the lock (see `claim.rs`).
+impl ClaimTxn for State {
+    fn question(&mut self, id: &QuestionId) -> Result<Option<Question>> {
+        Ok(self.questions.get(id).cloned())
+    }
+
+    fn save_resolved(&mut self, question: &Question) -> Result<()> {
+        self.questions.insert(question.id.clone(), question.clone());
+        Ok(())
+    }
+
+    fn audit(&mut self, entry: &AuditEntry) -> Result<()> {
+        self.audit.push(entry.clone());
+        Ok(())
+    }
+
+    fn set_due(&mut self, id: &QuestionId, at: Millis) -> Result<()> {
+        State::set_due(self, id, at);
+        Ok(())
+    }
+
+    fn run(&mut self, id: &RunId) -> Result<Option<Run>> {
+        Ok(self.runs.get(id).cloned())
+    }
+
+    fn put_run(&mut self, run: &Run) -> Result<()> {
         self.runs.insert(run.id.clone(), run.clone());
-        true
+        Ok(())
+    }
+
+    fn insert_question(&mut self, question: &Question) -> Result<Inserted> {
+        Ok(State::insert_question(self, question))
+    }
+
+    fn work(&mut self, id: &QuestionId) -> Result<Work> {
+        Ok(State::work(self, id))
+    }
+
+    fn finish(&mut self, question: &Question) -> Result<()> {
+        self.remove_due(&question.id);
+        Ok(())
     }
 }
 
@@ -133,258 +163,66 @@ impl MemoryStore {
     }
 }
 
-#[async_trait]
-impl Votes for MemoryStore {
-    async fn vote(
-        &self,
-        snapshot: &Question,
-        vote: &Vote,
-        due_if_met: Millis,
-    ) -> Result<Option<(VoteOutcome, Question)>> {
-        let (outcome, question) = {
-            let mut state = self.state();
-            let Some(question) = state.questions.get_mut(&snapshot.id) else {
-                return Ok(None);
-            };
-            let outcome = tally::apply_vote(question, vote);
-            let question = question.clone();
-            if outcome == VoteOutcome::Met {
-                state.set_due(&question.id, due_if_met);
-            }
-            (outcome, question)
-        };
-        if outcome.is_counted() {
-            let _ = self.events.send(Event::voted(&question));
-        }
-        Ok(Some((outcome, question)))
-    }
-}
-
-#[async_trait]
-impl Drafts for MemoryStore {
-    async fn draft(&self, id: &QuestionId, who: &Identity) -> Result<Option<Draft>> {
-        let drafts = self.drafts.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(drafts.get(&(id.clone(), who.clone())).cloned())
-    }
-
-    async fn save_draft(
-        &self,
-        id: &QuestionId,
-        who: &Identity,
-        draft: &Draft,
-        _ttl: Duration,
-    ) -> Result<()> {
-        let mut drafts = self.drafts.lock().unwrap_or_else(|p| p.into_inner());
-        drafts.insert((id.clone(), who.clone()), draft.clone());
-        Ok(())
-    }
-}
-
 impl Default for MemoryStore {
     fn default() -> Self {
         MemoryStore::new(StoreOptions::default())
     }
 }
 
+impl Events for MemoryStore {
+    fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+}
+
 #[async_trait]
-impl Questions for MemoryStore {
-    async fn insert(&self, question: &Question) -> Result<Inserted> {
-        if crate::store::Sessions::session_closed(self, &question.session_id).await? {
-            return Ok(Inserted::Closed);
-        }
-        let inserted = self.state().insert_question(question);
-        if inserted == Inserted::Created {
-            self.announce(question);
-        }
-        Ok(inserted)
+impl Admin for MemoryStore {
+    fn describe(&self) -> String {
+        "memory (not durable: pending questions are lost when askbridge stops)".into()
     }
 
-    async fn get(&self, id: &QuestionId) -> Result<Option<Question>> {
-        Ok(self.state().questions.get(id).cloned())
+    fn is_durable(&self) -> bool {
+        false
     }
 
-    async fn claim(
-        &self,
-        snapshot: &Question,
-        claim: &Claim,
-        options: ClaimOptions<'_>,
-    ) -> Result<Option<Claimed>> {
-        let claimed = {
-            let mut state = self.state();
-            let Some(question) = state.questions.get_mut(&snapshot.id) else {
-                return Ok(None);
-            };
-            let outcome = question.apply(claim);
-            let question = question.clone();
-            let (mut run, mut carried) = (None, false);
-            let mut finished = false;
-            if outcome != ClaimOutcome::AlreadyResolved {
-                state.audit.push(AuditEntry::resolved(&question));
-                state.set_due(&question.id, Millis::now().after(options.settle_after));
-                if let (ClaimOutcome::Won, Some(_), Some(ahead)) =
-                    (outcome, options.take_run, &options.ahead)
-                {
-                    carried = state.carry(&question, ahead);
-                }
-                if let (false, Some(take), Some(run_id)) =
-                    (carried, options.take_run, &question.run_id)
-                    && let Some(stored) = state.runs.get_mut(run_id)
-                {
-                    let why = Acquire::Answer(&question.id);
-                    if stored.acquire(why, take.owner, claim.at, take.lease_until) {
-                        run = Some(stored.clone());
-                    }
-                }
-            }
-            let work = state.work(&question.id);
-            if outcome != ClaimOutcome::AlreadyResolved
-                && Claimed::idle(&question, &work, run.is_some() || carried, &options)
-            {
-                state.remove_due(&question.id);
-                finished = true;
-            }
-            Claimed {
-                outcome,
-                work,
-                question,
-                run,
-                finished,
-                ahead: carried,
-            }
-        };
-        if claimed.outcome != ClaimOutcome::AlreadyResolved {
-            self.announce(&claimed.question);
-        }
-        if let (true, Some(ahead)) = (claimed.ahead, &options.ahead) {
-            for event in Event::of_parked(ahead.run, ahead.next) {
-                let _ = self.events.send(event);
-            }
-        }
-        Ok(Some(claimed))
+    async fn ping(&self) -> Result<()> {
+        Ok(())
     }
 
-    fn claims_ahead(&self) -> bool {
-        true
+    async fn topology(&self) -> Result<crate::store::Topology> {
+        Ok(crate::store::Topology::single("memory"))
     }
 
-    async fn list(&self, filter: &ListFilter) -> Result<Vec<Question>> {
-        let state = self.state();
-        let mut found: Vec<Question> = state
+    async fn purge(&self, now: Millis) -> Result<usize> {
+        let mut state = self.state();
+        let retention = self.options.retention;
+        let old: Vec<QuestionId> = state
             .questions
             .values()
-            .filter(|q| filter.accepts(q))
-            .cloned()
+            .filter(|q| {
+                !state.due_at.contains_key(&q.id)
+                    && q.resolution
+                        .as_ref()
+                        .is_some_and(|r| r.at.after(retention) <= now)
+            })
+            .map(|q| q.id.clone())
             .collect();
-        found.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
-        found.truncate(filter.effective_limit());
-        Ok(found)
-    }
-
-    async fn counts(&self, since: Millis) -> Result<Counts> {
-        let state = self.state();
-        let mut counts = Counts::default();
-        let mut answered: Vec<(Millis, u64)> = Vec::new();
-        for question in state.questions.values() {
-            let Some(resolution) = &question.resolution else {
-                counts.pending += 1;
-                continue;
-            };
-            if let Some(slot) = FINAL.iter().position(|s| *s == question.status)
-                && resolution.at >= since
-            {
-                counts.resolved[slot] += 1;
-            }
-            if question.status == Status::Answered {
-                let took = resolution.at.since(question.created_at).as_millis() as u64;
-                answered.push((resolution.at, took));
-            }
+        for id in &old {
+            state.questions.remove(id);
+            state.shown.remove(id);
+            state.effects.remove(id);
         }
-        answered.sort_unstable_by_key(|(at, _)| std::cmp::Reverse(*at));
-        counts.answer_ms = answered.into_iter().take(2000).map(|(_, ms)| ms).collect();
-        Ok(counts)
-    }
-}
-
-#[async_trait]
-impl Deliveries for MemoryStore {
-    async fn record_shown(&self, id: &QuestionId, shown: &Shown) -> Result<()> {
-        let mut state = self.state();
-        let list = state.shown.entry(id.clone()).or_default();
-        list.retain(|s| s.target != shown.target);
-        list.push(shown.clone());
-        Ok(())
-    }
-
-    async fn shown(&self, id: &QuestionId) -> Result<Vec<Shown>> {
-        Ok(self.state().shown.get(id).cloned().unwrap_or_default())
-    }
-}
-
-#[async_trait]
-impl Outbox for MemoryStore {
-    async fn mark_effect(&self, id: &QuestionId, effect: &str) -> Result<bool> {
-        Ok(self
-            .state()
-            .effects
-            .entry(id.clone())
-            .or_default()
-            .insert(effect.to_owned()))
-    }
-
-    async fn work(&self, id: &QuestionId) -> Result<Work> {
-        Ok(self.state().work(id))
-    }
-
-    async fn lease_due(
-        &self,
-        now: Millis,
-        lease: Duration,
-        limit: usize,
-    ) -> Result<Vec<QuestionId>> {
-        let mut state = self.state();
-        let due: Vec<QuestionId> = state
-            .due
-            .iter()
-            .take_while(|(at, _)| *at <= now)
-            .take(limit)
-            .map(|(_, id)| id.clone())
-            .collect();
-        for id in &due {
-            state.set_due(id, now.after(lease));
-        }
-        Ok(due)
-    }
-
-    async fn next_due(&self) -> Result<Option<Millis>> {
-        Ok(self.state().due.first().map(|(at, _)| *at))
-    }
-
-    async fn open_ids(&self) -> Result<Vec<QuestionId>> {
-        Ok(self.state().due_at.keys().cloned().collect())
-    }
-
-    async fn reschedule(&self, id: &QuestionId, at: Millis) -> Result<()> {
-        self.state().set_due(id, at);
-        Ok(())
-    }
-
-    async fn finish(
-        &self,
-        id: &QuestionId,
-        _question: Option<&Question>,
-        done: &[String],
-        retry_at: Option<Millis>,
-    ) -> Result<()> {
-        let mut state = self.state();
-        state
-            .effects
-            .entry(id.clone())
-            .or_default()
-            .extend(done.iter().cloned());
-        match retry_at {
-            Some(at) => state.set_due(id, at),
-            None => state.remove_due(id),
-        }
-        Ok(())
+        // Forms' drafts go with their question (Redis gives each a TTL instead).
+        self.drafts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(id, _), _| state.questions.contains_key(id));
+        state.seen.retain(|_, until| *until > now);
+        let audit_retention = self.options.audit_retention;
+        state.audit.retain(|e| e.at.after(audit_retention) > now);
+        state.runs.retain(|_, run| {
+            !(run.state.is_final() && run.reported && run.updated_at.after(retention) <= now)
+        });
+        Ok(old.len())
     }
 }

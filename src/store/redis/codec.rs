@@ -3,7 +3,7 @@
 //! scripts change. Reading puts them back together; a field that does not read is a corrupt
 //! record.
 
-use crate::store::{Error, Result, Shown, Work};
+use crate::store::{Error, Event, EventKind, Result, Shown, Work};
 use askbridge_core::quorum::Vote;
 use askbridge_core::run::{JournalEntry, Origin, Run, RunState};
 use askbridge_core::{Kind, Millis, Question, QuestionId, Resolution, RunId, Status, Target};
@@ -58,21 +58,59 @@ pub(super) fn set_outcome(
     Ok(())
 }
 
-/// The JSON of a question as asked, for its `q` field: an object without its status and
-/// resolution (they have fields of their own; the scripts append them to build events) and without empty fields (they read back as their defaults), which
-/// keeps a pending question's memory in Redis small.
-pub(super) fn as_asked(question: &Question) -> String {
+/// A question's `q` field and the event announcing it asked. `q` is the question's JSON as asked:
+/// an object without its status and resolution (they have fields of their own) and without empty
+/// fields (they read back as their defaults), which keeps a pending question's memory in Redis
+/// small: the event is built here, where
+/// everything in it is known, and the script only appends it.
+pub(super) fn asked_and_event(question: &Question) -> (String, String) {
+    let fields = asked_fields(question);
+    let q = fields.to_string();
+    let mut with_status = fields;
+    if let Some(members) = with_status.as_object_mut() {
+        members.insert("status".into(), Status::Pending.as_str().into());
+    }
+    (q, event_json(EventKind::Asked, with_status))
+}
+
+/// The event announcing `question` as it is (resolved, for a claim), without its empty fields.
+pub(super) fn question_event(kind: EventKind, question: &Question) -> String {
+    let mut value = serde_json::to_value(question).expect("a question always serialises");
+    if let Some(fields) = value.as_object_mut() {
+        fields.retain(|_, v| !is_empty(v));
+    }
+    event_json(kind, value)
+}
+
+/// The event announcing a run that parked or ended (`None` for a run nobody waits on), from its
+/// data as stored and its fields kept apart: the whole run, without serialising it again (this
+/// runs on every save of a run).
+pub(super) fn run_event(run: &Run, data: &str) -> Option<String> {
+    let kind = Event::of_run(run)?.kind().name();
+    let members = kept_apart_members(run);
+    let open = data.strip_suffix('}').unwrap_or(data);
+    Some(format!(r#"{{"kind":"{kind}","run":{open}{members}}}}}"#))
+}
+
+fn event_json(kind: EventKind, question: serde_json::Value) -> String {
+    serde_json::json!({"kind": kind.name(), "question": question}).to_string()
+}
+
+fn asked_fields(question: &Question) -> serde_json::Value {
     let mut value = serde_json::to_value(question).expect("a question always serialises");
     if let Some(fields) = value.as_object_mut() {
         fields.remove("resolution");
         fields.remove("status");
-        fields.retain(|_, v| {
-            !(v.is_null()
-                || *v == serde_json::Value::Bool(false)
-                || v.as_array().is_some_and(Vec::is_empty))
-        });
+        fields.retain(|_, v| !is_empty(v));
     }
-    value.to_string()
+    value
+}
+
+/// A field that reads back as its default when left out.
+fn is_empty(value: &serde_json::Value) -> bool {
+    value.is_null()
+        || *value == serde_json::Value::Bool(false)
+        || value.as_array().is_some_and(Vec::is_empty)
 }
 
 /// Pairs `field, value, field, value, ...` as a Lua script returns a hash.
@@ -87,13 +125,13 @@ pub(super) fn pairs(flat: Vec<String>) -> HashMap<String, String> {
 
 /// A run's mutable fields, as the run hash holds them beside its JSON.
 pub(super) struct RunFields {
-    data: String,
-    state: &'static str,
-    waiting_on: String,
-    owner: String,
-    lease_until: String,
-    reported: &'static str,
-    updated_at: String,
+    pub(super) data: String,
+    pub(super) state: &'static str,
+    pub(super) waiting_on: String,
+    pub(super) owner: String,
+    pub(super) lease_until: String,
+    pub(super) reported: &'static str,
+    pub(super) updated_at: String,
     /// Its score in the lease index, or empty when it needs no executor.
     pub(super) lease_score: String,
 }
@@ -328,8 +366,13 @@ mod tests {
             serde_json::to_string(&theirs).unwrap(),
         );
         for stored in [&ours_json, &theirs_json] {
-            let from_store =
-                assemble(&as_asked(&snapshot), status.as_str(), Some(stored), None).unwrap();
+            let from_store = assemble(
+                &asked_and_event(&snapshot).0,
+                status.as_str(),
+                Some(stored),
+                None,
+            )
+            .unwrap();
             let mut from_snapshot = snapshot.clone();
             set_outcome(
                 &mut from_snapshot,
@@ -341,9 +384,14 @@ mod tests {
             assert_eq!(from_snapshot, from_store);
         }
         assert_eq!(
-            assemble(&as_asked(&snapshot), "answered", Some(&theirs_json), None)
-                .unwrap()
-                .resolution,
+            assemble(
+                &asked_and_event(&snapshot).0,
+                "answered",
+                Some(&theirs_json),
+                None
+            )
+            .unwrap()
+            .resolution,
             Some(theirs)
         );
         assert!(set_outcome(&mut snapshot.clone(), "gone", None, &[]).is_err());

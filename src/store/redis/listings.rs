@@ -5,7 +5,7 @@
 use super::RedisStore;
 use super::codec::assemble_run;
 use super::keys::rule_bucket;
-use super::records::corrupt_rule;
+use super::rules::corrupt_rule;
 use crate::store::{Error, Page, Result, rule_place};
 use askbridge_core::run::Run;
 use askbridge_core::{Question, Rule, Status};

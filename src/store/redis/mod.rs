@@ -6,10 +6,11 @@
 //! - `replica_wait.rs`: on a cluster, waiting for a replica after an ask or a claim without
 //!   holding other writes;
 //! - `codec.rs`: how questions and runs are spread over hash fields;
-//! - `questions.rs` (questions), `outbox.rs` (deliveries, the outbox), `records.rs` (runs, rules,
-//!   dedupe, leases), `audit.rs` (the audit trail), `listings.rs` and `pages.rs` (the ops page's
-//!   paged listings), `events.rs` (the event stream every process reads): one file per group of
-//!   roles.
+//! - `args.rs` and `lua/lib/args.lua`: the scripts' named arguments, one struct per script;
+//! - a file per role, named as in the other stores: `questions.rs` (with `claim.rs`, a claim's
+//!   arguments and reply), `outbox.rs` (deliveries, the outbox, dedupe), `votes.rs` (votes,
+//!   drafts), `runs.rs`, `rules.rs`, `audit.rs`, `leases.rs`, `listings.rs` and `pages.rs` (the
+//!   ops page's paged listings), `events.rs` (the event stream every process reads).
 //!
 //! # Keys
 //!
@@ -31,19 +32,23 @@
 //! re-loaded on NOSCRIPT (Redis forgets them on restart). A retried claim or insert may find its
 //! own earlier attempt already applied; that is recognised and reported as success.
 
+mod args;
 mod audit;
+mod claim;
 mod codec;
 mod connection;
 mod events;
 mod kept;
 mod keys;
+mod leases;
 mod listings;
 mod outbox;
 mod pages;
 mod questions;
-mod records;
 mod replica_wait;
 mod retry;
+mod rules;
+mod runs;
 mod scripts;
 mod votes;
 

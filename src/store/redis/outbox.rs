@@ -5,7 +5,7 @@ use super::RedisStore;
 use super::codec::work_of;
 use super::keys::{BUCKETS, question_bucket};
 use super::scripts::{FINISH, LEASE, MARK_EFFECT, RECORD_SHOWN};
-use crate::store::{Deliveries, Error, Outbox, Result, Shown, Work};
+use crate::store::{Dedupe, Deliveries, Error, Outbox, Result, Shown, Work};
 use askbridge_core::{Millis, Question, QuestionId};
 use async_trait::async_trait;
 use std::time::Duration;
@@ -142,5 +142,20 @@ impl Outbox for RedisStore {
             invocation.arg(effect);
         }
         self.invoke::<i64>("finish", &invocation).await.map(drop)
+    }
+}
+
+#[async_trait]
+impl Dedupe for RedisStore {
+    async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<bool> {
+        let mut command = redis::cmd("SET");
+        command
+            .arg(self.keys.seen(key))
+            .arg(1)
+            .arg("NX")
+            .arg("PX")
+            .arg(ttl.as_millis() as u64);
+        let set: Option<String> = self.query("set nx", &command).await?;
+        Ok(set.is_some())
     }
 }

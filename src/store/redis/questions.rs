@@ -2,28 +2,23 @@
 //! outbox are in `outbox.rs`.
 
 use super::RedisStore;
-use super::codec::{
-    ClaimReply, as_asked, assemble, assemble_run, kind_name, pairs, set_outcome, split_claim_reply,
-    work_of,
-};
+use super::args::{InsertArgs, Named};
+use super::claim::ANSWERS_KEPT;
+use super::codec::{ClaimReply, asked_and_event, assemble, split_claim_reply};
 use super::events::EVENTS_MAXLEN;
-use super::keys::{BUCKETS, question_bucket, run_bucket};
+use super::keys::{BUCKETS, question_bucket};
 use super::scripts::{CLAIM, INSERT};
 use crate::store::{
-    ClaimOptions, Claimed, Counts, Error, Event, EventKind, FINAL, Inserted, ListFilter, Questions,
-    Result,
+    ClaimOptions, Claimed, Counts, Error, Event, FINAL, Inserted, ListFilter, Questions, Result,
 };
 use askbridge_core::question::MAX_TIMEOUT;
-use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Status, Transition};
+use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Status};
 use async_trait::async_trait;
 use redis::ScriptInvocation;
 use std::time::Duration;
 
 /// How many questions one pipelined read loads.
 const LOAD_CHUNK: usize = 500;
-/// Answer times each bucket keeps for the percentiles (16 buckets: about 2,000 in all). Its list
-/// may hold as many older ones besides, which nobody reads: claim.lua trims it in steps.
-const ANSWERS_KEPT: usize = 125;
 /// How long a target's set outlives the deadline of the newest question in it.
 const TARGET_GRACE: Duration = Duration::from_secs(24 * 3600);
 
@@ -104,19 +99,15 @@ impl RedisStore {
 }
 
 impl RedisStore {
-    /// Adds what `lib/insert_question.lua` takes for `question` to `invocation`; returns the
-    /// question's JSON as stored.
-    pub(super) fn push_insert(
+    /// Adds `lib/insert_question.lua`'s keys for `question` to `invocation`, and returns its
+    /// arguments.
+    pub(super) fn push_insert<'a>(
         &self,
-        question: &Question,
+        question: &'a Question,
         invocation: &mut ScriptInvocation,
-    ) -> String {
+    ) -> InsertArgs<'a> {
         let id = question.id.as_str();
         let bucket = question_bucket(id);
-        let json = as_asked(question);
-        // A session's set lives as long as its newest question can, and then some.
-        let session_ttl = self.options.retention + MAX_TIMEOUT;
-        let target_ttl = question.remaining(Millis::now()) + TARGET_GRACE;
         invocation
             .key(self.keys.question(id))
             .key(self.keys.open(bucket))
@@ -126,16 +117,21 @@ impl RedisStore {
         for target in &question.all_targets() {
             invocation.key(self.keys.target(bucket, target.as_str()));
         }
-        invocation
-            .arg(&json)
-            .arg(question.expires_at.0)
-            .arg(question.created_at.0)
-            .arg(id)
-            .arg(session_ttl.as_millis() as u64)
-            .arg(question.next_due(&[]).0)
-            .arg(EVENTS_MAXLEN)
-            .arg(target_ttl.as_millis() as u64);
-        json
+        let (q, event) = asked_and_event(question);
+        // A session's set lives as long as its newest question can, and then some.
+        let session_ttl = self.options.retention + MAX_TIMEOUT;
+        let target_ttl = question.remaining(Millis::now()) + TARGET_GRACE;
+        InsertArgs {
+            q,
+            event,
+            deadline: question.expires_at.0,
+            asked: question.created_at.0,
+            id,
+            session_ttl: session_ttl.as_millis() as u64,
+            due: question.next_due(&[]).0,
+            maxlen: EVENTS_MAXLEN,
+            target_ttl: target_ttl.as_millis() as u64,
+        }
     }
 }
 
@@ -143,7 +139,9 @@ impl RedisStore {
 impl Questions for RedisStore {
     async fn insert(&self, question: &Question) -> Result<Inserted> {
         let mut invocation = INSERT.prepare_invoke();
-        let json = self.push_insert(question, &mut invocation);
+        let args = self.push_insert(question, &mut invocation);
+        args.encode(&mut Named::new(&mut invocation));
+        let json = args.q;
         self.tag(&mut invocation);
         let created: i64 = self.invoke("insert", &invocation).await?;
         if created == -1 {
@@ -179,146 +177,31 @@ impl Questions for RedisStore {
         claim: &Claim,
         options: ClaimOptions<'_>,
     ) -> Result<Option<Claimed>> {
-        let (settle_after, take_run) = (options.settle_after, options.take_run);
-        let id = snapshot.id.as_str();
-        let bucket = question_bucket(id);
-        let (status, resolution) = snapshot.resolution_for(claim);
-        let resolution_json = serde_json::to_string(&resolution).expect("resolutions serialise");
-        let (_, expiry) = snapshot.expiry_resolution(claim.at);
-        let expiry_json = serde_json::to_string(&expiry).expect("resolutions serialise");
-        let digest = snapshot
-            .action
-            .as_ref()
-            .map(|a| a.digest())
-            .unwrap_or_default();
-        let is_expiry = if claim.transition == Transition::Expire {
-            "1"
-        } else {
-            "0"
-        };
-        let answer_ms = if status == Status::Answered {
-            claim.at.since(snapshot.created_at).as_millis().to_string()
-        } else {
-            String::new()
-        };
-        // The parked run shares the question's bucket (see `keys`); without one, the question's
-        // own key stands in, so every key stays in the slot.
-        let run = snapshot
-            .run_id
-            .as_ref()
-            .filter(|run| take_run.is_some() && run_bucket(run.as_str()) == bucket);
-        let run_key = run.map_or_else(|| self.keys.question(id), |r| self.keys.run(r.as_str()));
-        // Stream ids are milliseconds: MINID trims audit records older than the retention.
-        let oldest_audit = claim
-            .at
-            .0
-            .saturating_sub(self.options.audit_retention.as_millis() as u64);
-        // Tells this attempt's retries (after a lost reply) from other claims.
-        let token = QuestionId::random().to_string();
+        let mut plan = self.plan_claim(snapshot, claim, &options);
         let mut invocation = CLAIM.prepare_invoke();
-        invocation
-            .key(self.keys.question(id))
-            .key(self.keys.shown(id))
-            .key(self.keys.effects(id))
-            .key(self.keys.open(bucket))
-            .key(self.keys.pending(bucket))
-            .key(self.keys.done(bucket, status.as_str()))
-            .key(self.keys.done(bucket, Status::Expired.as_str()))
-            .key(self.keys.events(bucket))
-            .key(self.keys.audit(bucket))
-            .key(self.keys.answers(bucket))
-            .key(run_key)
-            .key(self.keys.runs(bucket))
-            .key(run.map_or_else(
-                || self.keys.question(id),
-                |r| self.keys.run_data(r.as_str()),
-            ))
-            .arg(claim.at.0)
-            .arg(status.as_str())
-            .arg(&resolution_json)
-            .arg(&expiry_json)
-            .arg(is_expiry)
-            .arg(self.options.retention.as_millis() as u64)
-            .arg(Millis::now().after(settle_after).0)
-            .arg(id)
-            .arg(EventKind::for_status(status).name())
-            .arg(&snapshot.session_id)
-            .arg(kind_name(snapshot.kind))
-            .arg(&digest)
-            .arg(EVENTS_MAXLEN)
-            .arg(oldest_audit)
-            .arg(&answer_ms)
-            .arg(if run.is_some() { "1" } else { "0" })
-            .arg(take_run.map_or("", |t| t.owner))
-            .arg(take_run.map_or(0, |t| t.lease_until.0))
-            .arg(run.map_or("", |r| r.as_str()))
-            .arg(ANSWERS_KEPT)
-            .arg(if options.finish_when_idle { "1" } else { "0" })
-            .arg(if snapshot.run_id.is_some() { "1" } else { "0" })
-            .arg(&token);
-        // The run carried ahead and its next question, in the run's (so the question's) slot.
-        let ahead = options.ahead.filter(|ahead| {
-            run.is_some_and(|r| *r == ahead.run.id)
-                && question_bucket(ahead.next.id.as_str()) == bucket
-        });
-        match ahead {
-            Some(ahead) => {
-                invocation.arg(ahead.was.0);
-                self.push_save(ahead.run, "", &mut invocation);
-                self.push_insert(ahead.next, &mut invocation);
-            }
-            None => {
-                invocation.arg("");
-            }
-        }
+        self.push_claim_keys(snapshot, &mut plan, &mut invocation);
+        plan.args.encode(&mut invocation);
         self.tag(&mut invocation);
         let reply: Vec<redis::Value> = self.invoke("claim", &invocation).await?;
         if reply.len() == 1 {
             return Ok(None);
         }
-        let ((outcome, status, stored, shown, done, run, finished, winner), carried): (
-            ClaimReply,
-            i64,
-        ) = split_claim_reply(reply)
+        let id = snapshot.id.as_str();
+        let (reply, carried): (ClaimReply, i64) = split_claim_reply(reply)
             .map_err(|e| Error::corrupt(format!("question {id}"), format!("claim reply: {e}")))?;
-        let (status, stored) = (status.unwrap_or_default(), stored.unwrap_or_default());
-        if outcome != "already_resolved" {
+        if reply.0 != "already_resolved" {
             // An acknowledged claim must survive a failover (a cluster only).
             self.replicated(&self.keys.question(id)).await;
         }
-        let outcome = match outcome.as_str() {
-            "won" => ClaimOutcome::Won,
-            "expired" => ClaimOutcome::Expired,
-            // A retry (same token) that finds its own earlier attempt won all along. Another
-            // claim with the very same resolution (the same answer by the same caller in the
-            // same millisecond) did not win: it is told so.
-            _ if winner == token && stored == resolution_json => ClaimOutcome::Won,
-            _ if winner == token && stored == expiry_json => ClaimOutcome::Expired,
-            _ => ClaimOutcome::AlreadyResolved,
-        };
-        // The question as asked is the snapshot's (its `q` never changes once stored).
-        let mut question = snapshot.clone();
-        set_outcome(
-            &mut question,
-            &status,
-            Some(&stored),
-            &[(&resolution_json, &resolution), (&expiry_json, &expiry)],
-        )?;
-        if outcome != ClaimOutcome::AlreadyResolved {
+        let claimed = plan.claimed(snapshot, reply, carried == 1)?;
+        if claimed.outcome != ClaimOutcome::AlreadyResolved {
             // This attempt, or an earlier one of it whose reply was lost, announced these.
-            self.deliver([Event::of(&question)]);
-            if let (1, Some(ahead)) = (carried, ahead) {
+            self.deliver([Event::of(&claimed.question)]);
+            if let (true, Some(ahead)) = (claimed.ahead, plan.ahead) {
                 self.deliver(Event::of_parked(ahead.run, ahead.next));
             }
         }
-        Ok(Some(Claimed {
-            outcome,
-            question,
-            work: work_of(shown, done),
-            run: assemble_run(&pairs(run))?,
-            finished: finished == 1,
-            ahead: carried == 1,
-        }))
+        Ok(Some(claimed))
     }
 
     fn claims_ahead(&self) -> bool {

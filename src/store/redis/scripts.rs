@@ -17,7 +17,7 @@ macro_rules! scripts {
 }
 
 scripts! {
-    INSERT => ["announce.lua", "insert_question.lua"] "insert.lua",
+    INSERT => ["args.lua", "announce.lua", "insert_question.lua"] "insert.lua",
     CLAIM => ["args.lua", "announce.lua", "insert_question.lua", "save_run.lua"] "claim.lua",
     LEASE => [] "lease.lua",
     RECORD_SHOWN => [] "record_shown.lua",
@@ -25,7 +25,7 @@ scripts! {
     FINISH => [] "finish.lua",
     INSERT_RUN => [] "insert_run.lua",
     ACQUIRE_RUN => [] "acquire_run.lua",
-    SAVE_RUN => ["announce.lua", "save_run.lua"] "save_run.lua",
+    SAVE_RUN => ["args.lua", "announce.lua", "save_run.lua"] "save_run.lua",
     PARK => ["args.lua", "announce.lua", "insert_question.lua", "save_run.lua"] "park.lua",
     INSERT_PARKED => ["args.lua", "announce.lua", "insert_question.lua", "save_run.lua"] "insert_parked.lua",
     HOLD_LEASE => [] "hold_lease.lua",

@@ -86,16 +86,7 @@ pub(crate) async fn cluster(options: StoreOptions, test: &str) -> Fixture {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
-    let store =
-        askbridge::store::redis::RedisStore::connect(askbridge::store::redis::RedisOptions {
-            url: cluster.urls.join(","),
-            cluster: true,
-            replica_wait: askbridge::store::redis::DEFAULT_REPLICA_WAIT,
-            prefix,
-            store: options,
-        })
-        .await
-        .unwrap();
+    let store = crate::support::redis_cluster_store(&cluster.urls, prefix, options).await;
     Fixture {
         store: Arc::new(store),
         _keep: Box::new(()),

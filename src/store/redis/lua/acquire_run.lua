@@ -1,4 +1,5 @@
--- `Run::acquire` on the server. KEYS: 1 run fields, 2 run data, 3 lease index.
+-- `Run::acquire` on the server (the differential test, tests/it/rules.rs, holds it to core's).
+-- KEYS: 1 run fields, 2 run data, 3 lease index.
 -- ARGV: 1 'answer' or 'recovery', 2 question id, 3 owner, 4 now, 5 lease_until, 6 run id.
 -- Returns the run's fields and its data (field, value, ..., 'data', JSON) when taken, an empty
 -- list otherwise.

@@ -1,6 +1,6 @@
 -- One vote per person on a pending question with a quorum (`tally::apply_vote`), announced, and
 -- the outbox entry made due when the quorum is met, in one step in the question's bucket
--- (lib/announce.lua is prepended).
+-- (lib/announce.lua is prepended). The differential test (tests/it/rules.rs) holds it to core's.
 -- The voter's mark (`v:<identity>`, HSETNX) is what refuses a second vote by the same person, on
 -- any process; `t:<tally>` counts the votes that agree; `votes` holds the votes' JSON objects,
 -- comma-joined, so that reading the question and building the event need no decoding here.

@@ -2,10 +2,21 @@
 -- or ended, and tells a parking run whether its question was resolved meanwhile.
 -- K (keys): 1 run fields, 2 run data, 3 lease index, 4 events stream, 5 the question it waits on
 --       (the run's own key when none), 6 the live-runs index, 7 the ended-runs index.
--- A (arguments): 1 owner, 2 data, 3 state, 4 waiting_on, 5 new owner, 6 lease_until, 7 reported,
---       8 updated_at, 9 TTL ms (0 for none), 10 lease score ('' when it needs no executor),
---       11 run id, 12 the event's kind ('' for none), 13 events maxlen, 14 the fields kept
---       apart as JSON members (`,"state":...`), for the event, 15 created_at.
+-- A (arguments, by name):
+--   owner        who must hold the run for it to be written
+--   data         the run's JSON without the fields below
+--   state        its state
+--   waiting_on   the question it waits on ('' for none)
+--   new_owner    its owner once written ('' for none)
+--   lease_until  its lease's end, ms ('' for none)
+--   reported     '1' when its end was reported
+--   updated_at   its last change, ms
+--   created_at   when it started, ms
+--   ttl          its TTL, ms ('0' for none)
+--   lease_score  its score in the lease index (nil when it needs no executor)
+--   id           the run's id
+--   event        the event announcing it, JSON (nil for none; built by the caller)
+--   maxlen       the events stream's length
 -- `fresh`: the caller has checked that `owner` holds the run and has just stored the question
 -- it waits on (parking with the question, or a claim carrying the run ahead), so neither is
 -- looked at again. `was` says where the run is in the indexes already, so that they are not
@@ -15,32 +26,29 @@
 -- Returns 0 when `owner` no longer holds it, 1 when written, 2 when written waiting on a
 -- question that is no longer pending.
 local function save_run(K, A, fresh, was)
-    if not fresh and redis.call('HGET', K[1], 'owner') ~= A[1] then return 0 end
-    redis.call('SET', K[2], A[2])
-    redis.call('HSET', K[1], 'state', A[3], 'waiting_on', A[4],
-        'owner', A[5], 'lease_until', A[6], 'reported', A[7], 'updated_at', A[8])
-    if A[9] ~= '0' then
-        redis.call('PEXPIRE', K[1], A[9])
-        redis.call('PEXPIRE', K[2], A[9])
+    if not fresh and redis.call('HGET', K[1], 'owner') ~= A.owner then return 0 end
+    redis.call('SET', K[2], A.data)
+    redis.call('HSET', K[1], 'state', A.state, 'waiting_on', A.waiting_on,
+        'owner', A.new_owner, 'lease_until', A.lease_until, 'reported', A.reported,
+        'updated_at', A.updated_at)
+    if A.ttl ~= '0' then
+        redis.call('PEXPIRE', K[1], A.ttl)
+        redis.call('PEXPIRE', K[2], A.ttl)
     end
-    if A[10] ~= '' then
-        redis.call('ZADD', K[3], A[10], A[11])
+    if A.lease_score then
+        redis.call('ZADD', K[3], A.lease_score, A.id)
     elseif was == nil then
-        redis.call('ZREM', K[3], A[11])
+        redis.call('ZREM', K[3], A.id)
     end
     -- The ops page's indexes: live runs by start, ended ones by their last change.
-    if A[3] == 'done' or A[3] == 'failed' then
-        redis.call('ZREM', K[6], A[11])
-        redis.call('ZADD', K[7], A[8], A[11])
+    if A.state == 'done' or A.state == 'failed' then
+        redis.call('ZREM', K[6], A.id)
+        redis.call('ZADD', K[7], A.updated_at, A.id)
     elseif was ~= 'parked' then
-        redis.call('ZADD', K[6], A[15], A[11])
+        redis.call('ZADD', K[6], A.created_at, A.id)
     end
-    if A[12] ~= '' then
-        local event = '{"kind":"' .. A[12] .. '","run":' .. string.sub(A[2], 1, -2) ..
-            A[14] .. '}}'
-        announce(K[4], A[13], event)
-    end
-    if not fresh and A[3] == 'waiting' and K[5] ~= K[1] then
+    if A.event then announce(K[4], A.maxlen, A.event) end
+    if not fresh and A.state == 'waiting' and K[5] ~= K[1] then
         local status = redis.call('HGET', K[5], 'status')
         if status and status ~= 'pending' then return 2 end
     end

@@ -1,28 +1,19 @@
-//! Runs, rules, delivery dedupe and leader leases, in Redis (the audit trail is in `audit.rs`,
-//! the ops page's listings in `listings.rs`).
+//! Runs in Redis: stored, taken (`acquire_run.lua`), saved by their holder (`lib/save_run.lua`),
+//! parked with their question in one script (`park.lua`, `insert_parked.lua`).
 
 use super::RedisStore;
-use super::codec::{RunFields, assemble_run, kept_apart_members, pairs};
+use super::args::{Named, SaveArgs, encode_park};
+use super::codec::{RunFields, assemble_run, pairs, run_event};
 use super::events::EVENTS_MAXLEN;
-use super::keys::{BUCKETS, question_bucket, rule_bucket, run_bucket};
-use super::scripts::{
-    ACQUIRE_RUN, HOLD_LEASE, INSERT_PARKED, INSERT_RUN, PARK, RELEASE_LEASE, REVOKE_RULE, SAVE_RUN,
-};
-use crate::store::{
-    Dedupe, Error, Event, EventKind, Inserted, Leases, Parked, Questions, Result, Rules, Runs,
-    Saved,
-};
+use super::keys::{BUCKETS, question_bucket, run_bucket};
+use super::scripts::{ACQUIRE_RUN, INSERT_PARKED, INSERT_RUN, PARK, SAVE_RUN};
+use crate::store::{Error, Event, Inserted, Parked, Questions, Result, Runs, Saved};
 use askbridge_core::Question;
 use askbridge_core::run::{Acquire, Run};
-use askbridge_core::{Millis, Rule, RuleId, RunId};
+use askbridge_core::{Millis, RunId};
 use async_trait::async_trait;
 use redis::ScriptInvocation;
 use std::collections::HashMap;
-use std::time::Duration;
-
-pub(super) fn corrupt_rule(error: serde_json::Error) -> Error {
-    Error::corrupt("a rule in Redis", error)
-}
 
 /// What `lib/save_run.lua` answered.
 fn saved_of(code: i64) -> Saved {
@@ -34,18 +25,14 @@ fn saved_of(code: i64) -> Saved {
 }
 
 impl RedisStore {
-    /// Adds what `lib/save_run.lua` takes for `run` to `invocation`.
-    pub(super) fn push_save(&self, run: &Run, owner: &str, invocation: &mut ScriptInvocation) {
-        let ttl = if run.state.is_final() && run.reported {
-            self.options.retention.as_millis() as u64
-        } else {
-            0
-        };
-        let event = Event::of_run(run)
-            .map(|event| event.kind().name())
-            .unwrap_or_default();
+    /// Adds `lib/save_run.lua`'s keys for `run` to `invocation`, and returns its arguments.
+    pub(super) fn push_save<'a>(
+        &self,
+        run: &'a Run,
+        owner: &'a str,
+        invocation: &mut ScriptInvocation,
+    ) -> SaveArgs<'a> {
         let bucket = run_bucket(run.id.as_str());
-        let fields = RunFields::of(run);
         let run_key = self.keys.run(run.id.as_str());
         // The question it waits on shares its bucket (see `keys`), so the script can look at it.
         let waited = match &run.waiting_on {
@@ -61,17 +48,35 @@ impl RedisStore {
             .key(self.keys.events(bucket))
             .key(waited)
             .key(self.keys.runs_live(bucket))
-            .key(self.keys.runs_ended(bucket))
-            .arg(owner);
-        fields.push(invocation);
-        invocation
-            .arg(ttl)
-            .arg(&fields.lease_score)
-            .arg(run.id.as_str())
-            .arg(event)
-            .arg(EVENTS_MAXLEN)
-            .arg(kept_apart_members(run))
-            .arg(run.created_at.0);
+            .key(self.keys.runs_ended(bucket));
+        self.save_args(run, owner)
+    }
+
+    /// What `lib/save_run.lua` takes to save `run` if `owner` holds it.
+    fn save_args<'a>(&self, run: &'a Run, owner: &'a str) -> SaveArgs<'a> {
+        let ttl = if run.state.is_final() && run.reported {
+            self.options.retention.as_millis() as u64
+        } else {
+            0
+        };
+        let fields = RunFields::of(run);
+        let event = run_event(run, &fields.data);
+        SaveArgs {
+            owner,
+            state: fields.state,
+            waiting_on: fields.waiting_on,
+            new_owner: fields.owner,
+            lease_until: fields.lease_until,
+            reported: fields.reported,
+            updated_at: fields.updated_at,
+            created_at: run.created_at.0,
+            ttl,
+            lease_score: Some(fields.lease_score).filter(|score| !score.is_empty()),
+            id: run.id.as_str(),
+            event,
+            maxlen: EVENTS_MAXLEN,
+            data: fields.data,
+        }
     }
 
     /// Runs `script` (park.lua, or insert_parked.lua for a new run) for `run` parking on
@@ -85,8 +90,9 @@ impl RedisStore {
         question: &Question,
     ) -> Result<Parked> {
         let mut invocation = script.prepare_invoke();
-        self.push_save(run, owner, &mut invocation);
-        self.push_insert(question, &mut invocation);
+        let save = self.push_save(run, owner, &mut invocation);
+        let insert = self.push_insert(question, &mut invocation);
+        encode_park(&mut invocation, &save, &insert);
         self.tag(&mut invocation);
         let code: i64 = self.invoke(what, &invocation).await?;
         if code == 1 || code == 2 {
@@ -173,7 +179,8 @@ impl Runs for RedisStore {
 
     async fn save_run(&self, run: &Run, owner: &str) -> Result<Saved> {
         let mut invocation = SAVE_RUN.prepare_invoke();
-        self.push_save(run, owner, &mut invocation);
+        let save = self.push_save(run, owner, &mut invocation);
+        save.encode(&mut Named::new(&mut invocation));
         self.tag(&mut invocation);
         let saved: i64 = self.invoke("save run", &invocation).await?;
         if saved != 0 {
@@ -263,112 +270,5 @@ impl Runs for RedisStore {
             .pexpire(&data, retention)
             .ignore();
         self.query_pipe("abandon run", &pipe).await
-    }
-}
-
-#[async_trait]
-impl Rules for RedisStore {
-    async fn put_rule(&self, rule: &Rule) -> Result<()> {
-        let json = serde_json::to_string(rule).expect("a rule serialises");
-        let bucket = rule_bucket(rule.id.as_str());
-        // The rule and its announcement together (one slot: the bucket's).
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .hset(self.keys.rules(bucket), rule.id.as_str(), &json)
-            .ignore()
-            .zadd(
-                self.keys.rules_by_time(bucket),
-                rule.id.as_str(),
-                rule.created_at.0,
-            )
-            .ignore()
-            .cmd("XADD")
-            .arg(self.keys.events(bucket))
-            .arg("MAXLEN")
-            .arg("~")
-            .arg(EVENTS_MAXLEN)
-            .arg("*")
-            .arg("data")
-            .arg(format!(r#"{{"kind":"rule.created","rule":{json}}}"#))
-            .arg("o")
-            .arg(&*self.origin)
-            .ignore();
-        self.query_pipe::<()>("put rule", &pipe).await?;
-        self.deliver([Event::Rule {
-            kind: EventKind::RuleCreated,
-            rule: rule.clone(),
-        }]);
-        Ok(())
-    }
-
-    async fn rules(&self) -> Result<Vec<Rule>> {
-        let mut pipe = redis::pipe();
-        for bucket in 0..BUCKETS {
-            pipe.cmd("HVALS").arg(self.keys.rules(bucket));
-        }
-        let stored: Vec<Vec<String>> = self.query_pipe("rules", &pipe).await?;
-        stored
-            .concat()
-            .iter()
-            .map(|json| serde_json::from_str(json).map_err(corrupt_rule))
-            .collect()
-    }
-
-    async fn delete_rule(&self, id: &RuleId) -> Result<Option<Rule>> {
-        let bucket = rule_bucket(id.as_str());
-        let mut invocation = REVOKE_RULE.prepare_invoke();
-        invocation
-            .key(self.keys.rules(bucket))
-            .key(self.keys.events(bucket))
-            .key(self.keys.rules_by_time(bucket))
-            .arg(id.as_str())
-            .arg(EVENTS_MAXLEN);
-        self.tag(&mut invocation);
-        let stored: Option<String> = self.invoke("revoke rule", &invocation).await?;
-        let revoked: Option<Rule> = stored
-            .map(|json| serde_json::from_str(&json).map_err(corrupt_rule))
-            .transpose()?;
-        if let Some(rule) = &revoked {
-            self.deliver([Event::Rule {
-                kind: EventKind::RuleRevoked,
-                rule: rule.clone(),
-            }]);
-        }
-        Ok(revoked)
-    }
-}
-
-#[async_trait]
-impl Dedupe for RedisStore {
-    async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<bool> {
-        let mut command = redis::cmd("SET");
-        command
-            .arg(self.keys.seen(key))
-            .arg(1)
-            .arg("NX")
-            .arg("PX")
-            .arg(ttl.as_millis() as u64);
-        let set: Option<String> = self.query("set nx", &command).await?;
-        Ok(set.is_some())
-    }
-}
-
-#[async_trait]
-impl Leases for RedisStore {
-    async fn hold_lease(&self, name: &str, owner: &str, ttl: Duration) -> Result<bool> {
-        let mut invocation = HOLD_LEASE.prepare_invoke();
-        invocation
-            .key(self.keys.lease(name))
-            .arg(owner)
-            .arg(ttl.as_millis() as u64);
-        let held: i64 = self.invoke("hold lease", &invocation).await?;
-        Ok(held == 1)
-    }
-
-    async fn release_lease(&self, name: &str, owner: &str) -> Result<()> {
-        let mut invocation = RELEASE_LEASE.prepare_invoke();
-        invocation.key(self.keys.lease(name)).arg(owner);
-        let _: i64 = self.invoke("release lease", &invocation).await?;
-        Ok(())
     }
 }

@@ -1,33 +1,16 @@
-//! Runs, rules, the audit trail and delivery dedupe, in the embedded store.
+//! Runs in the embedded store: stored, taken (`Run::acquire` in a write transaction), saved by
+//! their holder, parked with their question in one write.
 
 use super::EmbeddedStore;
 use super::tables::{
-    AUDIT, ID_END, QUESTIONS, RULES, RUN_LEASE_AT, RUN_LEASES, RUNS, SEEN, decode, decode_rule,
-    decode_run, insert_question, put_run, run_in,
+    ID_END, QUESTIONS, RUN_LEASE_AT, RUN_LEASES, RUNS, decode, decode_run, insert_question,
+    put_run, run_in,
 };
-use crate::store::{
-    AuditLog, Dedupe, Error, Event, EventKind, Inserted, Parked, Result, Rules, Runs, Saved,
-};
-use askbridge_core::audit::{AuditEntry, AuditFilter};
+use crate::store::{Error, Event, Inserted, Parked, Result, Runs, Saved};
 use askbridge_core::run::{Acquire, Run, RunState};
-use askbridge_core::{Millis, Question, QuestionId, Rule, RuleId, RunId};
+use askbridge_core::{Millis, Question, QuestionId, RunId};
 use async_trait::async_trait;
 use redb::{ReadableTable, WriteTransaction};
-use std::time::Duration;
-
-/// Appends an audit record inside `txn` (a claim writes its record with the resolution).
-pub(super) fn append_audit_in(txn: &WriteTransaction, entry: &AuditEntry) -> Result<()> {
-    let json = serde_json::to_string(entry).expect("an audit record serialises");
-    let mut audit = txn.open_table(AUDIT)?;
-    // The next free sequence number at this instant.
-    let sequence = audit
-        .range((entry.at.0, 0)..=(entry.at.0, u64::MAX))?
-        .next_back()
-        .transpose()?
-        .map_or(0, |(key, _)| key.value().1 + 1);
-    audit.insert((entry.at.0, sequence), json.as_str())?;
-    Ok(())
-}
 
 /// Whether `owner` holds the stored run.
 fn holds(txn: &WriteTransaction, run: &Run, owner: &str) -> Result<bool> {
@@ -167,119 +150,6 @@ impl Runs for EmbeddedStore {
                     .remove((until.value(), id.as_str()))?;
             }
             Ok(())
-        })
-        .await
-    }
-}
-
-#[async_trait]
-impl Rules for EmbeddedStore {
-    async fn put_rule(&self, rule: &Rule) -> Result<()> {
-        let (rule, stored) = (rule.clone(), rule.clone());
-        self.write(move |txn| {
-            let json = serde_json::to_string(&stored).expect("a rule serialises");
-            txn.open_table(RULES)?
-                .insert(stored.id.as_str(), json.as_str())?;
-            Ok(())
-        })
-        .await?;
-        let _ = self.events.send(Event::Rule {
-            kind: EventKind::RuleCreated,
-            rule,
-        });
-        Ok(())
-    }
-
-    async fn rules(&self) -> Result<Vec<Rule>> {
-        self.read(|txn| {
-            let table = txn.open_table(RULES)?;
-            let mut rules = Vec::new();
-            for entry in table.iter()? {
-                rules.push(decode_rule(entry?.1.value())?);
-            }
-            Ok(rules)
-        })
-        .await
-    }
-
-    async fn delete_rule(&self, id: &RuleId) -> Result<Option<Rule>> {
-        let id = id.clone();
-        let removed = self
-            .write(move |txn| {
-                let mut rules = txn.open_table(RULES)?;
-                let removed = rules.remove(id.as_str())?;
-                removed.map(|json| decode_rule(json.value())).transpose()
-            })
-            .await?;
-        if let Some(rule) = &removed {
-            let _ = self.events.send(Event::Rule {
-                kind: EventKind::RuleRevoked,
-                rule: rule.clone(),
-            });
-        }
-        Ok(removed)
-    }
-}
-
-#[async_trait]
-impl AuditLog for EmbeddedStore {
-    async fn append_audit(&self, entry: &AuditEntry) -> Result<()> {
-        let entry = entry.clone();
-        self.write(move |txn| append_audit_in(txn, &entry)).await
-    }
-
-    async fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
-        let filter = filter.clone();
-        self.read(move |txn| {
-            let table = txn.open_table(AUDIT)?;
-            let since = filter.since.map_or(0, |m| m.0);
-            let mut found = Vec::new();
-            let decode = |json: &str| -> Result<AuditEntry> {
-                serde_json::from_str(json).map_err(|e| Error::corrupt("an audit record", e))
-            };
-            if filter.newest_first {
-                // Newest first from the cursor's instant down: the records a page needs.
-                let until = filter.before.map_or(u64::MAX, |c| c.at.0);
-                for entry in table.range((since, 0)..=(until, u64::MAX))?.rev() {
-                    let record = decode(entry?.1.value())?;
-                    if filter.accepts(&record) {
-                        found.push(record);
-                        if found.len() == filter.wanted() {
-                            break;
-                        }
-                    }
-                }
-                return Ok(filter.page(found));
-            }
-            for entry in table.range((since, 0)..)? {
-                let record = decode(entry?.1.value())?;
-                if filter.accepts(&record) {
-                    found.push(record);
-                    if found.len() == filter.effective_limit() {
-                        break;
-                    }
-                }
-            }
-            Ok(found)
-        })
-        .await
-    }
-}
-
-#[async_trait]
-impl Dedupe for EmbeddedStore {
-    async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<bool> {
-        let key = key.to_owned();
-        self.write(move |txn| {
-            let now = Millis::now();
-            let mut seen = txn.open_table(SEEN)?;
-            let live = seen
-                .get(key.as_str())?
-                .is_some_and(|until| until.value() > now.0);
-            if !live {
-                seen.insert(key.as_str(), now.after(ttl).0)?;
-            }
-            Ok(!live)
         })
         .await
     }

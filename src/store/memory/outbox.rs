@@ -1,0 +1,107 @@
+//! Where questions were shown, the outbox (the open index: see `crate::store`) and delivery
+//! dedupe, in memory.
+
+use super::MemoryStore;
+use crate::store::{Dedupe, Deliveries, Outbox, Result, Shown, Work};
+use askbridge_core::{Millis, Question, QuestionId};
+use async_trait::async_trait;
+use std::time::Duration;
+
+#[async_trait]
+impl Deliveries for MemoryStore {
+    async fn record_shown(&self, id: &QuestionId, shown: &Shown) -> Result<()> {
+        let mut state = self.state();
+        let list = state.shown.entry(id.clone()).or_default();
+        list.retain(|s| s.target != shown.target);
+        list.push(shown.clone());
+        Ok(())
+    }
+
+    async fn shown(&self, id: &QuestionId) -> Result<Vec<Shown>> {
+        Ok(self.state().shown.get(id).cloned().unwrap_or_default())
+    }
+}
+
+#[async_trait]
+impl Outbox for MemoryStore {
+    async fn mark_effect(&self, id: &QuestionId, effect: &str) -> Result<bool> {
+        Ok(self
+            .state()
+            .effects
+            .entry(id.clone())
+            .or_default()
+            .insert(effect.to_owned()))
+    }
+
+    async fn work(&self, id: &QuestionId) -> Result<Work> {
+        Ok(self.state().work(id))
+    }
+
+    async fn lease_due(
+        &self,
+        now: Millis,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<QuestionId>> {
+        let mut state = self.state();
+        let due: Vec<QuestionId> = state
+            .due
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .take(limit)
+            .map(|(_, id)| id.clone())
+            .collect();
+        for id in &due {
+            state.set_due(id, now.after(lease));
+        }
+        Ok(due)
+    }
+
+    async fn next_due(&self) -> Result<Option<Millis>> {
+        Ok(self.state().due.first().map(|(at, _)| *at))
+    }
+
+    async fn open_ids(&self) -> Result<Vec<QuestionId>> {
+        Ok(self.state().due_at.keys().cloned().collect())
+    }
+
+    async fn reschedule(&self, id: &QuestionId, at: Millis) -> Result<()> {
+        self.state().set_due(id, at);
+        Ok(())
+    }
+
+    async fn finish(
+        &self,
+        id: &QuestionId,
+        _question: Option<&Question>,
+        done: &[String],
+        retry_at: Option<Millis>,
+    ) -> Result<()> {
+        let mut state = self.state();
+        state
+            .effects
+            .entry(id.clone())
+            .or_default()
+            .extend(done.iter().cloned());
+        match retry_at {
+            Some(at) => state.set_due(id, at),
+            None => state.remove_due(id),
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Dedupe for MemoryStore {
+    async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<bool> {
+        let now = Millis::now();
+        let mut state = self.state();
+        match state.seen.get(key) {
+            Some(until) if *until > now => Ok(false),
+            _ => {
+                state.seen.insert(key.to_owned(), now.after(ttl));
+                Ok(true)
+            }
+        }
+    }
+}
