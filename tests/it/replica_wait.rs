@@ -81,10 +81,14 @@ async fn a_frozen_replica_holds_no_write_but_its_masters_first() {
         .find(|(port, _)| **port != master)
         .map(|(_, slots)| slots[0])
         .unwrap();
-    // With every replica up, a write is confirmed at once.
+    // With every replica up, a write is confirmed at once (the quickest of three: one write on
+    // a loaded machine may take as long as the wait's timeout without waiting for it).
     for slot in [own, sibling, elsewhere] {
-        let took = timed_insert(store.clone(), question_in(slot)).await;
-        assert!(took < DEFAULT_REPLICA_WAIT, "slot {slot}: {took:?}");
+        let mut quickest = Duration::MAX;
+        for _ in 0..3 {
+            quickest = quickest.min(timed_insert(store.clone(), question_in(slot)).await);
+        }
+        assert!(quickest < DEFAULT_REPLICA_WAIT, "slot {slot}: {quickest:?}");
     }
 
     let frozen = cluster.freeze(cluster.replica_of(master));
