@@ -91,6 +91,13 @@ impl Held {
         let message = MessageParser::default().parse(&self.raw[..]).unwrap();
         message.body_text(0).unwrap_or_default().into_owned()
     }
+    /// The question's reply address, from its `Reply-To` (without `<>`).
+    fn reply_address(&self) -> String {
+        self.header("Reply-To")
+            .unwrap()
+            .trim_matches(['<', '>'])
+            .to_owned()
+    }
     pub(crate) fn html(&self) -> Option<String> {
         let message = MessageParser::default().parse(&self.raw[..]).unwrap();
         message.html_part(0)?;
@@ -313,11 +320,7 @@ async fn strangers_forgeries_and_robots_answer_nothing_and_get_no_mail() {
     let s = setup().await;
     let id = s.ask(ask_body(&[&format!("email:{ALICE}")])).await;
     let question = s.wait_for_mails(ALICE, 1).await.remove(0);
-    let reply_address = question
-        .header("Reply-To")
-        .unwrap()
-        .trim_matches(['<', '>'])
-        .to_owned();
+    let reply_address = question.reply_address();
     let message_id = question
         .header("Message-ID")
         .unwrap()
@@ -410,11 +413,7 @@ async fn a_mailbox_restart_costs_one_poll_and_loses_nothing() {
     let mut s = setup().await;
     let id = s.ask(ask_body(&[&format!("email:{ALICE}")])).await;
     let question = s.wait_for_mails(ALICE, 1).await.remove(0);
-    let reply_address = question
-        .header("Reply-To")
-        .unwrap()
-        .trim_matches(['<', '>'])
-        .to_owned();
+    let reply_address = question.reply_address();
     assert_eq!(s.poll().await, 0);
 
     s.servers.stop_dovecot();
@@ -544,11 +543,7 @@ mod binary {
         // Outlook: the answer above its "From: … Sent: …" block, in base64.
         let first = ask(&base, "First question?", false).await;
         let mail = wait(ALICE, format!("[#{first}]")).await;
-        let reply_address = mail
-            .header("Reply-To")
-            .unwrap()
-            .trim_matches(['<', '>'])
-            .to_owned();
+        let reply_address = mail.reply_address();
         let outlook_body = "date-fns\r\n\r\n________________________________\r\nFrom: askbridge <askbridge@askbridge.test>\r\nSent: Monday, December 7, 2026 9:00 AM\r\nTo: Alice\r\nSubject: First question?\r\n\r\n1. dayjs\r\n";
         let outlook = reply_mail(
             ALICE,
@@ -568,11 +563,7 @@ mod binary {
         // HTML only: the answer by name, above a blockquote.
         let second = ask(&base, "Second question?", false).await;
         let mail = wait(ALICE, format!("[#{second}]")).await;
-        let reply_address = mail
-            .header("Reply-To")
-            .unwrap()
-            .trim_matches(['<', '>'])
-            .to_owned();
+        let reply_address = mail.reply_address();
         let html = reply_mail(
             ALICE,
             &reply_address,
@@ -591,11 +582,7 @@ mod binary {
         // Answered elsewhere first: the reply is told so.
         let third = ask(&base, "Third question?", true).await;
         let mail = wait(ALICE, format!("[#{third}]")).await;
-        let reply_address = mail
-            .header("Reply-To")
-            .unwrap()
-            .trim_matches(['<', '>'])
-            .to_owned();
+        let reply_address = mail.reply_address();
         let answered = http()
             .post(format!("{base}/api/questions/{third}/reply"))
             .json(&json!({"answer": "dayjs"}))
@@ -680,11 +667,7 @@ async fn answered_elsewhere_each_recipient_hears_of_it_in_the_thread_but_not_the
     // Answered by Alice's own reply: she gets the confirmation only; Bob hears of it.
     let id = s.ask(body).await;
     let question = s.wait_for_mail(ALICE, &id, asked).await;
-    let reply_address = question
-        .header("Reply-To")
-        .unwrap()
-        .trim_matches(['<', '>'])
-        .to_owned();
+    let reply_address = question.reply_address();
     let parent = question.header("Message-ID").unwrap();
     let reply = reply_mail(
         ALICE,
@@ -720,13 +703,7 @@ async fn the_mailbox_is_watched_with_idle_on_one_connection_and_across_a_restart
     })
     .await;
     let id = s.ask(ask_body(&[&format!("email:{ALICE}")])).await;
-    let reply_address = |mail: &Held| {
-        mail.header("Reply-To")
-            .unwrap()
-            .trim_matches(['<', '>'])
-            .to_owned()
-    };
-    let address = reply_address(&s.wait_for_mails(ALICE, 1).await[0]);
+    let address = s.wait_for_mails(ALICE, 1).await[0].reply_address();
     let reply = reply_mail(
         ALICE,
         &address,
@@ -751,7 +728,7 @@ async fn the_mailbox_is_watched_with_idle_on_one_connection_and_across_a_restart
 
     // Dovecot restarts under the IDLE; the watcher comes back and reads what arrived meanwhile.
     let id = s.ask(ask_body(&[&format!("email:{ALICE}")])).await;
-    let address = reply_address(&s.wait_for_mail(ALICE, &id, "❓").await);
+    let address = s.wait_for_mail(ALICE, &id, "❓").await.reply_address();
     s.servers.stop_dovecot();
     let reply = reply_mail(
         ALICE,
