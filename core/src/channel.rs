@@ -38,6 +38,10 @@ pub struct Inbound {
     /// The platform's id for this delivery (update id, interaction id, message id); the same
     /// delivery arriving twice is handled once.
     pub delivery_id: Option<String>,
+    /// The message this one replies to (a reply, a thread), as the reference
+    /// [`Channel::show`] returned for it in this chat: a plain reply to a question's message
+    /// answers that question. `None` when it replies to nothing.
+    pub in_reply_to: Option<String>,
 }
 
 /// How a reply should be presented.

@@ -158,6 +158,7 @@ impl Core {
             text: component_text(interaction),
             private: is_private(interaction.guild_id.is_some(), interaction.channel.as_ref()),
             delivery_id: Some(format!("interaction:{}", interaction.id)),
+            in_reply_to: None,
         }
     }
 
@@ -171,6 +172,7 @@ impl Core {
             text,
             private: is_private(interaction.guild_id.is_some(), interaction.channel.as_ref()),
             delivery_id: Some(format!("interaction:{}", interaction.id)),
+            in_reply_to: None,
         }
     }
 
@@ -301,6 +303,12 @@ impl Core {
             text: text.to_owned(),
             private: message.guild_id.is_none(),
             delivery_id: Some(format!("message:{}", message.id)),
+            // A reply to a question's message answers that question (the id `show` returned).
+            in_reply_to: message
+                .message_reference
+                .as_ref()
+                .and_then(|r| r.message_id)
+                .map(|id| id.to_string()),
         };
         let text = inbound.text.clone();
         let Some(reply) = inbox.handle(inbound).await else {

@@ -260,6 +260,7 @@ async fn click(hook: Hook, interaction: Interaction, claimed: oneshot::Sender<()
         text,
         private: is_direct(&channel),
         delivery_id: delivery,
+        in_reply_to: None,
     };
     let prepared = hook.inbox.prepare(inbound).await;
     let reply = prepared.commit().await;
@@ -312,6 +313,7 @@ async fn commands(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> 
         text: format!("{command} {text}").trim().to_owned(),
         private: is_direct(&channel),
         delivery_id: (!trigger.is_empty()).then(|| format!("command:{trigger}")),
+        in_reply_to: None,
     };
     claim_then_ack(|claimed| async move {
         let reply = hook.inbox.handle(inbound).await;
@@ -406,8 +408,14 @@ async fn events(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> Re
 impl Slack {
     /// The [`Inbound`] for an event, and the thread to reply in, or `None` when it must not
     /// count: messages from bots (this one included), edits and every other subtype, messages
-    /// in channels that do not mention the app (a mention arrives as its own event).
+    /// in channels outside threads that do not mention the app (a mention arrives as its own
+    /// event). A message in a thread carries the thread's `ts`: a reply to a question's message
+    /// answers that question.
     fn inbound_from(&self, event: Event, event_id: String) -> Option<(Inbound, Option<SlackTs>)> {
+        let mention = format!("<@{}>", self.bot_user);
+        let mentions = event.text.as_ref().is_some_and(|t| t.contains(&mention));
+        // A message in a thread replies to the thread's first message (a question's, maybe).
+        let reply_to = event.thread_ts.clone().filter(|t| Some(t) != event.ts.as_ref());
         let why_not = if event.bot_id.is_some() {
             Some("from a bot")
         } else if let Some(subtype) = &event.subtype {
@@ -415,8 +423,11 @@ impl Slack {
             Some("an edit or another subtype")
         } else if event.user.as_deref() == Some(&*self.bot_user) {
             Some("from askbridge itself")
-        } else if event.kind == "message" && event.channel_type.as_deref() != Some("im") {
-            Some("a channel message (mentions arrive as app_mention)")
+        } else if event.kind == "message"
+            && event.channel_type.as_deref() != Some("im")
+            && (reply_to.is_none() || mentions)
+        {
+            Some("a channel message outside a thread, or a mention (mentions arrive as app_mention)")
         } else if !matches!(event.kind.as_str(), "message" | "app_mention") {
             Some("an event of another kind")
         } else {
@@ -427,7 +438,6 @@ impl Slack {
             return None;
         }
         let (user, channel, text) = (event.user?, event.channel?, event.text?);
-        let mention = format!("<@{}>", self.bot_user);
         let text = unescape(text.replace(&mention, " ").trim());
         let private = is_direct(&channel);
         // In a channel, answer in the thread of the message that mentioned the app.
@@ -444,6 +454,7 @@ impl Slack {
             text,
             private,
             delivery_id: Some(format!("event:{event_id}")),
+            in_reply_to: reply_to,
         };
         Some((inbound, thread))
     }

@@ -79,6 +79,8 @@ impl Telegram {
             text: text.to_owned(),
             private: message.chat.is_private(),
             delivery_id: Some(delivery),
+            // A reply to a question's message answers that question (the id `show` returned).
+            in_reply_to: message.reply_to_message().map(|m| m.id.0.to_string()),
         })
     }
 
@@ -117,6 +119,7 @@ impl Telegram {
             text: data.clone(),
             private: chat.is_private(),
             delivery_id: Some(delivery),
+            in_reply_to: None,
         };
         let prepared = inbox.prepare(inbound).await;
         let predicted = prepared.preview().cloned();
