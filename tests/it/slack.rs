@@ -924,3 +924,73 @@ mod binary {
         assert_eq!(fake.calls_of("auth.test").len(), 1);
     }
 }
+
+#[tokio::test]
+async fn a_reply_in_a_questions_thread_answers_that_question_while_another_waits() {
+    let rig = Rig::start().await;
+    let ask = || {
+        json!({"prompt": "Which library?", "options": ["dayjs", "luxon"],
+               "answerers": [format!("slack:{ALICE}")]})
+    };
+    let first = rig.ask(ask()).await;
+    let second = rig.ask(ask()).await;
+    let (first_ts, _) = rig.shown(&first).await;
+    let (second_ts, _) = rig.shown(&second).await;
+    let in_thread = |event_id: &str, user: &str, thread: &str, ts: &str, text: &str| {
+        json!({
+            "type": "event_callback", "event_id": event_id, "team_id": "T0FAKE",
+            "event": {"type": "message", "channel": CHANNEL, "channel_type": "channel",
+                      "user": user, "text": text, "ts": ts, "thread_ts": thread},
+        })
+        .to_string()
+    };
+    let thread_reply = |ts: &str| {
+        let ts = ts.to_owned();
+        let rig = &rig;
+        async move {
+            eventually_some(WITHIN, "a reply in the thread", || async {
+                rig.fake.calls_of("chat.postMessage").into_iter().find(|c| {
+                    c.body["thread_ts"] == ts.as_str() && !blocks_text(&c.body).contains("❓")
+                })
+            })
+            .await
+        }
+    };
+    // A stranger's reply in the second question's thread is refused there; nothing changes.
+    let body = in_thread("Ev0BOB", BOB, &second_ts, "1700000009.000001", "luxon");
+    let (status, _) = rig
+        .post_signed("/slack/events", "application/json", &body, Signing::Good)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let refused = thread_reply(&second_ts).await;
+    assert_eq!(
+        blocks_text(&refused.body),
+        "You can't answer this question."
+    );
+    // Alice has two questions waiting: the thread says which one "luxon" answers.
+    let body = in_thread("Ev0ALICE", ALICE, &first_ts, "1700000009.000002", "luxon");
+    rig.post_signed("/slack/events", "application/json", &body, Signing::Good)
+        .await;
+    let answered = rig.wait_status(&first.id, Status::Answered).await;
+    assert_eq!(
+        serde_json::to_value(answered.resolution.unwrap().value).unwrap(),
+        json!("luxon")
+    );
+    rig.withdrawn(&first_ts).await;
+    assert!(rig.get(&second.id).await.is_pending());
+    // Chatter in a channel outside any thread still answers nothing.
+    let body = json!({
+        "type": "event_callback", "event_id": "Ev0CHAT", "team_id": "T0FAKE",
+        "event": {"type": "message", "channel": CHANNEL, "channel_type": "channel",
+                  "user": ALICE, "text": "dayjs", "ts": "1700000009.000003"},
+    });
+    rig.post_signed(
+        "/slack/events",
+        "application/json",
+        &body.to_string(),
+        Signing::Good,
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(rig.get(&second.id).await.is_pending());
+}

@@ -303,10 +303,12 @@ impl Core {
             text: text.to_owned(),
             private: message.guild_id.is_none(),
             delivery_id: Some(format!("message:{}", message.id)),
-            // A reply to a question's message answers that question (the id `show` returned).
+            // A reply (not a forward) to a question's message answers that question (the id
+            // `show` returned).
             in_reply_to: message
                 .message_reference
                 .as_ref()
+                .filter(|r| matches!(r.kind, serenity::all::MessageReferenceKind::Default))
                 .and_then(|r| r.message_id)
                 .map(|id| id.to_string()),
         };

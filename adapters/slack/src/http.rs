@@ -415,7 +415,10 @@ impl Slack {
         let mention = format!("<@{}>", self.bot_user);
         let mentions = event.text.as_ref().is_some_and(|t| t.contains(&mention));
         // A message in a thread replies to the thread's first message (a question's, maybe).
-        let reply_to = event.thread_ts.clone().filter(|t| Some(t) != event.ts.as_ref());
+        let reply_to = event
+            .thread_ts
+            .clone()
+            .filter(|t| Some(t) != event.ts.as_ref());
         let why_not = if event.bot_id.is_some() {
             Some("from a bot")
         } else if let Some(subtype) = &event.subtype {
@@ -427,7 +430,9 @@ impl Slack {
             && event.channel_type.as_deref() != Some("im")
             && (reply_to.is_none() || mentions)
         {
-            Some("a channel message outside a thread, or a mention (mentions arrive as app_mention)")
+            Some(
+                "a channel message outside a thread, or a mention (mentions arrive as app_mention)",
+            )
         } else if !matches!(event.kind.as_str(), "message" | "app_mention") {
             Some("an event of another kind")
         } else {

@@ -6,8 +6,8 @@ use super::Plan;
 use super::answerable;
 use super::commands::{Turn, pending_list, refusal_reply};
 use crate::Error;
-use crate::store::ListFilter;
 use crate::bridge::resolve::{Attempt, Reading, Said};
+use crate::store::ListFilter;
 use askbridge_core::{Kind, Millis, Question, Reply, Tone, render};
 
 impl Turn {
