@@ -16,6 +16,7 @@ use std::fmt;
 
 mod check;
 mod field;
+mod submit;
 
 /// Most fields one form may have.
 pub const MAX_FIELDS: usize = 20;
