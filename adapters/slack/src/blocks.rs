@@ -170,13 +170,16 @@ fn elements(question: &Question) -> Elements {
         && (question.multi || question.options.len() > MAX_OPTION_BUTTONS);
     let mut buttons = render::buttons(question, &[]);
     if !uses_select {
+        let mut elements: Vec<_> = buttons
+            .into_iter()
+            .enumerate()
+            .map(|(index, b)| button(index, b, question.kind))
+            .collect();
+        // A modal for a rejection's reason or a whole form, beside the buttons.
+        elements.extend(crate::modals::opener(question));
         return Elements {
             before: None,
-            elements: buttons
-                .into_iter()
-                .enumerate()
-                .map(|(index, b)| button(index, b, question.kind))
-                .collect(),
+            elements,
         };
     }
     // The Decline button every ask question ends with stays a button after the select.
@@ -358,7 +361,15 @@ mod tests {
             .iter()
             .map(|e| e["text"]["text"].clone())
             .collect();
-        assert_eq!(texts, ["Allow once", "Always allow", "Reject"]);
+        assert_eq!(
+            texts,
+            [
+                "Allow once",
+                "Always allow",
+                "Reject",
+                "Reject with a reason…"
+            ]
+        );
         check_limits(&question_blocks(&approval));
     }
 

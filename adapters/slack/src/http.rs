@@ -46,7 +46,7 @@ pub const RETRY_HEADER: &str = "x-slack-retry-num";
 /// How far a request's timestamp may be from now, in seconds.
 const MAX_SKEW_S: i64 = 300;
 /// The longest a request's 200 waits for its claim (Slack gives up after 3 s).
-const CLAIM_WAIT: Duration = Duration::from_secs(2);
+pub(crate) const CLAIM_WAIT: Duration = Duration::from_secs(2);
 
 /// Runs `work` in a task of its own, and returns once it has sent on its `claimed` sender (or
 /// dropped it), or after [`CLAIM_WAIT`].
@@ -153,6 +153,8 @@ struct Interaction {
     trigger_id: Option<String>,
     #[serde(default)]
     actions: Vec<Action>,
+    /// A modal's view, on its submission.
+    view: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -171,6 +173,7 @@ struct Conversation {
 struct Action {
     #[serde(rename = "type")]
     kind: String,
+    action_id: Option<String>,
     value: Option<String>,
     selected_option: Option<Choice>,
     #[serde(default)]
@@ -210,26 +213,63 @@ fn worth_saying(reply: &Reply) -> bool {
     reply.tone != Tone::Done || reply.question.as_ref().is_none_or(|q| q.is_pending())
 }
 
-async fn interactions(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> StatusCode {
+async fn interactions(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> Response {
     if let Err(status) = verify(&hook.slack.signing_secret, &headers, &body) {
-        return status;
+        return status.into_response();
     }
     let Some(payload) = form(&body).remove("payload") else {
-        return StatusCode::BAD_REQUEST;
+        return StatusCode::BAD_REQUEST.into_response();
     };
     let interaction: Interaction = match serde_json::from_str(&payload) {
         Ok(interaction) => interaction,
         Err(error) => {
             tracing::warn!(%error, "unreadable Slack interaction");
-            return StatusCode::BAD_REQUEST;
+            return StatusCode::BAD_REQUEST.into_response();
         }
     };
-    if interaction.kind != "block_actions" {
-        tracing::debug!(kind = %interaction.kind, "Slack interaction of another kind ignored");
-        return StatusCode::OK;
+    match interaction.kind.as_str() {
+        "block_actions" => {}
+        "view_submission" => return submission(hook, interaction).await,
+        other => {
+            tracing::debug!(kind = other, "Slack interaction of another kind ignored");
+            return StatusCode::OK.into_response();
+        }
+    }
+    if let Some(click) = modal_click(&interaction) {
+        crate::modals::open(&hook.slack, hook.inbox.as_ref(), click).await;
+        return StatusCode::OK.into_response();
     }
     claim_then_ack(|claimed| click(hook, interaction, claimed)).await;
-    StatusCode::OK
+    StatusCode::OK.into_response()
+}
+
+/// A click on a button that opens a modal, if it is one.
+fn modal_click(interaction: &Interaction) -> Option<crate::modals::Click<'_>> {
+    let action = interaction.actions.first()?;
+    let id = action.action_id.as_deref()?;
+    if id != crate::modals::REASON_ACTION && id != crate::modals::FORM_ACTION {
+        return None;
+    }
+    Some(crate::modals::Click {
+        channel: &interaction.channel.as_ref()?.id,
+        user: &interaction.user.id,
+        trigger: interaction.trigger_id.as_deref()?,
+        action: id,
+        command: action.value.as_deref()?,
+    })
+}
+
+/// A modal's submission: Slack reads what to do with the modal in the 200's body.
+async fn submission(hook: Hook, interaction: Interaction) -> Response {
+    let Some(view) = interaction.view else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let user = interaction.user;
+    let by = crate::modals::Submitter {
+        name: user.username.or(user.name),
+        id: user.id,
+    };
+    axum::Json(crate::modals::submitted(hook.inbox, by, &view).await).into_response()
 }
 
 async fn click(hook: Hook, interaction: Interaction, claimed: oneshot::Sender<()>) {

@@ -16,9 +16,11 @@
 //! - `sending.rs`: the [`Channel`] side: posting and updating, with rate limits waited out and
 //!   failures mapped to retryable or permanent errors.
 //! - `http.rs`: the routes Slack posts to, their signature checked, and what each request means.
+//! - `modals.rs`: the modals for a rejection's reason and a whole form, and their submissions.
 
 pub mod blocks;
 mod http;
+pub mod modals;
 mod sending;
 
 use askbridge_core::{Channel, Inbox, Secret};

@@ -18,6 +18,8 @@ mod check;
 mod field;
 mod submit;
 
+pub use submit::FieldError;
+
 /// Most fields one form may have.
 pub const MAX_FIELDS: usize = 20;
 /// Longest text answer to a field whose schema gives no `maxLength`, in characters: the bound
