@@ -15,18 +15,18 @@ use serde_json::{Value, json};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tower::ServiceExt;
 
-const WITHIN: Duration = Duration::from_secs(10);
+pub(crate) const WITHIN: Duration = Duration::from_secs(10);
 const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
-const CHANNEL: &str = "C0PUBLIC1";
+pub(crate) const CHANNEL: &str = "C0PUBLIC1";
 const DM: &str = "D0ALICE01";
-const ALICE: &str = "U0ALICE01";
-const BOB: &str = "U0BOB0001";
+pub(crate) const ALICE: &str = "U0ALICE01";
+pub(crate) const BOB: &str = "U0BOB0001";
 
 /// A fake Slack, a started bridge with the Slack channel, and askbridge's HTTP app (the API and
 /// the Slack routes).
-struct Rig {
-    fake: FakeSlack,
-    bridge: Bridge,
+pub(crate) struct Rig {
+    pub(crate) fake: FakeSlack,
+    pub(crate) bridge: Bridge,
     slack: Slack,
     app: Router,
 }
@@ -38,7 +38,7 @@ impl Drop for Rig {
 }
 
 impl Rig {
-    async fn start() -> Rig {
+    pub(crate) async fn start() -> Rig {
         let fake = FakeSlack::start();
         let slack = Slack::connect(SlackOptions {
             bot_token: Secret::new(TOKEN),
@@ -61,7 +61,7 @@ impl Rig {
     }
 
     /// POST /api/questions with `body` (targets default to the test channel).
-    async fn ask(&self, mut body: Value) -> Question {
+    pub(crate) async fn ask(&self, mut body: Value) -> Question {
         body["session_id"] = json!("s1");
         if body.get("targets").is_none() {
             body["targets"] = json!([format!("slack:{CHANNEL}")]);
@@ -75,11 +75,11 @@ impl Rig {
         serde_json::from_value(value).unwrap()
     }
 
-    async fn get(&self, id: &QuestionId) -> Question {
+    pub(crate) async fn get(&self, id: &QuestionId) -> Question {
         self.bridge.get(id).await.unwrap()
     }
 
-    async fn wait_status(&self, id: &QuestionId, status: Status) -> Question {
+    pub(crate) async fn wait_status(&self, id: &QuestionId, status: Status) -> Question {
         eventually_some(WITHIN, &format!("question {id} is {status}"), || async {
             let question = self.get(id).await;
             (question.status == status).then_some(question)
@@ -88,7 +88,7 @@ impl Rig {
     }
 
     /// The ts of the message showing `question` in the test channel, and the post's body.
-    async fn shown(&self, question: &Question) -> (String, Value) {
+    pub(crate) async fn shown(&self, question: &Question) -> (String, Value) {
         let ts = eventually_some(WITHIN, "the question is shown on Slack", || async {
             let shown = self.bridge.store().shown(&question.id).await.unwrap();
             shown.into_iter().next().map(|s| s.reference)
@@ -104,7 +104,7 @@ impl Rig {
     }
 
     /// Waits until message `ts` has been updated to show no elements, and returns it.
-    async fn withdrawn(&self, ts: &str) -> Value {
+    pub(crate) async fn withdrawn(&self, ts: &str) -> Value {
         eventually_some(WITHIN, "the message is updated to its outcome", || async {
             let message = self.fake.message(CHANNEL, ts)?;
             (self
@@ -119,7 +119,7 @@ impl Rig {
     }
 
     /// POSTs `body` to `path` signed as Slack signs it, `age_s` seconds ago, with `secret`.
-    async fn post_signed(
+    pub(crate) async fn post_signed(
         &self,
         path: &str,
         content_type: &str,
@@ -166,14 +166,14 @@ impl Rig {
     }
 
     /// A click on the element whose value (or option value) is `value`, by `user`.
-    async fn click(&self, user: &str, value: &str, trigger: &str) -> StatusCode {
+    pub(crate) async fn click(&self, user: &str, value: &str, trigger: &str) -> StatusCode {
         let action = json!({"type": "button", "action_id": "askbridge-0", "value": value,
                             "action_ts": "1700000000.000200"});
         self.act(user, action, trigger).await
     }
 
     /// A block action `action` by `user` (a click, a selection).
-    async fn act(&self, user: &str, action: Value, trigger: &str) -> StatusCode {
+    pub(crate) async fn act(&self, user: &str, action: Value, trigger: &str) -> StatusCode {
         let payload = json!({
             "type": "block_actions",
             "user": {"id": user, "username": user.to_lowercase(), "name": user.to_lowercase()},
@@ -241,7 +241,7 @@ impl Rig {
 }
 
 #[derive(Clone, Copy)]
-enum Signing {
+pub(crate) enum Signing {
     Good,
     Retry(u32),
     Wrong,
@@ -249,7 +249,7 @@ enum Signing {
     Missing,
 }
 
-fn form(fields: &[(&str, &str)]) -> String {
+pub(crate) fn form(fields: &[(&str, &str)]) -> String {
     fields
         .iter()
         .map(|(k, v)| format!("{k}={}", urlencode(v)))
@@ -294,7 +294,7 @@ fn blocks_text(message: &Value) -> String {
 }
 
 /// Every interactive element of a message (actions blocks' elements, sections' accessories).
-fn elements(message: &Value) -> Vec<Value> {
+pub(crate) fn elements(message: &Value) -> Vec<Value> {
     message["blocks"]
         .as_array()
         .into_iter()
@@ -307,7 +307,7 @@ fn elements(message: &Value) -> Vec<Value> {
         .collect()
 }
 
-fn ephemerals(rig: &Rig) -> Vec<Call> {
+pub(crate) fn ephemerals(rig: &Rig) -> Vec<Call> {
     rig.fake.calls_of("chat.postEphemeral")
 }
 
