@@ -940,7 +940,8 @@ async fn a_reply_in_a_questions_thread_answers_that_question_while_another_waits
         json!({
             "type": "event_callback", "event_id": event_id, "team_id": "T0FAKE",
             "event": {"type": "message", "channel": CHANNEL, "channel_type": "channel",
-                      "user": user, "text": text, "ts": ts, "thread_ts": thread},
+                      "user": user, "text": text, "ts": ts, "thread_ts": thread,
+                      "parent_user_id": BOT_USER},
         })
         .to_string()
     };
@@ -978,19 +979,28 @@ async fn a_reply_in_a_questions_thread_answers_that_question_while_another_waits
     );
     rig.withdrawn(&first_ts).await;
     assert!(rig.get(&second.id).await.is_pending());
-    // Chatter in a channel outside any thread still answers nothing.
-    let body = json!({
+    // Chatter in a channel outside any thread, or in a thread under a person's message, still
+    // answers nothing.
+    let outside = json!({
         "type": "event_callback", "event_id": "Ev0CHAT", "team_id": "T0FAKE",
         "event": {"type": "message", "channel": CHANNEL, "channel_type": "channel",
                   "user": ALICE, "text": "dayjs", "ts": "1700000009.000003"},
     });
-    rig.post_signed(
-        "/slack/events",
-        "application/json",
-        &body.to_string(),
-        Signing::Good,
-    )
-    .await;
+    let under_bob = json!({
+        "type": "event_callback", "event_id": "Ev0BOBS", "team_id": "T0FAKE",
+        "event": {"type": "message", "channel": CHANNEL, "channel_type": "channel",
+                  "user": ALICE, "text": "dayjs", "ts": "1700000009.000004",
+                  "thread_ts": "1700000009.000001", "parent_user_id": BOB},
+    });
+    for body in [outside, under_bob] {
+        rig.post_signed(
+            "/slack/events",
+            "application/json",
+            &body.to_string(),
+            Signing::Good,
+        )
+        .await;
+    }
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(rig.get(&second.id).await.is_pending());
 }

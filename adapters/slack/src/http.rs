@@ -394,6 +394,8 @@ struct Event {
     channel_type: Option<String>,
     ts: Option<String>,
     thread_ts: Option<String>,
+    /// Who wrote a thread's first message (on a message in a thread).
+    parent_user_id: Option<String>,
 }
 
 async fn events(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> Response {
@@ -448,9 +450,9 @@ async fn events(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> Re
 impl Slack {
     /// The [`Inbound`] for an event, and the thread to reply in, or `None` when it must not
     /// count: messages from bots (this one included), edits and every other subtype, messages
-    /// in channels outside threads that do not mention the app (a mention arrives as its own
-    /// event). A message in a thread carries the thread's `ts`: a reply to a question's message
-    /// answers that question.
+    /// in channels that do not mention the app (a mention arrives as its own event) unless they
+    /// are in the thread of one of the app's messages. A message in a thread carries the
+    /// thread's `ts`: a reply to a question's message answers that question.
     fn inbound_from(&self, event: Event, event_id: String) -> Option<(Inbound, Option<SlackTs>)> {
         let mention = format!("<@{}>", self.bot_user);
         let mentions = event.text.as_ref().is_some_and(|t| t.contains(&mention));
@@ -459,6 +461,7 @@ impl Slack {
             .thread_ts
             .clone()
             .filter(|t| Some(t) != event.ts.as_ref());
+        let under_ours = event.parent_user_id.as_deref() == Some(&*self.bot_user);
         let why_not = if event.bot_id.is_some() {
             Some("from a bot")
         } else if let Some(subtype) = &event.subtype {
@@ -468,11 +471,9 @@ impl Slack {
             Some("from askbridge itself")
         } else if event.kind == "message"
             && event.channel_type.as_deref() != Some("im")
-            && (reply_to.is_none() || mentions)
+            && (reply_to.is_none() || !under_ours || mentions)
         {
-            Some(
-                "a channel message outside a thread, or a mention (mentions arrive as app_mention)",
-            )
+            Some("a channel message outside the app's threads, or a mention (that is app_mention)")
         } else if !matches!(event.kind.as_str(), "message" | "app_mention") {
             Some("an event of another kind")
         } else {
