@@ -35,6 +35,10 @@ pub const OPTION_TEXT_CHARS: usize = 75;
 pub const SECTION_CHARS: usize = 3000;
 /// The most options shown as buttons; more get a select menu.
 pub const MAX_OPTION_BUTTONS: usize = 5;
+/// The action id of "Reject with a reason…".
+pub const REASON_ACTION: &str = "askbridge-modal-reason";
+/// The action id of "Fill in the form…".
+pub const FORM_ACTION: &str = "askbridge-modal-form";
 /// Characters of the prompt in a message's notification text.
 const FALLBACK_CHARS: usize = 150;
 
@@ -157,6 +161,29 @@ fn button(index: usize, button: Button, kind: Kind) -> SlackActionBlockElement {
     })
 }
 
+/// The button opening a modal for `question`, if its kind has one: "Reject with a reason…" on
+/// an approval, "Fill in the form…" on a form.
+pub fn opener(question: &Question) -> Option<SlackActionBlockElement> {
+    let (text, action, value) = match question.kind {
+        Kind::Approval => {
+            let reject = render::buttons(question, &[])
+                .into_iter()
+                .find(|b| b.role == ButtonRole::Refuse)?;
+            ("Reject with a reason…", REASON_ACTION, reject.payload)
+        }
+        Kind::Form if question.form.is_some() => (
+            "Fill in the form…",
+            FORM_ACTION,
+            format!("/show {}", question.id),
+        ),
+        _ => return None,
+    };
+    let button = SlackBlockButtonElement::new(SlackBlockPlainTextOnly::from(text))
+        .with_action_id(SlackActionId(action.to_owned()))
+        .with_value(value);
+    Some(SlackActionBlockElement::Button(button))
+}
+
 /// A question's interactive parts: a section holding a multi-select, then the elements of its
 /// actions blocks.
 struct Elements {
@@ -176,7 +203,7 @@ fn elements(question: &Question) -> Elements {
             .map(|(index, b)| button(index, b, question.kind))
             .collect();
         // A modal for a rejection's reason or a whole form, beside the buttons.
-        elements.extend(crate::modals::opener(question));
+        elements.extend(opener(question));
         return Elements {
             before: None,
             elements,

@@ -15,7 +15,7 @@
 //! trigger id), which the inbox handles once.
 
 use crate::sending::SlackChannel;
-use crate::{SURFACE, Slack};
+use crate::{CLAIM_WAIT, SURFACE, Slack};
 use askbridge_core::{Identity, Inbound, Inbox, Reply, Target, Tone};
 use axum::Router;
 use axum::body::Bytes;
@@ -28,7 +28,7 @@ use slack_morphism::prelude::*;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::oneshot;
 
 /// Where Slack posts clicks and selections (Interactivity's Request URL).
@@ -45,8 +45,6 @@ pub const TIMESTAMP_HEADER: &str = "x-slack-request-timestamp";
 pub const RETRY_HEADER: &str = "x-slack-retry-num";
 /// How far a request's timestamp may be from now, in seconds.
 const MAX_SKEW_S: i64 = 300;
-/// The longest a request's 200 waits for its claim (Slack gives up after 3 s).
-pub(crate) const CLAIM_WAIT: Duration = Duration::from_secs(2);
 
 /// Runs `work` in a task of its own, and returns once it has sent on its `claimed` sender (or
 /// dropped it), or after [`CLAIM_WAIT`].
@@ -247,7 +245,7 @@ async fn interactions(State(hook): State<Hook>, headers: HeaderMap, body: Bytes)
 fn modal_click(interaction: &Interaction) -> Option<crate::modals::Click<'_>> {
     let action = interaction.actions.first()?;
     let id = action.action_id.as_deref()?;
-    if id != crate::modals::REASON_ACTION && id != crate::modals::FORM_ACTION {
+    if id != crate::blocks::REASON_ACTION && id != crate::blocks::FORM_ACTION {
         return None;
     }
     Some(crate::modals::Click {

@@ -1,6 +1,6 @@
 //! Slack modals: an approval rejected with a reason, and a form answered whole.
 //!
-//! Buttons stay commands: "Reject with a reason…" carries the Reject button's own command and
+//! Buttons stay commands (`blocks.rs` draws them): "Reject with a reason…" carries the Reject button's own command and
 //! the modal only adds the reason typed into it; "Fill in the form…" carries `/show <id>`. A
 //! click on either opens a modal at once with the interaction's `trigger_id` (valid for 3 s),
 //! so nothing is read but the question. The modal's submission (`view_submission`) becomes what
@@ -17,23 +17,17 @@
 //! 150, at most 10 checkboxes, a text input's `max_length` of at most 3,000, `private_metadata`
 //! of at most 3,000.
 
-use crate::blocks::{OPTION_TEXT_CHARS, SECTION_CHARS, escaped_within};
+use crate::blocks::{OPTION_TEXT_CHARS, REASON_ACTION, SECTION_CHARS, escaped_within};
 use crate::sending::SlackChannel;
 use crate::{SURFACE, Slack};
 use askbridge_core::command::{Command, CommandLine};
 use askbridge_core::form::{Field, FieldType, FormSchema};
-use askbridge_core::render::{self, ButtonRole};
-use askbridge_core::{
-    IdRef, Identity, Inbound, Inbox, Kind, Millis, Question, QuestionId, Target, Tone,
-};
+use askbridge_core::render;
+use askbridge_core::{IdRef, Identity, Inbound, Inbox, Millis, Question, QuestionId, Target, Tone};
 use serde_json::{Map, Value, json};
 use slack_morphism::prelude::*;
 use std::sync::Arc;
 
-/// The action id of "Reject with a reason…".
-pub const REASON_ACTION: &str = "askbridge-modal-reason";
-/// The action id of "Fill in the form…".
-pub const FORM_ACTION: &str = "askbridge-modal-form";
 /// The callback id of the reason modal.
 pub const REASON_CALLBACK: &str = "askbridge-reason";
 /// The callback id of the form modal.
@@ -62,29 +56,6 @@ fn plain(text: &str, max: usize) -> Value {
 /// The block id of field number `index`: field names may be anything, indexes fit any limit.
 pub fn field_block(index: usize) -> String {
     format!("field-{index}")
-}
-
-/// The button opening a modal for `question`, if its kind has one: "Reject with a reason…" on
-/// an approval, "Fill in the form…" on a form.
-pub fn opener(question: &Question) -> Option<SlackActionBlockElement> {
-    let (text, action, value) = match question.kind {
-        Kind::Approval => {
-            let reject = render::buttons(question, &[])
-                .into_iter()
-                .find(|b| b.role == ButtonRole::Refuse)?;
-            ("Reject with a reason…", REASON_ACTION, reject.payload)
-        }
-        Kind::Form if question.form.is_some() => (
-            "Fill in the form…",
-            FORM_ACTION,
-            format!("/show {}", question.id),
-        ),
-        _ => return None,
-    };
-    let button = SlackBlockButtonElement::new(SlackBlockPlainTextOnly::from(text))
-        .with_action_id(SlackActionId(action.to_owned()))
-        .with_value(value);
-    Some(SlackActionBlockElement::Button(button))
 }
 
 /// The question a modal opener's command names.
@@ -369,7 +340,7 @@ pub(crate) async fn submitted(inbox: Arc<dyn Inbox>, by: Submitter, view: &Value
         in_reply_to: None,
     };
     let handled = tokio::spawn(async move { inbox.handle(inbound).await });
-    match tokio::time::timeout(crate::http::CLAIM_WAIT, handled).await {
+    match tokio::time::timeout(crate::CLAIM_WAIT, handled).await {
         Ok(Ok(Some(reply)))
             if reply.tone != Tone::Done
                 || reply.question.as_ref().is_some_and(|q| q.is_pending()) =>
@@ -464,18 +435,12 @@ mod tests {
     fn an_approval_gets_a_reason_opener_carrying_its_reject_command() {
         let action = Action::new("shell", json!({"command": "ls"}));
         let q = question(NewQuestion::ask("Run it?").approve(action));
-        let opener = serde_json::to_value(opener(&q).unwrap()).unwrap();
+        let opener = serde_json::to_value(crate::blocks::opener(&q).unwrap()).unwrap();
         let value = opener["value"].as_str().unwrap();
         assert!(value.starts_with("/answer k3f9x2m8qa reject #"), "{value}");
         assert_eq!(opened_question(value).unwrap(), q.id);
         let view = reason_view(&q, metadata("C1", &q.id, Some(value)));
         assert_eq!(typed(&view), view);
-        assert!(opener_of_kind(Kind::Confirm).is_none());
-    }
-
-    fn opener_of_kind(kind: Kind) -> Option<SlackActionBlockElement> {
-        let mut q = question(NewQuestion::confirm("Ship?"));
-        q.kind = kind;
-        opener(&q)
+        assert!(crate::blocks::opener(&question(NewQuestion::confirm("Ship?"))).is_none());
     }
 }
