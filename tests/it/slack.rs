@@ -1004,3 +1004,61 @@ async fn a_reply_in_a_questions_thread_answers_that_question_while_another_waits
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(rig.get(&second.id).await.is_pending());
 }
+
+#[tokio::test]
+async fn an_escalation_step_shows_the_question_in_its_slack_channel_where_its_answerer_clicks() {
+    let rig = Rig::start().await;
+    const BOSS_CHANNEL: &str = "C0BOSSES1";
+    const BOSS: &str = "U0BOSS001";
+    let q = rig
+        .ask(json!({"prompt": "Fail over?", "kind": "confirm",
+                    "answerers": [format!("slack:{ALICE}")], "timeout_s": 60,
+                    "escalate": [{"after_s": 1, "targets": [format!("slack:{BOSS_CHANNEL}")],
+                                  "answerers": [format!("slack:{BOSS}")]}]}))
+        .await;
+    let (ts, _) = rig.shown(&q).await;
+    let boss_ts = eventually_some(WITHIN, "the step shows it in the boss channel", || async {
+        let shown = rig.bridge.store().shown(&q.id).await.unwrap();
+        shown
+            .into_iter()
+            .find(|s| s.target.as_str() == format!("slack:{BOSS_CHANNEL}"))
+            .map(|s| s.reference)
+    })
+    .await;
+    let posted = rig.fake.message(BOSS_CHANNEL, &boss_ts).unwrap();
+    assert_eq!(elements(&posted).len(), 2, "Yes and No: {posted}");
+    let payload = json!({
+        "type": "block_actions",
+        "user": {"id": BOSS, "username": "boss", "name": "boss"},
+        "channel": {"id": BOSS_CHANNEL, "name": "bosses"},
+        "trigger_id": "trigger-boss",
+        "actions": [{"type": "button", "action_id": "askbridge-0",
+                     "value": format!("/answer {} yes", q.id), "action_ts": "1700000000.000300"}],
+    });
+    let body = form(&[("payload", &payload.to_string())]);
+    let (status, _) = rig
+        .post_signed(
+            "/slack/interactions",
+            "application/x-www-form-urlencoded",
+            &body,
+            Signing::Good,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let answered = rig.wait_status(&q.id, Status::Answered).await;
+    assert_eq!(
+        answered.resolution.unwrap().by().as_str(),
+        format!("slack:{BOSS}")
+    );
+    rig.withdrawn(&ts).await;
+    eventually(
+        WITHIN,
+        "the boss channel's message is updated too",
+        || async {
+            rig.fake
+                .message(BOSS_CHANNEL, &boss_ts)
+                .is_some_and(|m| elements(&m).is_empty())
+        },
+    )
+    .await;
+}
