@@ -174,29 +174,38 @@ impl Rig {
 
     /// A block action `action` by `user` (a click, a selection).
     pub(crate) async fn act(&self, user: &str, action: Value, trigger: &str) -> StatusCode {
+        self.act_in(CHANNEL, user, action, trigger).await
+    }
+
+    /// A block action `action` by `user` in `channel`.
+    async fn act_in(&self, channel: &str, user: &str, action: Value, trigger: &str) -> StatusCode {
         let payload = json!({
             "type": "block_actions",
             "user": {"id": user, "username": user.to_lowercase(), "name": user.to_lowercase()},
-            "channel": {"id": CHANNEL, "name": "general"},
+            "channel": {"id": channel, "name": "general"},
             "trigger_id": trigger,
             "response_url": self.fake.response_url(trigger),
             "actions": [action],
         });
-        let body = form(&[("payload", &payload.to_string())]);
         let started = Instant::now();
-        let (status, _) = self
-            .post_signed(
-                "/slack/interactions",
-                "application/x-www-form-urlencoded",
-                &body,
-                Signing::Good,
-            )
-            .await;
+        let (status, _) = self.interact(&payload).await;
         assert!(
             started.elapsed() < Duration::from_secs(3),
             "acknowledged within Slack's 3 s"
         );
         status
+    }
+
+    /// Posts an interaction's `payload` as Slack does (form-encoded, signed); returns the answer.
+    pub(crate) async fn interact(&self, payload: &Value) -> (StatusCode, Value) {
+        let body = form(&[("payload", &payload.to_string())]);
+        self.post_signed(
+            "/slack/interactions",
+            "application/x-www-form-urlencoded",
+            &body,
+            Signing::Good,
+        )
+        .await
     }
 
     /// A slash command `command text` by `user` in `channel`, answered at `response`.
@@ -1027,23 +1036,9 @@ async fn an_escalation_step_shows_the_question_in_its_slack_channel_where_its_an
     .await;
     let posted = rig.fake.message(BOSS_CHANNEL, &boss_ts).unwrap();
     assert_eq!(elements(&posted).len(), 2, "Yes and No: {posted}");
-    let payload = json!({
-        "type": "block_actions",
-        "user": {"id": BOSS, "username": "boss", "name": "boss"},
-        "channel": {"id": BOSS_CHANNEL, "name": "bosses"},
-        "trigger_id": "trigger-boss",
-        "actions": [{"type": "button", "action_id": "askbridge-0",
-                     "value": format!("/answer {} yes", q.id), "action_ts": "1700000000.000300"}],
-    });
-    let body = form(&[("payload", &payload.to_string())]);
-    let (status, _) = rig
-        .post_signed(
-            "/slack/interactions",
-            "application/x-www-form-urlencoded",
-            &body,
-            Signing::Good,
-        )
-        .await;
+    let yes = json!({"type": "button", "action_id": "askbridge-0",
+                     "value": format!("/answer {} yes", q.id)});
+    let status = rig.act_in(BOSS_CHANNEL, BOSS, yes, "trigger-boss").await;
     assert_eq!(status, StatusCode::OK);
     let answered = rig.wait_status(&q.id, Status::Answered).await;
     assert_eq!(

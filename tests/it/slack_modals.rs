@@ -4,7 +4,7 @@
 //! one refused. Submissions are posted to `/slack/interactions` signed, as Slack posts them,
 //! with the view the fake recorded; Slack reads what to do with the modal in the answer's body.
 
-use crate::slack::{ALICE, BOB, Rig, Signing, WITHIN, elements, ephemerals, form};
+use crate::slack::{ALICE, BOB, Rig, WITHIN, elements, ephemerals};
 use crate::support::eventually_some;
 use askbridge_core::{Question, Status};
 use axum::http::StatusCode;
@@ -44,15 +44,7 @@ async fn submit(rig: &Rig, user: &str, view: &Value, values: Value) -> Value {
         "view": {"id": "V0SUBMIT", "type": "modal", "callback_id": view["callback_id"],
                  "private_metadata": view["private_metadata"], "state": {"values": values}},
     });
-    let body = form(&[("payload", &payload.to_string())]);
-    let (status, answer) = rig
-        .post_signed(
-            "/slack/interactions",
-            "application/x-www-form-urlencoded",
-            &body,
-            Signing::Good,
-        )
-        .await;
+    let (status, answer) = rig.interact(&payload).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     answer
 }

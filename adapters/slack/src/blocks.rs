@@ -273,14 +273,15 @@ pub fn select_command(values: &[String]) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use askbridge_core::question::{DEFAULT_TIMEOUT, MAX_LABEL_CHARS, MAX_OPTIONS};
     use askbridge_core::{Millis, NewQuestion, QuestionId};
     use serde_json::Value;
     use std::collections::HashSet;
 
-    fn question(request: NewQuestion) -> Question {
+    /// A question with a fixed id (`k3f9x2m8qa`) asked at 0.
+    pub(crate) fn question(request: NewQuestion) -> Question {
         request
             .session("s")
             .into_question(

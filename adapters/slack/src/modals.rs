@@ -355,19 +355,8 @@ pub(crate) async fn submitted(inbox: Arc<dyn Inbox>, by: Submitter, view: &Value
 #[cfg(test)]
 mod tests {
     use super::*;
-    use askbridge_core::question::DEFAULT_TIMEOUT;
-    use askbridge_core::{Action, Millis, NewQuestion};
-
-    fn question(request: NewQuestion) -> Question {
-        request
-            .session("s")
-            .into_question(
-                QuestionId::parse("k3f9x2m8qa").unwrap(),
-                Millis(0),
-                DEFAULT_TIMEOUT,
-            )
-            .unwrap()
-    }
+    use crate::blocks::tests::question;
+    use askbridge_core::{Action, NewQuestion};
 
     fn form() -> FormSchema {
         serde_json::from_value(json!({"type": "object", "properties": {
