@@ -114,6 +114,7 @@ async fn a_three_field_form_through_a_modal_shows_a_bad_value_on_its_field_then_
     let rig = Rig::start().await;
     let q = rig.ask(form_question()).await;
     let (ts, posted) = rig.shown(&q).await;
+    println!("chat.postMessage: {posted}");
     // Field by field in the thread stays: the first field's buttons are there beside the opener.
     let ids: Vec<Value> = elements(&posted)
         .iter()

@@ -13,6 +13,10 @@
 //! a message, in the conversation, is sent after the 200. A delivery Slack retries
 //! (`X-Slack-Retry-Num`) carries the same id as the first (the event id, the interaction's
 //! trigger id), which the inbox handles once.
+//!
+//! A click on a modal opener opens its modal and claims nothing; a modal's submission
+//! (`view_submission`) is answered in the 200's own body, which Slack reads to close the modal
+//! or show errors on its fields (see `modals.rs`).
 
 use crate::sending::SlackChannel;
 use crate::{CLAIM_WAIT, SURFACE, Slack};
