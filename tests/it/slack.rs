@@ -1001,14 +1001,11 @@ async fn a_reply_in_a_questions_thread_answers_that_question_while_another_waits
                   "user": ALICE, "text": "dayjs", "ts": "1700000009.000004",
                   "thread_ts": "1700000009.000001", "parent_user_id": BOB},
     });
-    for body in [outside, under_bob] {
-        rig.post_signed(
-            "/slack/events",
-            "application/json",
-            &body.to_string(),
-            Signing::Good,
-        )
-        .await;
+    // A reply in the answered question's thread does not fall to the one still waiting.
+    let late = in_thread("Ev0LATE", ALICE, &first_ts, "1700000009.000005", "dayjs");
+    for body in [outside.to_string(), under_bob.to_string(), late] {
+        rig.post_signed("/slack/events", "application/json", &body, Signing::Good)
+            .await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(rig.get(&second.id).await.is_pending());

@@ -18,7 +18,7 @@ use crate::Core;
 use crate::layout::{fit, no_pings};
 use askbridge_core::command::{Command, CommandLine};
 use askbridge_core::render;
-use askbridge_core::{Identity, Inbound, Inbox, Reply, Target, Tone};
+use askbridge_core::{Identity, Inbound, Inbox, Reply, ReplyTo, Target, Tone};
 use serenity::all::{
     ChannelType, CommandDataOptionValue, CommandInteraction, CommandOptionType,
     ComponentInteraction, ComponentInteractionDataKind, Context, EventHandler, Interaction,
@@ -310,7 +310,10 @@ impl Core {
                 .as_ref()
                 .filter(|r| matches!(r.kind, serenity::all::MessageReferenceKind::Default))
                 .and_then(|r| r.message_id)
-                .map(|id| id.to_string()),
+                .map(|id| ReplyTo {
+                    message: id.to_string(),
+                    only: false,
+                }),
         };
         let text = inbound.text.clone();
         let Some(reply) = inbox.handle(inbound).await else {

@@ -20,7 +20,7 @@
 
 use crate::sending::SlackChannel;
 use crate::{CLAIM_WAIT, SURFACE, Slack};
-use askbridge_core::{Identity, Inbound, Inbox, Reply, Target, Tone};
+use askbridge_core::{Identity, Inbound, Inbox, Reply, ReplyTo, Target, Tone};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -488,6 +488,10 @@ impl Slack {
         let (user, channel, text) = (event.user?, event.channel?, event.text?);
         let text = unescape(text.replace(&mention, " ").trim());
         let private = is_direct(&channel);
+        // A channel message (not a mention) reaches askbridge only for being in its thread: it
+        // answers that thread's question or nothing.
+        let only = event.kind == "message" && !private;
+        let in_reply_to = reply_to.map(|message| ReplyTo { message, only });
         // In a channel, answer in the thread of the message that mentioned the app.
         let thread = if private {
             None
@@ -502,7 +506,7 @@ impl Slack {
             text,
             private,
             delivery_id: Some(format!("event:{event_id}")),
-            in_reply_to: reply_to,
+            in_reply_to,
         };
         Some((inbound, thread))
     }

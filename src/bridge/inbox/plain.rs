@@ -15,10 +15,12 @@ impl Turn {
     /// to (whoever else is waiting), else to the one question waiting for the sender in this
     /// chat, if there is exactly one.
     pub(super) async fn plain_message(&self) -> Plan {
-        if let Some(reference) = &self.message.in_reply_to {
-            match self.replied_to(reference).await {
+        if let Some(reply_to) = &self.message.in_reply_to {
+            match self.replied_to(&reply_to.message).await {
                 // The resolver's check refuses a sender who may not answer it, politely.
                 Ok(Some(question)) => return self.plain_answer(question).await,
+                // Chatter in the thread of something else (or of a question that ended).
+                Ok(None) if reply_to.only => return Plan::Reply(None),
                 Ok(None) => {}
                 Err(error) => return Plan::Reply(Some(refusal_reply(&error))),
             }
