@@ -88,6 +88,7 @@ impl Console {
                 text: line,
                 private: true,
                 delivery_id: None,
+                in_reply_to: None,
             };
             if let Some(reply) = inbox.handle(message).await {
                 let mark = match reply.tone {

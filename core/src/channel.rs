@@ -38,6 +38,20 @@ pub struct Inbound {
     /// The platform's id for this delivery (update id, interaction id, message id); the same
     /// delivery arriving twice is handled once.
     pub delivery_id: Option<String>,
+    /// The message this one replies to (a reply, a thread): a plain reply to a question's
+    /// message answers that question. `None` when it replies to nothing.
+    pub in_reply_to: Option<ReplyTo>,
+}
+
+/// The message an [`Inbound`] replies to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplyTo {
+    /// The reference [`Channel::show`] returned for it in this chat.
+    pub message: String,
+    /// The reply reached the bot only as a reply (a Slack thread message): when the message is
+    /// not a pending question's, it answers nothing. Otherwise it is then read as any plain
+    /// message is (a Telegram reply to the bot's field prompt fills the form's next field).
+    pub only: bool,
 }
 
 /// How a reply should be presented.

@@ -63,7 +63,7 @@ pub mod value;
 
 pub use actor::{Actor, Decider};
 pub use approval::{Action, Approval, ApprovalReply, Rule, Scope};
-pub use channel::{Channel, Inbound, Inbox, Prepared, Reply, Tone};
+pub use channel::{Channel, Inbound, Inbox, Prepared, Reply, ReplyTo, Tone};
 pub use error::Error;
 pub use id::{IdRef, QuestionId, RuleId, RunId};
 pub use identity::{Identity, Target};

@@ -77,6 +77,7 @@ pub(super) struct ApprovalRoles {
 /// and dropped re-deliveries.
 pub(super) struct InboxRoles {
     pub(super) questions: Arc<dyn Questions>,
+    pub(super) deliveries: Arc<dyn Deliveries>,
     pub(super) drafts: Arc<dyn Drafts>,
     pub(super) dedupe: Arc<dyn Dedupe>,
 }
@@ -118,6 +119,7 @@ impl Roles {
             },
             inbox: InboxRoles {
                 questions: questions.clone(),
+                deliveries: store.clone(),
                 drafts: store.clone(),
                 dedupe: store.clone(),
             },

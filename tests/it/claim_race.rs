@@ -70,6 +70,7 @@ async fn two_hundred_concurrent_replies_one_winner() {
                     text: format!("/answer {id} {}", n % 3 + 1),
                     private: false,
                     delivery_id: Some(format!("d{n}")),
+                    in_reply_to: None,
                 };
                 let reply = bridge.handle(message).await.unwrap();
                 match reply.tone {

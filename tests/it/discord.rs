@@ -1451,3 +1451,41 @@ mod binary {
         assert_eq!(fake.requests_to("GET", "/users/@me").len(), 1);
     }
 }
+
+#[tokio::test]
+async fn a_reply_to_a_questions_message_answers_that_question_while_another_waits() {
+    let rig = Rig::start().await;
+    let ask = || {
+        json!({"prompt": "Which library?", "options": ["dayjs", "date-fns", "luxon"],
+               "answerers": [alice().identity()]})
+    };
+    let first = rig.ask(ask()).await;
+    let second = rig.ask(ask()).await;
+    let first_message = rig.shown(&first, channel()).await;
+    let second_message = rig.shown(&second, channel()).await;
+    let rig = &rig;
+    let reply_to = |typed: u64| async move {
+        eventually_some(WITHIN, "a reply to the typed message", || async {
+            rig.fake
+                .posted(CHANNEL)
+                .into_iter()
+                .find(|r| replies_to(r, typed))
+        })
+        .await
+    };
+    // A stranger's reply to the second question's message is refused; nothing changes.
+    let stranger = rig.fake.reply(&bob(), channel(), second_message, "luxon");
+    assert_eq!(
+        reply_to(stranger).await.body["content"],
+        "You can't answer this question."
+    );
+    // Alice has two questions waiting: the reply says which one "luxon" answers.
+    let typed = rig.fake.reply(&alice(), channel(), first_message, "luxon");
+    let answered = rig.wait_status(&first.id, Status::Answered).await;
+    assert_eq!(
+        answered.resolution.unwrap().value.unwrap().to_string(),
+        "luxon"
+    );
+    reply_to(typed).await;
+    assert_eq!(rig.get(&second.id).await.status, Status::Pending);
+}

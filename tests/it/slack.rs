@@ -15,18 +15,18 @@ use serde_json::{Value, json};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tower::ServiceExt;
 
-const WITHIN: Duration = Duration::from_secs(10);
+pub(crate) const WITHIN: Duration = Duration::from_secs(10);
 const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
-const CHANNEL: &str = "C0PUBLIC1";
+pub(crate) const CHANNEL: &str = "C0PUBLIC1";
 const DM: &str = "D0ALICE01";
-const ALICE: &str = "U0ALICE01";
-const BOB: &str = "U0BOB0001";
+pub(crate) const ALICE: &str = "U0ALICE01";
+pub(crate) const BOB: &str = "U0BOB0001";
 
 /// A fake Slack, a started bridge with the Slack channel, and askbridge's HTTP app (the API and
 /// the Slack routes).
-struct Rig {
-    fake: FakeSlack,
-    bridge: Bridge,
+pub(crate) struct Rig {
+    pub(crate) fake: FakeSlack,
+    pub(crate) bridge: Bridge,
     slack: Slack,
     app: Router,
 }
@@ -38,7 +38,7 @@ impl Drop for Rig {
 }
 
 impl Rig {
-    async fn start() -> Rig {
+    pub(crate) async fn start() -> Rig {
         let fake = FakeSlack::start();
         let slack = Slack::connect(SlackOptions {
             bot_token: Secret::new(TOKEN),
@@ -61,7 +61,7 @@ impl Rig {
     }
 
     /// POST /api/questions with `body` (targets default to the test channel).
-    async fn ask(&self, mut body: Value) -> Question {
+    pub(crate) async fn ask(&self, mut body: Value) -> Question {
         body["session_id"] = json!("s1");
         if body.get("targets").is_none() {
             body["targets"] = json!([format!("slack:{CHANNEL}")]);
@@ -75,11 +75,11 @@ impl Rig {
         serde_json::from_value(value).unwrap()
     }
 
-    async fn get(&self, id: &QuestionId) -> Question {
+    pub(crate) async fn get(&self, id: &QuestionId) -> Question {
         self.bridge.get(id).await.unwrap()
     }
 
-    async fn wait_status(&self, id: &QuestionId, status: Status) -> Question {
+    pub(crate) async fn wait_status(&self, id: &QuestionId, status: Status) -> Question {
         eventually_some(WITHIN, &format!("question {id} is {status}"), || async {
             let question = self.get(id).await;
             (question.status == status).then_some(question)
@@ -88,7 +88,7 @@ impl Rig {
     }
 
     /// The ts of the message showing `question` in the test channel, and the post's body.
-    async fn shown(&self, question: &Question) -> (String, Value) {
+    pub(crate) async fn shown(&self, question: &Question) -> (String, Value) {
         let ts = eventually_some(WITHIN, "the question is shown on Slack", || async {
             let shown = self.bridge.store().shown(&question.id).await.unwrap();
             shown.into_iter().next().map(|s| s.reference)
@@ -104,7 +104,7 @@ impl Rig {
     }
 
     /// Waits until message `ts` has been updated to show no elements, and returns it.
-    async fn withdrawn(&self, ts: &str) -> Value {
+    pub(crate) async fn withdrawn(&self, ts: &str) -> Value {
         eventually_some(WITHIN, "the message is updated to its outcome", || async {
             let message = self.fake.message(CHANNEL, ts)?;
             (self
@@ -119,7 +119,7 @@ impl Rig {
     }
 
     /// POSTs `body` to `path` signed as Slack signs it, `age_s` seconds ago, with `secret`.
-    async fn post_signed(
+    pub(crate) async fn post_signed(
         &self,
         path: &str,
         content_type: &str,
@@ -166,37 +166,46 @@ impl Rig {
     }
 
     /// A click on the element whose value (or option value) is `value`, by `user`.
-    async fn click(&self, user: &str, value: &str, trigger: &str) -> StatusCode {
+    pub(crate) async fn click(&self, user: &str, value: &str, trigger: &str) -> StatusCode {
         let action = json!({"type": "button", "action_id": "askbridge-0", "value": value,
                             "action_ts": "1700000000.000200"});
         self.act(user, action, trigger).await
     }
 
     /// A block action `action` by `user` (a click, a selection).
-    async fn act(&self, user: &str, action: Value, trigger: &str) -> StatusCode {
+    pub(crate) async fn act(&self, user: &str, action: Value, trigger: &str) -> StatusCode {
+        self.act_in(CHANNEL, user, action, trigger).await
+    }
+
+    /// A block action `action` by `user` in `channel`.
+    async fn act_in(&self, channel: &str, user: &str, action: Value, trigger: &str) -> StatusCode {
         let payload = json!({
             "type": "block_actions",
             "user": {"id": user, "username": user.to_lowercase(), "name": user.to_lowercase()},
-            "channel": {"id": CHANNEL, "name": "general"},
+            "channel": {"id": channel, "name": "general"},
             "trigger_id": trigger,
             "response_url": self.fake.response_url(trigger),
             "actions": [action],
         });
-        let body = form(&[("payload", &payload.to_string())]);
         let started = Instant::now();
-        let (status, _) = self
-            .post_signed(
-                "/slack/interactions",
-                "application/x-www-form-urlencoded",
-                &body,
-                Signing::Good,
-            )
-            .await;
+        let (status, _) = self.interact(&payload).await;
         assert!(
             started.elapsed() < Duration::from_secs(3),
             "acknowledged within Slack's 3 s"
         );
         status
+    }
+
+    /// Posts an interaction's `payload` as Slack does (form-encoded, signed); returns the answer.
+    pub(crate) async fn interact(&self, payload: &Value) -> (StatusCode, Value) {
+        let body = form(&[("payload", &payload.to_string())]);
+        self.post_signed(
+            "/slack/interactions",
+            "application/x-www-form-urlencoded",
+            &body,
+            Signing::Good,
+        )
+        .await
     }
 
     /// A slash command `command text` by `user` in `channel`, answered at `response`.
@@ -241,7 +250,7 @@ impl Rig {
 }
 
 #[derive(Clone, Copy)]
-enum Signing {
+pub(crate) enum Signing {
     Good,
     Retry(u32),
     Wrong,
@@ -249,7 +258,7 @@ enum Signing {
     Missing,
 }
 
-fn form(fields: &[(&str, &str)]) -> String {
+pub(crate) fn form(fields: &[(&str, &str)]) -> String {
     fields
         .iter()
         .map(|(k, v)| format!("{k}={}", urlencode(v)))
@@ -294,7 +303,7 @@ fn blocks_text(message: &Value) -> String {
 }
 
 /// Every interactive element of a message (actions blocks' elements, sections' accessories).
-fn elements(message: &Value) -> Vec<Value> {
+pub(crate) fn elements(message: &Value) -> Vec<Value> {
     message["blocks"]
         .as_array()
         .into_iter()
@@ -307,7 +316,7 @@ fn elements(message: &Value) -> Vec<Value> {
         .collect()
 }
 
-fn ephemerals(rig: &Rig) -> Vec<Call> {
+pub(crate) fn ephemerals(rig: &Rig) -> Vec<Call> {
     rig.fake.calls_of("chat.postEphemeral")
 }
 
@@ -923,4 +932,125 @@ mod binary {
         );
         assert_eq!(fake.calls_of("auth.test").len(), 1);
     }
+}
+
+#[tokio::test]
+async fn a_reply_in_a_questions_thread_answers_that_question_while_another_waits() {
+    let rig = Rig::start().await;
+    let ask = || {
+        json!({"prompt": "Which library?", "options": ["dayjs", "luxon"],
+               "answerers": [format!("slack:{ALICE}")]})
+    };
+    let first = rig.ask(ask()).await;
+    let second = rig.ask(ask()).await;
+    let (first_ts, _) = rig.shown(&first).await;
+    let (second_ts, _) = rig.shown(&second).await;
+    let in_thread = |event_id: &str, user: &str, thread: &str, ts: &str, text: &str| {
+        json!({
+            "type": "event_callback", "event_id": event_id, "team_id": "T0FAKE",
+            "event": {"type": "message", "channel": CHANNEL, "channel_type": "channel",
+                      "user": user, "text": text, "ts": ts, "thread_ts": thread,
+                      "parent_user_id": BOT_USER},
+        })
+        .to_string()
+    };
+    let thread_reply = |ts: &str| {
+        let ts = ts.to_owned();
+        let rig = &rig;
+        async move {
+            eventually_some(WITHIN, "a reply in the thread", || async {
+                rig.fake.calls_of("chat.postMessage").into_iter().find(|c| {
+                    c.body["thread_ts"] == ts.as_str() && !blocks_text(&c.body).contains("❓")
+                })
+            })
+            .await
+        }
+    };
+    // A stranger's reply in the second question's thread is refused there; nothing changes.
+    let body = in_thread("Ev0BOB", BOB, &second_ts, "1700000009.000001", "luxon");
+    let (status, _) = rig
+        .post_signed("/slack/events", "application/json", &body, Signing::Good)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let refused = thread_reply(&second_ts).await;
+    assert_eq!(
+        blocks_text(&refused.body),
+        "You can't answer this question."
+    );
+    // Alice has two questions waiting: the thread says which one "luxon" answers.
+    let body = in_thread("Ev0ALICE", ALICE, &first_ts, "1700000009.000002", "luxon");
+    rig.post_signed("/slack/events", "application/json", &body, Signing::Good)
+        .await;
+    let answered = rig.wait_status(&first.id, Status::Answered).await;
+    assert_eq!(
+        serde_json::to_value(answered.resolution.unwrap().value).unwrap(),
+        json!("luxon")
+    );
+    rig.withdrawn(&first_ts).await;
+    assert!(rig.get(&second.id).await.is_pending());
+    // Chatter in a channel outside any thread, or in a thread under a person's message, still
+    // answers nothing.
+    let outside = json!({
+        "type": "event_callback", "event_id": "Ev0CHAT", "team_id": "T0FAKE",
+        "event": {"type": "message", "channel": CHANNEL, "channel_type": "channel",
+                  "user": ALICE, "text": "dayjs", "ts": "1700000009.000003"},
+    });
+    let under_bob = json!({
+        "type": "event_callback", "event_id": "Ev0BOBS", "team_id": "T0FAKE",
+        "event": {"type": "message", "channel": CHANNEL, "channel_type": "channel",
+                  "user": ALICE, "text": "dayjs", "ts": "1700000009.000004",
+                  "thread_ts": "1700000009.000001", "parent_user_id": BOB},
+    });
+    // A reply in the answered question's thread does not fall to the one still waiting.
+    let late = in_thread("Ev0LATE", ALICE, &first_ts, "1700000009.000005", "dayjs");
+    for body in [outside.to_string(), under_bob.to_string(), late] {
+        rig.post_signed("/slack/events", "application/json", &body, Signing::Good)
+            .await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(rig.get(&second.id).await.is_pending());
+}
+
+#[tokio::test]
+async fn an_escalation_step_shows_the_question_in_its_slack_channel_where_its_answerer_clicks() {
+    let rig = Rig::start().await;
+    const BOSS_CHANNEL: &str = "C0BOSSES1";
+    const BOSS: &str = "U0BOSS001";
+    let q = rig
+        .ask(json!({"prompt": "Fail over?", "kind": "confirm",
+                    "answerers": [format!("slack:{ALICE}")], "timeout_s": 60,
+                    "escalate": [{"after_s": 1, "targets": [format!("slack:{BOSS_CHANNEL}")],
+                                  "answerers": [format!("slack:{BOSS}")]}]}))
+        .await;
+    let (ts, _) = rig.shown(&q).await;
+    let boss_ts = eventually_some(WITHIN, "the step shows it in the boss channel", || async {
+        let shown = rig.bridge.store().shown(&q.id).await.unwrap();
+        shown
+            .into_iter()
+            .find(|s| s.target.as_str() == format!("slack:{BOSS_CHANNEL}"))
+            .map(|s| s.reference)
+    })
+    .await;
+    let posted = rig.fake.message(BOSS_CHANNEL, &boss_ts).unwrap();
+    assert_eq!(elements(&posted).len(), 2, "Yes and No: {posted}");
+    let yes = json!({"type": "button", "action_id": "askbridge-0",
+                     "value": format!("/answer {} yes", q.id)});
+    let status = rig.act_in(BOSS_CHANNEL, BOSS, yes, "trigger-boss").await;
+    assert_eq!(status, StatusCode::OK);
+    let answered = rig.wait_status(&q.id, Status::Answered).await;
+    assert_eq!(
+        answered.resolution.unwrap().by().as_str(),
+        format!("slack:{BOSS}")
+    );
+    rig.withdrawn(&ts).await;
+    eventually(
+        WITHIN,
+        "the boss channel's message is updated too",
+        || async {
+            rig.fake
+                .message(BOSS_CHANNEL, &boss_ts)
+                .is_some_and(|m| elements(&m).is_empty())
+        },
+    )
+    .await;
 }

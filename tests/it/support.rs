@@ -418,6 +418,7 @@ pub fn message(sender: &str, chat: &str, text: &str) -> askbridge_core::Inbound 
         text: text.into(),
         private: false,
         delivery_id: None,
+        in_reply_to: None,
     }
 }
 

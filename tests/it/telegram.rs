@@ -1011,3 +1011,30 @@ async fn a_flow_started_by_a_message_is_answered_by_taps_plain_replies_declines_
         "one booking per run, whatever the replays"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_to_a_questions_message_answers_that_question_while_another_waits() {
+    let s = setup().await;
+    let group = format!("telegram:{GROUP}");
+    let first = s.ask(ask_body(&[&group], &["telegram:7"])).await;
+    let second = s.ask(ask_body(&[&group], &["telegram:7"])).await;
+    let (first, second) = (
+        first["id"].as_str().unwrap(),
+        second["id"].as_str().unwrap(),
+    );
+    let first_shown = s.shown(GROUP, first).await;
+    let second_shown = s.shown(GROUP, second).await;
+    let reply = |from: &User, to: &Sent, text: &str| {
+        let mut message = s.fake.text_message(GROUP, from, text);
+        message["reply_to_message"] = to.json();
+        s.fake.push("message", message)
+    };
+    // A stranger's reply to the second question's message is refused; nothing changes.
+    reply(&mallory(), &second_shown, "luxon");
+    s.reply_to(GROUP, "You can't answer this question.").await;
+    // Alice has two questions waiting: a plain "luxon" alone would not say which.
+    reply(&alice(), &first_shown, "luxon");
+    s.reply_to(GROUP, "✓ Answered: luxon").await;
+    assert_eq!(s.status(first).await, "answered");
+    assert_eq!(s.status(second).await, "pending");
+}

@@ -18,7 +18,7 @@ use crate::Core;
 use crate::layout::{fit, no_pings};
 use askbridge_core::command::{Command, CommandLine};
 use askbridge_core::render;
-use askbridge_core::{Identity, Inbound, Inbox, Reply, Target, Tone};
+use askbridge_core::{Identity, Inbound, Inbox, Reply, ReplyTo, Target, Tone};
 use serenity::all::{
     ChannelType, CommandDataOptionValue, CommandInteraction, CommandOptionType,
     ComponentInteraction, ComponentInteractionDataKind, Context, EventHandler, Interaction,
@@ -158,6 +158,7 @@ impl Core {
             text: component_text(interaction),
             private: is_private(interaction.guild_id.is_some(), interaction.channel.as_ref()),
             delivery_id: Some(format!("interaction:{}", interaction.id)),
+            in_reply_to: None,
         }
     }
 
@@ -171,6 +172,7 @@ impl Core {
             text,
             private: is_private(interaction.guild_id.is_some(), interaction.channel.as_ref()),
             delivery_id: Some(format!("interaction:{}", interaction.id)),
+            in_reply_to: None,
         }
     }
 
@@ -301,6 +303,17 @@ impl Core {
             text: text.to_owned(),
             private: message.guild_id.is_none(),
             delivery_id: Some(format!("message:{}", message.id)),
+            // A reply (not a forward) to a question's message answers that question (the id
+            // `show` returned).
+            in_reply_to: message
+                .message_reference
+                .as_ref()
+                .filter(|r| matches!(r.kind, serenity::all::MessageReferenceKind::Default))
+                .and_then(|r| r.message_id)
+                .map(|id| ReplyTo {
+                    message: id.to_string(),
+                    only: false,
+                }),
         };
         let text = inbound.text.clone();
         let Some(reply) = inbox.handle(inbound).await else {

@@ -296,6 +296,7 @@ impl Email {
             text,
             private: true,
             delivery_id: Some(reply.delivery_id.clone()),
+            in_reply_to: None,
         };
         let answer = if reply.text.is_empty() {
             Some(askbridge_core::Reply::refused(format!(
@@ -357,6 +358,7 @@ impl Email {
             private: true,
             // Its own delivery ids: a forged mail must not make a genuine one a duplicate.
             delivery_id: Some(format!("{UNVERIFIED}/{}", reply.delivery_id)),
+            in_reply_to: None,
         };
         let refused = inbox.handle(inbound).await;
         tracing::debug!(question_id = %reply.question, ?refused, "unverified reply recorded");

@@ -158,6 +158,7 @@ async fn confirm(
         text: chosen.command.clone(),
         private: true,
         delivery_id: None,
+        in_reply_to: None,
     };
     let reply = page.inbox.handle(inbound).await;
     let question = reply

@@ -35,6 +35,10 @@ pub const OPTION_TEXT_CHARS: usize = 75;
 pub const SECTION_CHARS: usize = 3000;
 /// The most options shown as buttons; more get a select menu.
 pub const MAX_OPTION_BUTTONS: usize = 5;
+/// The action id of "Reject with a reason…".
+pub const REASON_ACTION: &str = "askbridge-modal-reason";
+/// The action id of "Fill in the form…".
+pub const FORM_ACTION: &str = "askbridge-modal-form";
 /// Characters of the prompt in a message's notification text.
 const FALLBACK_CHARS: usize = 150;
 
@@ -157,6 +161,29 @@ fn button(index: usize, button: Button, kind: Kind) -> SlackActionBlockElement {
     })
 }
 
+/// The button opening a modal for `question`, if its kind has one: "Reject with a reason…" on
+/// an approval, "Fill in the form…" on a form.
+pub fn opener(question: &Question) -> Option<SlackActionBlockElement> {
+    let (text, action, value) = match question.kind {
+        Kind::Approval => {
+            let reject = render::buttons(question, &[])
+                .into_iter()
+                .find(|b| b.role == ButtonRole::Refuse)?;
+            ("Reject with a reason…", REASON_ACTION, reject.payload)
+        }
+        Kind::Form if question.form.is_some() => (
+            "Fill in the form…",
+            FORM_ACTION,
+            format!("/show {}", question.id),
+        ),
+        _ => return None,
+    };
+    let button = SlackBlockButtonElement::new(SlackBlockPlainTextOnly::from(text))
+        .with_action_id(SlackActionId(action.to_owned()))
+        .with_value(value);
+    Some(SlackActionBlockElement::Button(button))
+}
+
 /// A question's interactive parts: a section holding a multi-select, then the elements of its
 /// actions blocks.
 struct Elements {
@@ -170,13 +197,16 @@ fn elements(question: &Question) -> Elements {
         && (question.multi || question.options.len() > MAX_OPTION_BUTTONS);
     let mut buttons = render::buttons(question, &[]);
     if !uses_select {
+        let mut elements: Vec<_> = buttons
+            .into_iter()
+            .enumerate()
+            .map(|(index, b)| button(index, b, question.kind))
+            .collect();
+        // A modal for a rejection's reason or a whole form, beside the buttons.
+        elements.extend(opener(question));
         return Elements {
             before: None,
-            elements: buttons
-                .into_iter()
-                .enumerate()
-                .map(|(index, b)| button(index, b, question.kind))
-                .collect(),
+            elements,
         };
     }
     // The Decline button every ask question ends with stays a button after the select.
@@ -243,14 +273,15 @@ pub fn select_command(values: &[String]) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use askbridge_core::question::{DEFAULT_TIMEOUT, MAX_LABEL_CHARS, MAX_OPTIONS};
     use askbridge_core::{Millis, NewQuestion, QuestionId};
     use serde_json::Value;
     use std::collections::HashSet;
 
-    fn question(request: NewQuestion) -> Question {
+    /// A question with a fixed id (`k3f9x2m8qa`) asked at 0.
+    pub(crate) fn question(request: NewQuestion) -> Question {
         request
             .session("s")
             .into_question(
@@ -358,7 +389,15 @@ mod tests {
             .iter()
             .map(|e| e["text"]["text"].clone())
             .collect();
-        assert_eq!(texts, ["Allow once", "Always allow", "Reject"]);
+        assert_eq!(
+            texts,
+            [
+                "Allow once",
+                "Always allow",
+                "Reject",
+                "Reject with a reason…"
+            ]
+        );
         check_limits(&question_blocks(&approval));
     }
 

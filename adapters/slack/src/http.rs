@@ -13,10 +13,14 @@
 //! a message, in the conversation, is sent after the 200. A delivery Slack retries
 //! (`X-Slack-Retry-Num`) carries the same id as the first (the event id, the interaction's
 //! trigger id), which the inbox handles once.
+//!
+//! A click on a modal opener opens its modal and claims nothing; a modal's submission
+//! (`view_submission`) is answered in the 200's own body, which Slack reads to close the modal
+//! or show errors on its fields (see `modals.rs`).
 
 use crate::sending::SlackChannel;
-use crate::{SURFACE, Slack};
-use askbridge_core::{Identity, Inbound, Inbox, Reply, Target, Tone};
+use crate::{CLAIM_WAIT, SURFACE, Slack};
+use askbridge_core::{Identity, Inbound, Inbox, Reply, ReplyTo, Target, Tone};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -28,7 +32,7 @@ use slack_morphism::prelude::*;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::oneshot;
 
 /// Where Slack posts clicks and selections (Interactivity's Request URL).
@@ -45,8 +49,6 @@ pub const TIMESTAMP_HEADER: &str = "x-slack-request-timestamp";
 pub const RETRY_HEADER: &str = "x-slack-retry-num";
 /// How far a request's timestamp may be from now, in seconds.
 const MAX_SKEW_S: i64 = 300;
-/// The longest a request's 200 waits for its claim (Slack gives up after 3 s).
-const CLAIM_WAIT: Duration = Duration::from_secs(2);
 
 /// Runs `work` in a task of its own, and returns once it has sent on its `claimed` sender (or
 /// dropped it), or after [`CLAIM_WAIT`].
@@ -153,6 +155,8 @@ struct Interaction {
     trigger_id: Option<String>,
     #[serde(default)]
     actions: Vec<Action>,
+    /// A modal's view, on its submission.
+    view: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -171,6 +175,7 @@ struct Conversation {
 struct Action {
     #[serde(rename = "type")]
     kind: String,
+    action_id: Option<String>,
     value: Option<String>,
     selected_option: Option<Choice>,
     #[serde(default)]
@@ -210,26 +215,63 @@ fn worth_saying(reply: &Reply) -> bool {
     reply.tone != Tone::Done || reply.question.as_ref().is_none_or(|q| q.is_pending())
 }
 
-async fn interactions(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> StatusCode {
+async fn interactions(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> Response {
     if let Err(status) = verify(&hook.slack.signing_secret, &headers, &body) {
-        return status;
+        return status.into_response();
     }
     let Some(payload) = form(&body).remove("payload") else {
-        return StatusCode::BAD_REQUEST;
+        return StatusCode::BAD_REQUEST.into_response();
     };
     let interaction: Interaction = match serde_json::from_str(&payload) {
         Ok(interaction) => interaction,
         Err(error) => {
             tracing::warn!(%error, "unreadable Slack interaction");
-            return StatusCode::BAD_REQUEST;
+            return StatusCode::BAD_REQUEST.into_response();
         }
     };
-    if interaction.kind != "block_actions" {
-        tracing::debug!(kind = %interaction.kind, "Slack interaction of another kind ignored");
-        return StatusCode::OK;
+    match interaction.kind.as_str() {
+        "block_actions" => {}
+        "view_submission" => return submission(hook, interaction).await,
+        other => {
+            tracing::debug!(kind = other, "Slack interaction of another kind ignored");
+            return StatusCode::OK.into_response();
+        }
+    }
+    if let Some(click) = modal_click(&interaction) {
+        crate::modals::open(&hook.slack, hook.inbox.as_ref(), click).await;
+        return StatusCode::OK.into_response();
     }
     claim_then_ack(|claimed| click(hook, interaction, claimed)).await;
-    StatusCode::OK
+    StatusCode::OK.into_response()
+}
+
+/// A click on a button that opens a modal, if it is one.
+fn modal_click(interaction: &Interaction) -> Option<crate::modals::Click<'_>> {
+    let action = interaction.actions.first()?;
+    let id = action.action_id.as_deref()?;
+    if id != crate::blocks::REASON_ACTION && id != crate::blocks::FORM_ACTION {
+        return None;
+    }
+    Some(crate::modals::Click {
+        channel: &interaction.channel.as_ref()?.id,
+        user: &interaction.user.id,
+        trigger: interaction.trigger_id.as_deref()?,
+        action: id,
+        command: action.value.as_deref()?,
+    })
+}
+
+/// A modal's submission: Slack reads what to do with the modal in the 200's body.
+async fn submission(hook: Hook, interaction: Interaction) -> Response {
+    let Some(view) = interaction.view else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let user = interaction.user;
+    let by = crate::modals::Submitter {
+        name: user.username.or(user.name),
+        id: user.id,
+    };
+    axum::Json(crate::modals::submitted(hook.inbox, by, &view).await).into_response()
 }
 
 async fn click(hook: Hook, interaction: Interaction, claimed: oneshot::Sender<()>) {
@@ -260,6 +302,7 @@ async fn click(hook: Hook, interaction: Interaction, claimed: oneshot::Sender<()
         text,
         private: is_direct(&channel),
         delivery_id: delivery,
+        in_reply_to: None,
     };
     let prepared = hook.inbox.prepare(inbound).await;
     let reply = prepared.commit().await;
@@ -312,6 +355,7 @@ async fn commands(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> 
         text: format!("{command} {text}").trim().to_owned(),
         private: is_direct(&channel),
         delivery_id: (!trigger.is_empty()).then(|| format!("command:{trigger}")),
+        in_reply_to: None,
     };
     claim_then_ack(|claimed| async move {
         let reply = hook.inbox.handle(inbound).await;
@@ -352,6 +396,8 @@ struct Event {
     channel_type: Option<String>,
     ts: Option<String>,
     thread_ts: Option<String>,
+    /// Who wrote a thread's first message (on a message in a thread).
+    parent_user_id: Option<String>,
 }
 
 async fn events(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> Response {
@@ -406,8 +452,18 @@ async fn events(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> Re
 impl Slack {
     /// The [`Inbound`] for an event, and the thread to reply in, or `None` when it must not
     /// count: messages from bots (this one included), edits and every other subtype, messages
-    /// in channels that do not mention the app (a mention arrives as its own event).
+    /// in channels that do not mention the app (a mention arrives as its own event) unless they
+    /// are in the thread of one of the app's messages. A message in a thread carries the
+    /// thread's `ts`: a reply to a question's message answers that question.
     fn inbound_from(&self, event: Event, event_id: String) -> Option<(Inbound, Option<SlackTs>)> {
+        let mention = format!("<@{}>", self.bot_user);
+        let mentions = event.text.as_ref().is_some_and(|t| t.contains(&mention));
+        // A message in a thread replies to the thread's first message (a question's, maybe).
+        let reply_to = event
+            .thread_ts
+            .clone()
+            .filter(|t| Some(t) != event.ts.as_ref());
+        let under_ours = event.parent_user_id.as_deref() == Some(&*self.bot_user);
         let why_not = if event.bot_id.is_some() {
             Some("from a bot")
         } else if let Some(subtype) = &event.subtype {
@@ -415,8 +471,11 @@ impl Slack {
             Some("an edit or another subtype")
         } else if event.user.as_deref() == Some(&*self.bot_user) {
             Some("from askbridge itself")
-        } else if event.kind == "message" && event.channel_type.as_deref() != Some("im") {
-            Some("a channel message (mentions arrive as app_mention)")
+        } else if event.kind == "message"
+            && event.channel_type.as_deref() != Some("im")
+            && (reply_to.is_none() || !under_ours || mentions)
+        {
+            Some("a channel message outside the app's threads, or a mention (that is app_mention)")
         } else if !matches!(event.kind.as_str(), "message" | "app_mention") {
             Some("an event of another kind")
         } else {
@@ -427,9 +486,12 @@ impl Slack {
             return None;
         }
         let (user, channel, text) = (event.user?, event.channel?, event.text?);
-        let mention = format!("<@{}>", self.bot_user);
         let text = unescape(text.replace(&mention, " ").trim());
         let private = is_direct(&channel);
+        // A channel message (not a mention) reaches askbridge only for being in its thread: it
+        // answers that thread's question or nothing.
+        let only = event.kind == "message" && !private;
+        let in_reply_to = reply_to.map(|message| ReplyTo { message, only });
         // In a channel, answer in the thread of the message that mentioned the app.
         let thread = if private {
             None
@@ -444,6 +506,7 @@ impl Slack {
             text,
             private,
             delivery_id: Some(format!("event:{event_id}")),
+            in_reply_to,
         };
         Some((inbound, thread))
     }

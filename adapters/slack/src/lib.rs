@@ -16,9 +16,11 @@
 //! - `sending.rs`: the [`Channel`] side: posting and updating, with rate limits waited out and
 //!   failures mapped to retryable or permanent errors.
 //! - `http.rs`: the routes Slack posts to, their signature checked, and what each request means.
+//! - `modals.rs`: the modals for a rejection's reason and a whole form, and their submissions.
 
 pub mod blocks;
 mod http;
+pub mod modals;
 mod sending;
 
 use askbridge_core::{Channel, Inbox, Secret};
@@ -36,6 +38,9 @@ pub use sending::SlackApiError;
 pub const SURFACE: &str = "slack";
 /// Slack's Web API.
 pub const DEFAULT_API_URL: &str = "https://slack.com/api";
+/// The longest an answer to Slack (a request's 200, a modal submission's body) waits for its
+/// claim: Slack gives up after 3 s.
+pub(crate) const CLAIM_WAIT: Duration = Duration::from_secs(2);
 
 /// Everything that can go wrong connecting to Slack.
 #[derive(Debug, thiserror::Error)]

@@ -258,6 +258,30 @@ impl SlackChannel {
         .map(drop)
     }
 
+    /// Opens a modal (`views.open`) with an interaction's trigger, which Slack honours for 3 s:
+    /// no rate limit is waited out here, a late trigger is useless.
+    pub(crate) async fn open_view(
+        &self,
+        trigger: &str,
+        view: serde_json::Value,
+    ) -> Result<(), SlackApiError> {
+        let view: SlackView =
+            serde_json::from_value(view).map_err(|error| SlackApiError::Unreachable {
+                method: "views.open",
+                text: format!("a view slack-morphism cannot carry: {error}"),
+            })?;
+        let request = SlackApiViewsOpenRequest::new(SlackTriggerId(trigger.to_owned()), view);
+        self.client
+            .session()
+            .views_open(&request)
+            .await
+            .map(drop)
+            .map_err(|error| SlackApiError::Unreachable {
+                method: "views.open",
+                text: describe(&error),
+            })
+    }
+
     /// Answers through an interaction's or a slash command's `response_url`, to the caller
     /// alone.
     pub(crate) async fn respond(

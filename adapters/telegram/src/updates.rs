@@ -13,7 +13,7 @@
 use crate::sending::{TelegramChannel, with_rate_limit};
 use crate::{SURFACE, Telegram};
 use askbridge_core::command::{Command, CommandLine, addressed_elsewhere};
-use askbridge_core::{Identity, Inbound, Inbox, Reply, Target, render};
+use askbridge_core::{Identity, Inbound, Inbox, Reply, ReplyTo, Target, render};
 use std::sync::Arc;
 use teloxide::prelude::*;
 use teloxide::types::{CallbackQuery, MaybeInaccessibleMessage, Message, Update, UpdateKind, User};
@@ -79,6 +79,11 @@ impl Telegram {
             text: text.to_owned(),
             private: message.chat.is_private(),
             delivery_id: Some(delivery),
+            // A reply to a question's message answers that question (the id `show` returned).
+            in_reply_to: message.reply_to_message().map(|m| ReplyTo {
+                message: m.id.0.to_string(),
+                only: false,
+            }),
         })
     }
 
@@ -117,6 +122,7 @@ impl Telegram {
             text: data.clone(),
             private: chat.is_private(),
             delivery_id: Some(delivery),
+            in_reply_to: None,
         };
         let prepared = inbox.prepare(inbound).await;
         let predicted = prepared.preview().cloned();

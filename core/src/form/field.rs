@@ -103,7 +103,7 @@ impl Field {
     }
 
     /// The choice `text` names: its value, its label or its number (1-based).
-    fn pick(&self, text: &str) -> Result<String, String> {
+    pub(super) fn pick(&self, text: &str) -> Result<String, String> {
         let choices = self.choices();
         if let Ok(n) = text.parse::<usize>()
             && (1..=choices.len()).contains(&n)

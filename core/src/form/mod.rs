@@ -16,6 +16,9 @@ use std::fmt;
 
 mod check;
 mod field;
+mod submit;
+
+pub use submit::FieldError;
 
 /// Most fields one form may have.
 pub const MAX_FIELDS: usize = 20;

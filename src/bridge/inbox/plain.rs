@@ -1,5 +1,5 @@
-//! A message that is not a command: the answer to the one question waiting for its sender.
-//! Kept apart from the commands because who a plain message may answer is its own rule (in a
+//! A message that is not a command: the answer to the question whose message it replies to, or
+//! else to the one question waiting for its sender. Kept apart from the commands because who a plain message may answer is its own rule (in a
 //! group, an open question does not wait for everyone, or every remark would answer it).
 
 use super::Plan;
@@ -7,12 +7,24 @@ use super::answerable;
 use super::commands::{Turn, pending_list, refusal_reply};
 use crate::Error;
 use crate::bridge::resolve::{Attempt, Reading, Said};
+use crate::store::ListFilter;
 use askbridge_core::{Kind, Millis, Question, Reply, Tone, render};
 
 impl Turn {
-    /// A message that is not a command: the answer to the one question waiting for the sender
-    /// in this chat, if there is exactly one.
+    /// A message that is not a command: the answer to the question whose message it replies
+    /// to (whoever else is waiting), else to the one question waiting for the sender in this
+    /// chat, if there is exactly one.
     pub(super) async fn plain_message(&self) -> Plan {
+        if let Some(reply_to) = &self.message.in_reply_to {
+            match self.replied_to(&reply_to.message).await {
+                // The resolver's check refuses a sender who may not answer it, politely.
+                Ok(Some(question)) => return self.plain_answer(question).await,
+                // Chatter in the thread of something else (or of a question that ended).
+                Ok(None) if reply_to.only => return Plan::Reply(None),
+                Ok(None) => {}
+                Err(error) => return Plan::Reply(Some(refusal_reply(&error))),
+            }
+        }
         let waiting = match self.waiting_for().await {
             Ok(waiting) => waiting,
             Err(error) => return Plan::Reply(Some(refusal_reply(&error))),
@@ -33,6 +45,28 @@ impl Turn {
                 ),
             )),
         }
+    }
+
+    /// The pending question shown in this chat as the message `reference` (what its channel's
+    /// `show` returned, as the store keeps it for withdrawal). Costs one read of where each
+    /// question pending in this chat was shown: a chat holds a few at a time.
+    async fn replied_to(&self, reference: &str) -> Result<Option<Question>, Error> {
+        let chat = &self.message.chat;
+        let filter = ListFilter {
+            target: Some(chat.clone()),
+            ..ListFilter::pending()
+        };
+        let deliveries = &self.bridge.inbox().store.deliveries;
+        for question in self.bridge.list(&filter).await? {
+            let shown = deliveries.shown(&question.id).await?;
+            if shown
+                .iter()
+                .any(|s| s.target == *chat && s.reference == reference)
+            {
+                return Ok(Some(question));
+            }
+        }
+        Ok(None)
     }
 
     /// Questions "waiting for" the sender: ones naming them as an answerer, and, in a private

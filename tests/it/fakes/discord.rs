@@ -530,6 +530,21 @@ impl FakeDiscord {
         id
     }
 
+    /// A typed reply to message `to` (MESSAGE_CREATE with a `message_reference`), dispatched;
+    /// returns its id.
+    pub fn reply(&self, user: &FakeUser, place: Place, to: u64, content: &str) -> u64 {
+        let id = self.next_id();
+        let mut message = message_json(id, place.channel, user, content, json!([]), 0);
+        message["type"] = json!(19);
+        message["message_reference"] = json!({"type": 0, "message_id": to.to_string(), "channel_id": place.channel.to_string()});
+        if let Some(guild) = place.guild {
+            message["guild_id"] = json!(guild.to_string());
+            message["message_reference"]["guild_id"] = json!(guild.to_string());
+        }
+        self.dispatch("MESSAGE_CREATE", message);
+        id
+    }
+
     /// Waits until a client has identified and, after READY, registered its commands.
     pub async fn wait_ready(&self) {
         crate::support::eventually(Duration::from_secs(10), "the bot is ready", || async {

@@ -6,8 +6,12 @@
 //! `action_id` <= 255 and unique in the message, <= 25 elements per actions block, <= 50 blocks,
 //! <= 100 options in a select, option text <= 75, section text <= 3,000); a channel the app is not
 //! in answers `not_in_channel`; `chat.update` of a message that does not exist answers
-//! `message_not_found`; a queued rate limit answers 429 with `Retry-After`. Every call, and every
-//! post to a `response_url`, is recorded in order.
+//! `message_not_found`; a queued rate limit answers 429 with `Retry-After`. `views.open` needs a
+//! trigger id and refuses a view that breaks a limit with `invalid_arguments` (title, submit and
+//! close <= 24 characters, <= 100 blocks, block ids unique and <= 255, labels and hints <= 2,000,
+//! placeholders <= 150, option values <= 150, <= 10 checkboxes, text inputs' `max_length` <= 3,000,
+//! `private_metadata` <= 3,000, inputs only with a submit button). Every call, and every post to a
+//! `response_url`, is recorded in order.
 
 use super::Server;
 use axum::Router;
@@ -229,8 +233,107 @@ fn answer(inner: &mut Inner, method: &str, body: &Value) -> (StatusCode, Value) 
                 }
             }
         }
+        "views.open" => {
+            if body["trigger_id"].as_str().unwrap_or_default().is_empty() {
+                return refuse("invalid_trigger_id");
+            }
+            if let Err(why) = check_view(&body["view"]) {
+                return (
+                    StatusCode::OK,
+                    json!({"ok": false, "error": "invalid_arguments", "response_metadata": {"messages": [why]}}),
+                );
+            }
+            inner.next_ts += 1;
+            let mut view = body["view"].clone();
+            view["id"] = json!(format!("V{}", inner.next_ts));
+            view["team_id"] = json!("T0FAKE");
+            view["hash"] = json!(format!("h{}", inner.next_ts));
+            view["state"] = json!({"values": {}});
+            ok(json!({"ok": true, "view": view}))
+        }
         _ => refuse("unknown_method"),
     }
+}
+
+/// Slack's limits on a modal view.
+pub fn check_view(view: &Value) -> Result<(), String> {
+    let chars = |v: &Value| v.as_str().map_or(0, |s| s.chars().count());
+    if view["type"] != "modal" {
+        return Err("not a modal".into());
+    }
+    let title = chars(&view["title"]["text"]);
+    if title == 0 || title > 24 {
+        return Err(format!("title of {title} characters (1 to 24)"));
+    }
+    if chars(&view["submit"]["text"]) > 24 || chars(&view["close"]["text"]) > 24 {
+        return Err("submit or close text over 24".into());
+    }
+    if chars(&view["callback_id"]) > 255 || chars(&view["private_metadata"]) > 3000 {
+        return Err("callback_id over 255 or private_metadata over 3000".into());
+    }
+    let blocks = view["blocks"].as_array().ok_or("blocks is not a list")?;
+    if blocks.is_empty() || blocks.len() > 100 {
+        return Err(format!("{} blocks (1 to 100)", blocks.len()));
+    }
+    let mut block_ids = HashSet::new();
+    for block in blocks {
+        if let Some(id) = block["block_id"].as_str()
+            && (id.chars().count() > 255 || !block_ids.insert(id.to_owned()))
+        {
+            return Err(format!("block_id `{id}` over 255 or twice"));
+        }
+        match block["type"].as_str() {
+            Some("section") if chars(&block["text"]["text"]) > 3000 => {
+                return Err("section text over 3000".into());
+            }
+            Some("input") => {
+                if view["submit"].is_null() {
+                    return Err("an input in a view without submit".into());
+                }
+                let label = chars(&block["label"]["text"]);
+                if label == 0 || label > 2000 || chars(&block["hint"]["text"]) > 2000 {
+                    return Err("label empty or over 2000, or hint over 2000".into());
+                }
+                check_input(&block["element"])?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Slack's limits on an input block's element.
+fn check_input(element: &Value) -> Result<(), String> {
+    let chars = |v: &Value| v.as_str().map_or(0, |s| s.chars().count());
+    let id = chars(&element["action_id"]);
+    if id == 0 || id > 255 {
+        return Err("an input's action_id empty or over 255".into());
+    }
+    if chars(&element["placeholder"]["text"]) > 150 {
+        return Err("placeholder over 150".into());
+    }
+    if element["max_length"].as_u64().is_some_and(|n| n > 3000) {
+        return Err("max_length over 3000".into());
+    }
+    let most = match element["type"].as_str() {
+        Some("checkboxes" | "radio_buttons") => 10,
+        Some("static_select" | "multi_static_select") => 100,
+        Some(
+            "plain_text_input" | "number_input" | "email_text_input" | "url_text_input"
+            | "datepicker" | "timepicker" | "datetimepicker",
+        ) => return Ok(()),
+        other => return Err(format!("input element {other:?} unknown")),
+    };
+    let options = element["options"].as_array().ok_or("options missing")?;
+    if options.is_empty() || options.len() > most {
+        return Err(format!("{} options (1 to {most})", options.len()));
+    }
+    for option in options {
+        if chars(&option["text"]["text"]) > 75 || chars(&option["value"]) > 150 {
+            return Err("option text over 75 or value over 150".into());
+        }
+    }
+    Ok(())
 }
 
 async fn response_url(

@@ -150,7 +150,8 @@ fn fail(status: StatusCode, description: &str, parameters: Option<Value>) -> Res
 }
 
 impl Sent {
-    fn json(&self) -> Value {
+    /// The message as Telegram quotes it (in a tap, or as a `reply_to_message`).
+    pub fn json(&self) -> Value {
         let mut message = json!({"message_id": self.id, "date": 1_700_000_000, "chat": chat_json(self.chat), "from": bot_json(), "text": self.text});
         if let Some(markup) = &self.markup {
             message["reply_markup"] = markup.clone();
