@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) const WITHIN: Duration = Duration::from_secs(20);
-const BRIDGE: &str = "askbridge@askbridge.test";
+pub(crate) const BRIDGE: &str = "askbridge@askbridge.test";
 pub(crate) const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.org";
 
@@ -71,28 +71,28 @@ pub(crate) async fn setup_with(public: bool, notify: bool) -> Setup {
 
 /// A parsed mail as Dovecot holds it, with its Maildir flags.
 pub(crate) struct Held {
-    raw: Vec<u8>,
-    flags: String,
+    pub(crate) raw: Vec<u8>,
+    pub(crate) flags: String,
 }
 
 impl Held {
-    fn header(&self, name: &str) -> Option<String> {
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
         let message = MessageParser::default().parse(&self.raw[..]).unwrap();
         message
             .headers_raw()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.trim().to_owned())
     }
-    fn subject(&self) -> String {
+    pub(crate) fn subject(&self) -> String {
         let message = MessageParser::default().parse(&self.raw[..]).unwrap();
         message.subject().unwrap_or_default().to_owned()
     }
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let message = MessageParser::default().parse(&self.raw[..]).unwrap();
         message.body_text(0).unwrap_or_default().into_owned()
     }
     /// The question's reply address, from its `Reply-To` (without `<>`).
-    fn reply_address(&self) -> String {
+    pub(crate) fn reply_address(&self) -> String {
         self.header("Reply-To")
             .unwrap()
             .trim_matches(['<', '>'])
@@ -184,7 +184,7 @@ pub(crate) fn ask_body(answerers: &[&str]) -> Value {
 
 /// A reply as a mail client writes one, passed through our MX (which wrote the
 /// `Authentication-Results` on top).
-fn reply_mail(
+pub(crate) fn reply_mail(
     from: &str,
     to: &str,
     message_id: &str,
@@ -304,15 +304,20 @@ async fn asked_by_mail_answered_by_a_reply_and_confirmed_by_mail() {
         .count();
     assert_eq!(answered, 1, "{audit}");
 
-    // Every mail read is flagged seen (and ours), none deleted.
-    let held = s.mailbox(BRIDGE);
+    // Every mail read is flagged seen (and ours) and moved to the processed folder, none
+    // deleted.
+    assert!(
+        s.servers.folder(BRIDGE, "INBOX").is_empty(),
+        "moved out of INBOX"
+    );
+    let held = s.servers.folder(BRIDGE, askbridge_email::PROCESSED);
     assert_eq!(held.len(), 2);
     assert!(
-        held.iter().all(|m| m.flags.contains('S')),
+        held.iter().all(|(_, flags)| flags.contains('S')),
         "{:?}",
-        held.iter().map(|m| &m.flags).collect::<Vec<_>>()
+        held.iter().map(|(_, flags)| flags).collect::<Vec<_>>()
     );
-    assert_eq!(s.poll().await, 0, "nothing unseen is left");
+    assert_eq!(s.poll().await, 0, "nothing unread is left");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,144 @@
+//! `askbridge serve` SIGKILLed while its mailbox reader holds a reply, then restarted: the
+//! question is answered exactly once, its sender confirmed once, and the reply ends in the
+//! processed folder. The real binary on a real redis-server and real mail servers; the kill
+//! lands exactly at the point under test through `ASKBRIDGE_EMAIL_TEST_HOLD`, with which the
+//! reader writes a file there and stops (see `adapters/email/src/mailbox.rs`).
+
+use crate::email::{ALICE, BRIDGE, Held, ask_body, reply_mail};
+use crate::mail_servers::MailServers;
+use crate::redis_server::RedisServer;
+use crate::support::{Process, eventually, http};
+use serde_json::Value;
+use std::path::Path;
+use std::time::Duration;
+
+/// Time for the lease the killed process held to lapse (6 s), and the next one to read.
+const AFTER_RESTART: Duration = Duration::from_secs(40);
+
+fn held(servers: &MailServers, user: &str) -> Vec<Held> {
+    servers
+        .mailbox(user)
+        .into_iter()
+        .map(|(raw, flags)| Held { raw, flags })
+        .collect()
+}
+
+fn serve(servers: &MailServers, redis: &RedisServer, hold: Option<&Path>, point: &str) -> Process {
+    let mut env = vec![
+        ("REDIS_URL", redis.url()),
+        (
+            "EMAIL_SMTP_URL",
+            format!("smtp://127.0.0.1:{}", servers.smtp),
+        ),
+        (
+            "EMAIL_IMAP_URL",
+            format!(
+                "imap://askbridge%40askbridge.test:bridge-pw@127.0.0.1:{}/INBOX",
+                servers.imap
+            ),
+        ),
+        ("EMAIL_REPLY_ADDRESS", BRIDGE.to_owned()),
+        ("EMAIL_SECRET", "crash-secret".to_owned()),
+        ("EMAIL_AUTHSERV_ID", "mx.askbridge.test".to_owned()),
+    ];
+    if let Some(file) = hold {
+        env.push((
+            "ASKBRIDGE_EMAIL_TEST_HOLD",
+            format!("{point}:{}", file.display()),
+        ));
+    }
+    Process::spawn(&["serve"], &env)
+}
+
+async fn get(url: String) -> Value {
+    http().get(url).send().await.unwrap().json().await.unwrap()
+}
+
+/// Killed at `point` (`fetched`: the reply read, nothing recorded; `handled`: the answer
+/// recorded and confirmed, the mail not flagged yet), then restarted.
+async fn killed_at(point: &str) {
+    let servers = MailServers::start();
+    let redis = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let hold = dir.path().join("held");
+    let mut first = serve(&servers, &redis, Some(&hold), point);
+    let created: Value = http()
+        .post(format!("{}/api/questions", first.base))
+        .json(&ask_body(&[&format!("email:{ALICE}")]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["id"].as_str().unwrap().to_owned();
+    eventually(AFTER_RESTART, "the question mail", || async {
+        !held(&servers, ALICE).is_empty()
+    })
+    .await;
+    let question = held(&servers, ALICE).remove(0);
+    let address = question.reply_address();
+    let reply = reply_mail(
+        ALICE,
+        &address,
+        "crash-1@example.com",
+        "x@y",
+        "pass",
+        "2\r\n",
+    );
+    servers.send(ALICE, &address, reply.as_bytes());
+    eventually(AFTER_RESTART, "the reader holds the reply", || async {
+        hold.exists()
+    })
+    .await;
+    let before = get(format!("{}/api/questions/{id}", first.base)).await;
+    let expected = if point == "fetched" {
+        "pending"
+    } else {
+        "answered"
+    };
+    assert_eq!(before["status"], expected, "at {point}: {before}");
+    first.kill();
+
+    let second = serve(&servers, &redis, None, point);
+    eventually(
+        AFTER_RESTART,
+        "the reply read after the restart",
+        || async {
+            servers.folder(BRIDGE, "INBOX").is_empty()
+                && servers.folder(BRIDGE, askbridge_email::PROCESSED).len() == 1
+        },
+    )
+    .await;
+    let q = get(format!("{}/api/questions/{id}", second.base)).await;
+    assert_eq!(q["status"], "answered", "{q}");
+    assert_eq!(q["resolution"]["value"], "date-fns", "{q}");
+    let confirmations = || {
+        held(&servers, ALICE)
+            .iter()
+            .filter(|m| m.text().starts_with("✓ Answered: date-fns"))
+            .count()
+    };
+    eventually(AFTER_RESTART, "the confirmation", || async {
+        confirmations() >= 1
+    })
+    .await;
+    // The confirmation went out before the mail was moved; a moment for a second one to arrive.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(confirmations(), 1, "confirmed once");
+    let audit = get(format!("{}/api/audit?session_id=mail", second.base)).await;
+    let entries = audit["entries"].as_array().unwrap();
+    let resolved = entries.iter().filter(|e| e["event"] == "resolved").count();
+    let refused = entries.iter().filter(|e| e["event"] == "refused").count();
+    assert_eq!((resolved, refused), (1, 0), "{audit}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_after_fetching_a_reply_answers_it_once_after_the_restart() {
+    killed_at("fetched").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_after_answering_before_flagging_answers_once_and_confirms_once() {
+    killed_at("handled").await;
+}
