@@ -19,7 +19,7 @@ use std::time::Duration;
 pub(crate) const WITHIN: Duration = Duration::from_secs(20);
 pub(crate) const BRIDGE: &str = "askbridge@askbridge.test";
 pub(crate) const ALICE: &str = "alice@example.com";
-const BOB: &str = "bob@example.org";
+pub(crate) const BOB: &str = "bob@example.org";
 
 pub(crate) struct Setup {
     servers: MailServers,
@@ -38,21 +38,7 @@ pub(crate) async fn setup_with(public: bool, notify: bool) -> Setup {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let servers = MailServers::start();
-    let email = Email::new(EmailOptions {
-        smtp_url: Secret::new(format!("smtp://127.0.0.1:{}", servers.smtp)),
-        imap_url: Some(Secret::new(format!(
-            "imap://askbridge%40askbridge.test:bridge-pw@127.0.0.1:{}/INBOX",
-            servers.imap
-        ))),
-        from: Some(format!("askbridge <{BRIDGE}>")),
-        reply_address: BRIDGE.into(),
-        secret: Secret::new("test-email-secret"),
-        require_dmarc: true,
-        authserv_id: Some("mx.askbridge.test".into()),
-        public_url: public.then(|| base.clone()),
-        notify_resolved: notify,
-    })
-    .unwrap();
+    let email = email_for(&servers, public.then(|| base.clone()), notify);
     let store = Arc::new(MemoryStore::default());
     let (bridge, _) = bridge_with(store, |builder| builder.channel(email.channel())).await;
     let mut state = AppState::new(bridge.clone(), None);
@@ -67,6 +53,54 @@ pub(crate) async fn setup_with(public: bool, notify: bool) -> Setup {
         bridge,
         base,
     }
+}
+
+/// The email channel on `servers`, askbridge's mailbox watched, DMARC required.
+pub(crate) fn email_for(servers: &MailServers, public_url: Option<String>, notify: bool) -> Email {
+    Email::new(EmailOptions {
+        smtp_url: Secret::new(format!("smtp://127.0.0.1:{}", servers.smtp)),
+        imap_url: Some(Secret::new(format!(
+            "imap://askbridge%40askbridge.test:bridge-pw@127.0.0.1:{}/INBOX",
+            servers.imap
+        ))),
+        from: Some(format!("askbridge <{BRIDGE}>")),
+        reply_address: BRIDGE.into(),
+        secret: Secret::new("test-email-secret"),
+        require_dmarc: true,
+        authserv_id: Some("mx.askbridge.test".into()),
+        public_url,
+        notify_resolved: notify,
+    })
+    .unwrap()
+}
+
+/// `askbridge serve`'s email settings against `servers`.
+pub(crate) fn serve_env(servers: &MailServers, secret: &str) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "EMAIL_SMTP_URL",
+            format!("smtp://127.0.0.1:{}", servers.smtp),
+        ),
+        (
+            "EMAIL_IMAP_URL",
+            format!(
+                "imap://askbridge%40askbridge.test:bridge-pw@127.0.0.1:{}/INBOX",
+                servers.imap
+            ),
+        ),
+        ("EMAIL_REPLY_ADDRESS", BRIDGE.to_owned()),
+        ("EMAIL_SECRET", secret.to_owned()),
+        ("EMAIL_AUTHSERV_ID", "mx.askbridge.test".to_owned()),
+    ]
+}
+
+/// The mails `user` holds (INBOX and folders), oldest first.
+pub(crate) fn held(servers: &MailServers, user: &str) -> Vec<Held> {
+    servers
+        .mailbox(user)
+        .into_iter()
+        .map(|(raw, flags)| Held { raw, flags })
+        .collect()
 }
 
 /// A parsed mail as Dovecot holds it, with its Maildir flags.
@@ -130,11 +164,7 @@ impl Setup {
     }
 
     fn mailbox(&self, user: &str) -> Vec<Held> {
-        self.servers
-            .mailbox(user)
-            .into_iter()
-            .map(|(raw, flags)| Held { raw, flags })
-            .collect()
+        held(&self.servers, user)
     }
 
     /// Waits until `user` holds `count` mails.
@@ -503,31 +533,10 @@ mod binary {
         let servers = MailServers::start();
         let process = Process::spawn(
             &["serve", "--ephemeral"],
-            &[
-                (
-                    "EMAIL_SMTP_URL",
-                    format!("smtp://127.0.0.1:{}", servers.smtp),
-                ),
-                (
-                    "EMAIL_IMAP_URL",
-                    format!(
-                        "imap://askbridge%40askbridge.test:bridge-pw@127.0.0.1:{}/INBOX",
-                        servers.imap
-                    ),
-                ),
-                ("EMAIL_REPLY_ADDRESS", BRIDGE.to_owned()),
-                ("EMAIL_SECRET", "binary-secret".to_owned()),
-                ("EMAIL_AUTHSERV_ID", "mx.askbridge.test".to_owned()),
-            ],
+            &serve_env(&servers, "binary-secret"),
         );
         let base = process.base.clone();
-        let mailbox = |user: &str| -> Vec<Held> {
-            servers
-                .mailbox(user)
-                .into_iter()
-                .map(|(raw, flags)| Held { raw, flags })
-                .collect()
-        };
+        let mailbox = |user: &str| held(&servers, user);
         let wait = |user: &'static str, what: String| {
             let mailbox = &mailbox;
             async move {

@@ -4,7 +4,7 @@
 //! lands exactly at the point under test through `ASKBRIDGE_EMAIL_TEST_HOLD`, with which the
 //! reader writes a file there and stops (see `adapters/email/src/mailbox.rs`).
 
-use crate::email::{ALICE, BRIDGE, Held, ask_body, reply_mail};
+use crate::email::{ALICE, BRIDGE, ask_body, held, reply_mail, serve_env};
 use crate::mail_servers::MailServers;
 use crate::redis_server::RedisServer;
 use crate::support::{Process, eventually, http};
@@ -15,32 +15,9 @@ use std::time::Duration;
 /// Time for the lease the killed process held to lapse (6 s), and the next one to read.
 const AFTER_RESTART: Duration = Duration::from_secs(40);
 
-fn held(servers: &MailServers, user: &str) -> Vec<Held> {
-    servers
-        .mailbox(user)
-        .into_iter()
-        .map(|(raw, flags)| Held { raw, flags })
-        .collect()
-}
-
 fn serve(servers: &MailServers, redis: &RedisServer, hold: Option<&Path>, point: &str) -> Process {
-    let mut env = vec![
-        ("REDIS_URL", redis.url()),
-        (
-            "EMAIL_SMTP_URL",
-            format!("smtp://127.0.0.1:{}", servers.smtp),
-        ),
-        (
-            "EMAIL_IMAP_URL",
-            format!(
-                "imap://askbridge%40askbridge.test:bridge-pw@127.0.0.1:{}/INBOX",
-                servers.imap
-            ),
-        ),
-        ("EMAIL_REPLY_ADDRESS", BRIDGE.to_owned()),
-        ("EMAIL_SECRET", "crash-secret".to_owned()),
-        ("EMAIL_AUTHSERV_ID", "mx.askbridge.test".to_owned()),
-    ];
+    let mut env = serve_env(servers, "crash-secret");
+    env.push(("REDIS_URL", redis.url()));
     if let Some(file) = hold {
         env.push((
             "ASKBRIDGE_EMAIL_TEST_HOLD",

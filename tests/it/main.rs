@@ -24,6 +24,7 @@ mod console;
 mod demo;
 mod discord;
 mod email;
+mod email_bench;
 mod email_crash;
 mod email_links;
 mod exec;
