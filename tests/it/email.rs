@@ -22,7 +22,7 @@ pub(crate) const ALICE: &str = "alice@example.com";
 pub(crate) const BOB: &str = "bob@example.org";
 
 pub(crate) struct Setup {
-    servers: MailServers,
+    pub(crate) servers: MailServers,
     email: Email,
     pub(crate) bridge: Bridge,
     pub(crate) base: String,
@@ -183,7 +183,7 @@ impl Setup {
     }
 
     /// Sends a reply and waits until askbridge's mailbox holds `count` mails, then polls.
-    async fn reply_and_poll(&self, from: &str, to: &str, raw: &str, count: usize) {
+    pub(crate) async fn reply_and_poll(&self, from: &str, to: &str, raw: &str, count: usize) {
         self.servers.send(from, to, raw.as_bytes());
         self.wait_for_mails(BRIDGE, count).await;
         assert_eq!(self.poll().await, 1, "one new mail read");
@@ -627,7 +627,7 @@ impl Setup {
     /// Waits until `user` holds a mail whose text starts with `start` and whose subject names
     /// `id` ("" for any: a confirmation's subject is the reply's). By content, because a mailbox
     /// lists mails delivered within one second in no particular order.
-    async fn wait_for_mail(&self, user: &str, id: &str, start: &str) -> Held {
+    pub(crate) async fn wait_for_mail(&self, user: &str, id: &str, start: &str) -> Held {
         let find = || {
             self.mailbox(user).into_iter().find(|mail| {
                 (id.is_empty() || mail.subject().contains(&format!("[#{id}]")))

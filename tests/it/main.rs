@@ -26,6 +26,7 @@ mod discord;
 mod email;
 mod email_bench;
 mod email_crash;
+mod email_life;
 mod email_links;
 mod exec;
 mod faults;
