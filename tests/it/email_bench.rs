@@ -20,7 +20,7 @@ use crate::email::{ALICE, BRIDGE, Held, reply_mail, serve_env};
 use crate::fakes::telegram::{FakeTelegram, User};
 use crate::mail_servers::MailServers;
 use crate::redis_server::RedisServer;
-use crate::support::{Process, askbridge_binary, http};
+use crate::support::{Process, askbridge_binary, http, post_json};
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -60,15 +60,12 @@ async fn parked_wait(base: &str, id: &str) -> tokio::task::JoinHandle<(Instant, 
 }
 
 async fn ask(base: &str, target: &str, answerer: &str) -> String {
-    let created: Value = http()
-        .post(format!("{base}/api/questions"))
-        .json(&json!({
-            "session_id": "bench", "prompt": "Which library?", "options": ["dayjs", "date-fns"],
-            "targets": [target], "answerers": [answerer],
-        }))
-        .send()
+    let body = json!({
+        "session_id": "bench", "prompt": "Which library?", "options": ["dayjs", "date-fns"],
+        "targets": [target], "answerers": [answerer],
+    });
+    let created: Value = post_json(base, "/api/questions", body)
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();

@@ -7,7 +7,7 @@
 use crate::email::{ALICE, BRIDGE, ask_body, held, reply_mail, serve_env};
 use crate::mail_servers::MailServers;
 use crate::redis_server::RedisServer;
-use crate::support::{Process, eventually, http};
+use crate::support::{Process, eventually, get_json, post_json};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
@@ -27,10 +27,6 @@ fn serve(servers: &MailServers, redis: &RedisServer, hold: Option<&Path>, point:
     Process::spawn(&["serve"], &env)
 }
 
-async fn get(url: String) -> Value {
-    http().get(url).send().await.unwrap().json().await.unwrap()
-}
-
 /// Killed at `point` (`fetched`: the reply read, nothing recorded; `handled`: the answer
 /// recorded and confirmed, the mail not flagged yet), then restarted.
 async fn killed_at(point: &str) {
@@ -39,12 +35,9 @@ async fn killed_at(point: &str) {
     let dir = tempfile::tempdir().unwrap();
     let hold = dir.path().join("held");
     let mut first = serve(&servers, &redis, Some(&hold), point);
-    let created: Value = http()
-        .post(format!("{}/api/questions", first.base))
-        .json(&ask_body(&[&format!("email:{ALICE}")]))
-        .send()
+    let body = ask_body(&[&format!("email:{ALICE}")]);
+    let created: Value = post_json(&first.base, "/api/questions", body)
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -68,7 +61,7 @@ async fn killed_at(point: &str) {
         hold.exists()
     })
     .await;
-    let before = get(format!("{}/api/questions/{id}", first.base)).await;
+    let before = get_json(&first.base, &format!("/api/questions/{id}")).await;
     let expected = if point == "fetched" {
         "pending"
     } else {
@@ -87,7 +80,7 @@ async fn killed_at(point: &str) {
         },
     )
     .await;
-    let q = get(format!("{}/api/questions/{id}", second.base)).await;
+    let q = get_json(&second.base, &format!("/api/questions/{id}")).await;
     assert_eq!(q["status"], "answered", "{q}");
     assert_eq!(q["resolution"]["value"], "date-fns", "{q}");
     let confirmations = || {
@@ -103,7 +96,7 @@ async fn killed_at(point: &str) {
     // The confirmation went out before the mail was moved; a moment for a second one to arrive.
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(confirmations(), 1, "confirmed once");
-    let audit = get(format!("{}/api/audit?session_id=mail", second.base)).await;
+    let audit = get_json(&second.base, "/api/audit?session_id=mail").await;
     let entries = audit["entries"].as_array().unwrap();
     let resolved = entries.iter().filter(|e| e["event"] == "resolved").count();
     let refused = entries.iter().filter(|e| e["event"] == "refused").count();
