@@ -28,7 +28,8 @@ fn serve(servers: &MailServers, redis: &RedisServer, hold: Option<&Path>, point:
 }
 
 /// Killed at `point` (`fetched`: the reply read, nothing recorded; `handled`: the answer
-/// recorded and confirmed, the mail not flagged yet), then restarted.
+/// recorded and confirmed, the mail not flagged yet; `flagged`: flagged, not moved yet), then
+/// restarted.
 async fn killed_at(point: &str) {
     let servers = MailServers::start();
     let redis = RedisServer::start();
@@ -111,4 +112,9 @@ async fn killed_after_fetching_a_reply_answers_it_once_after_the_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_after_answering_before_flagging_answers_once_and_confirms_once() {
     killed_at("handled").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_after_flagging_before_moving_the_next_read_moves_it() {
+    killed_at("flagged").await;
 }

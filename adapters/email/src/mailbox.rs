@@ -15,7 +15,7 @@
 //!   mail, which the next read moves. Nothing is deleted or expunged other than by that move. A
 //!   server without MOVE leaves read mail where it is, flagged.
 //!
-//! `ASKBRIDGE_EMAIL_TEST_HOLD=<fetched|handled>:<file>` is for the crash tests alone: at that
+//! `ASKBRIDGE_EMAIL_TEST_HOLD=<fetched|handled|flagged>:<file>` is for the crash tests alone: at that
 //! point of the first mail read, the reader writes the mail's UID into `<file>` and waits
 //! forever, so a test can SIGKILL askbridge exactly there.
 
@@ -71,6 +71,7 @@ where
             .try_collect()
             .await
             .map_err(|error| format!("cannot flag a read mail: {error}"))?;
+        hold(Point::Flagged, *uid).await;
     }
     move_read(options, session, abilities).await?;
     Ok(uids.len())
@@ -173,6 +174,7 @@ where
 enum Point {
     Fetched,
     Handled,
+    Flagged,
 }
 
 /// The crash tests' hold (see the module documentation); nothing without the variable.
@@ -184,6 +186,7 @@ async fn hold(point: Point, uid: u32) {
         let point = match point {
             "fetched" => Point::Fetched,
             "handled" => Point::Handled,
+            "flagged" => Point::Flagged,
             _ => return None,
         };
         Some((point, PathBuf::from(file)))
