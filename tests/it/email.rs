@@ -375,8 +375,9 @@ async fn strangers_forgeries_and_robots_answer_nothing_and_get_no_mail() {
     s.reply_and_poll(BOB, &reply_address, &bob, 1).await;
 
     // A reply address with a made-up tag.
-    let (head, _) = reply_address.rsplit_once('.').unwrap();
-    let forged_address = format!("{head}.0123456789abcdef@askbridge.test");
+    let (local, domain) = reply_address.rsplit_once('@').unwrap();
+    let (head, _) = local.rsplit_once('.').unwrap();
+    let forged_address = format!("{head}.0123456789abcdef@{domain}");
     let forged = reply_mail(
         ALICE,
         &forged_address,
@@ -439,6 +440,23 @@ async fn strangers_forgeries_and_robots_answer_nothing_and_get_no_mail() {
         "the reply without a DMARC pass is in the audit trail: {audit}"
     );
     assert_eq!(s.mailbox(BRIDGE).len(), 4, "nothing deleted");
+
+    // Mail to the mailbox's own address (in a person's own mailbox, theirs): read, not
+    // answered, and left where it was, unseen; the four replies above were moved.
+    let lunch = format!(
+        "From: Carol <carol@example.net>\r\nTo: <{BRIDGE}>\r\nSubject: Lunch?\r\n\
+         Message-ID: <lunch-1@example.net>\r\n\r\nAt noon?\r\n"
+    );
+    s.reply_and_poll("carol@example.net", BRIDGE, &lunch, 5)
+        .await;
+    let inbox = s.servers.folder(BRIDGE, "INBOX");
+    assert_eq!(inbox.len(), 1, "only Carol's mail stays");
+    assert!(!inbox[0].1.contains('S'), "left unseen: {:?}", inbox[0].1);
+    assert_eq!(
+        s.servers.folder(BRIDGE, askbridge_email::PROCESSED).len(),
+        4
+    );
+    assert_eq!(s.poll().await, 0, "read once");
 }
 
 /// Dovecot going away between polls costs a failed poll (whose error names no password); the

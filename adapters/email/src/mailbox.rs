@@ -1,17 +1,19 @@
 //! One read of the selected mailbox: each mail askbridge has not read is fetched, handed over,
-//! flagged, and moved to the processed folder — in that order, so that a crash anywhere loses
-//! nothing and answers nothing twice.
+//! flagged, and — when it was sent to a reply address — moved to the processed folder, in that
+//! order, so that a crash anywhere loses nothing and answers nothing twice.
 //!
 //! - Each mail of the last day without the `$AskbridgeRead` keyword (seen by a person or not) is
 //!   fetched with `BODY.PEEK[]` (which leaves `\Seen` alone), unless larger than the bound.
 //! - [`Email::receive`] hands it to the bridge and returns once the bridge's answer is recorded
 //!   (and the confirmation mailed).
-//! - Only then is it flagged `\Seen` and `$AskbridgeRead`: a crash before that reads it again
-//!   after the restart. The bridge drops a second delivery of one `Message-ID` as a duplicate, so
-//!   a mail whose answer was recorded before the crash counts once and is confirmed once; one
-//!   whose answer was not is answered then.
-//! - Last, every flagged mail still in the mailbox is moved (`UID MOVE`, RFC 6851) to the
-//!   processed folder, created if missing: a crash between flagging and moving leaves flagged
+//! - Only then is it flagged: `$AskbridgeRead`, and for a mail sent to a reply address (a reply,
+//!   whatever became of it) `\Seen` and `$AskbridgeReply` too. Other mail (in a person's own
+//!   mailbox, theirs) keeps its `\Seen` and its place. A crash before the flag reads the mail
+//!   again after the restart. The bridge drops a second delivery of one `Message-ID` as a
+//!   duplicate, so a mail whose answer was recorded before the crash counts once and is
+//!   confirmed once; one whose answer was not is answered then.
+//! - Last, every `$AskbridgeReply` mail still in the mailbox is moved (`UID MOVE`, RFC 6851) to
+//!   the processed folder, created if missing: a crash between flagging and moving leaves flagged
 //!   mail, which the next read moves. Nothing is deleted or expunged other than by that move. A
 //!   server without MOVE leaves read mail where it is, flagged.
 //!
@@ -19,8 +21,9 @@
 //! point of the first mail read, the reader writes the mail's UID into `<file>` and waits
 //! forever, so a test can SIGKILL askbridge exactly there.
 
-use crate::Email;
 use crate::imap::ImapOptions;
+use crate::inbound::to_a_reply_address;
+use crate::{Email, Ignored, Received};
 use askbridge_core::Inbox;
 use futures_util::TryStreamExt;
 use std::path::PathBuf;
@@ -29,6 +32,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 /// The keyword set on every mail askbridge has read.
 pub(crate) const READ_KEYWORD: &str = "$AskbridgeRead";
+/// The keyword set on the mails sent to a reply address, which are moved.
+const REPLY_KEYWORD: &str = "$AskbridgeReply";
 
 /// What the server can do, asked once per connection.
 pub(crate) struct Abilities {
@@ -58,14 +63,25 @@ where
         .collect();
     uids.sort_unstable();
     for uid in &uids {
+        let mut reply = false;
         if let Some(raw) = fetch(email, session, *uid).await? {
             hold(Point::Fetched, *uid).await;
             let received = email.receive(&raw, inbox).await;
             tracing::debug!(uid, ?received, "mail handled");
+            reply = match received {
+                Received::Handled { .. } => true,
+                Received::Ignored(Ignored::NotForUs) => false,
+                Received::Ignored(_) => to_a_reply_address(&raw, &email.policy.addresses),
+            };
         }
         hold(Point::Handled, *uid).await;
+        let flags = if reply {
+            format!("\\Seen {READ_KEYWORD} {REPLY_KEYWORD}")
+        } else {
+            READ_KEYWORD.to_owned()
+        };
         let _: Vec<_> = session
-            .uid_store(uid.to_string(), format!("+FLAGS (\\Seen {READ_KEYWORD})"))
+            .uid_store(uid.to_string(), format!("+FLAGS ({flags})"))
             .await
             .map_err(|error| format!("cannot flag a read mail: {error}"))?
             .try_collect()
@@ -131,7 +147,7 @@ where
     Ok(body)
 }
 
-/// Moves every flagged mail left in the mailbox to the processed folder.
+/// Moves every read reply left in the mailbox to the processed folder.
 async fn move_read<T>(
     options: &ImapOptions,
     session: &mut async_imap::Session<T>,
@@ -143,7 +159,7 @@ where
     if !abilities.moves || options.processed.eq_ignore_ascii_case(&options.mailbox) {
         return Ok(());
     }
-    let mut read: Vec<u32> = search(session, &format!("KEYWORD {READ_KEYWORD}"))
+    let mut read: Vec<u32> = search(session, &format!("KEYWORD {REPLY_KEYWORD}"))
         .await?
         .into_iter()
         .collect();
