@@ -128,7 +128,7 @@ settings! {
         "SMTP submission URL (`smtp://user:password@host:587?tls=required`, `smtps://...:465`); email is on when set";
     EMAIL_IMAP_URL = "EMAIL_IMAP_URL",
         email_imap_url: Option<Secret> = parse::secret, unset "replies are not read",
-        "IMAP mailbox the replies arrive in (`imaps://user:password@host/INBOX`), watched with IDLE (polled without); read mail is flagged, never deleted";
+        "IMAP mailbox the replies arrive in (`imaps://user:password@host/INBOX`), watched with IDLE (polled without); replies read are flagged and moved to the folder `?processed=<folder>` names (`Askbridge`), other mail left unseen; nothing is deleted";
     EMAIL_FROM = "EMAIL_FROM",
         email_from: Option<String> = parse::text, unset "`EMAIL_REPLY_ADDRESS`",
         "sender of askbridge's mails (`askbridge <askbridge@example.com>`)";

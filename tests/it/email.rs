@@ -17,12 +17,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) const WITHIN: Duration = Duration::from_secs(20);
-const BRIDGE: &str = "askbridge@askbridge.test";
+pub(crate) const BRIDGE: &str = "askbridge@askbridge.test";
 pub(crate) const ALICE: &str = "alice@example.com";
-const BOB: &str = "bob@example.org";
+pub(crate) const BOB: &str = "bob@example.org";
 
 pub(crate) struct Setup {
-    servers: MailServers,
+    pub(crate) servers: MailServers,
     email: Email,
     pub(crate) bridge: Bridge,
     pub(crate) base: String,
@@ -38,21 +38,7 @@ pub(crate) async fn setup_with(public: bool, notify: bool) -> Setup {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let servers = MailServers::start();
-    let email = Email::new(EmailOptions {
-        smtp_url: Secret::new(format!("smtp://127.0.0.1:{}", servers.smtp)),
-        imap_url: Some(Secret::new(format!(
-            "imap://askbridge%40askbridge.test:bridge-pw@127.0.0.1:{}/INBOX",
-            servers.imap
-        ))),
-        from: Some(format!("askbridge <{BRIDGE}>")),
-        reply_address: BRIDGE.into(),
-        secret: Secret::new("test-email-secret"),
-        require_dmarc: true,
-        authserv_id: Some("mx.askbridge.test".into()),
-        public_url: public.then(|| base.clone()),
-        notify_resolved: notify,
-    })
-    .unwrap();
+    let email = email_for(&servers, public.then(|| base.clone()), notify);
     let store = Arc::new(MemoryStore::default());
     let (bridge, _) = bridge_with(store, |builder| builder.channel(email.channel())).await;
     let mut state = AppState::new(bridge.clone(), None);
@@ -69,30 +55,78 @@ pub(crate) async fn setup_with(public: bool, notify: bool) -> Setup {
     }
 }
 
+/// The email channel on `servers`, askbridge's mailbox watched, DMARC required.
+pub(crate) fn email_for(servers: &MailServers, public_url: Option<String>, notify: bool) -> Email {
+    Email::new(EmailOptions {
+        smtp_url: Secret::new(format!("smtp://127.0.0.1:{}", servers.smtp)),
+        imap_url: Some(Secret::new(format!(
+            "imap://askbridge%40askbridge.test:bridge-pw@127.0.0.1:{}/INBOX",
+            servers.imap
+        ))),
+        from: Some(format!("askbridge <{BRIDGE}>")),
+        reply_address: BRIDGE.into(),
+        secret: Secret::new("test-email-secret"),
+        require_dmarc: true,
+        authserv_id: Some("mx.askbridge.test".into()),
+        public_url,
+        notify_resolved: notify,
+    })
+    .unwrap()
+}
+
+/// `askbridge serve`'s email settings against `servers`.
+pub(crate) fn serve_env(servers: &MailServers, secret: &str) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "EMAIL_SMTP_URL",
+            format!("smtp://127.0.0.1:{}", servers.smtp),
+        ),
+        (
+            "EMAIL_IMAP_URL",
+            format!(
+                "imap://askbridge%40askbridge.test:bridge-pw@127.0.0.1:{}/INBOX",
+                servers.imap
+            ),
+        ),
+        ("EMAIL_REPLY_ADDRESS", BRIDGE.to_owned()),
+        ("EMAIL_SECRET", secret.to_owned()),
+        ("EMAIL_AUTHSERV_ID", "mx.askbridge.test".to_owned()),
+    ]
+}
+
+/// The mails `user` holds (INBOX and folders), oldest first.
+pub(crate) fn held(servers: &MailServers, user: &str) -> Vec<Held> {
+    servers
+        .mailbox(user)
+        .into_iter()
+        .map(|(raw, flags)| Held { raw, flags })
+        .collect()
+}
+
 /// A parsed mail as Dovecot holds it, with its Maildir flags.
 pub(crate) struct Held {
-    raw: Vec<u8>,
-    flags: String,
+    pub(crate) raw: Vec<u8>,
+    pub(crate) flags: String,
 }
 
 impl Held {
-    fn header(&self, name: &str) -> Option<String> {
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
         let message = MessageParser::default().parse(&self.raw[..]).unwrap();
         message
             .headers_raw()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.trim().to_owned())
     }
-    fn subject(&self) -> String {
+    pub(crate) fn subject(&self) -> String {
         let message = MessageParser::default().parse(&self.raw[..]).unwrap();
         message.subject().unwrap_or_default().to_owned()
     }
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let message = MessageParser::default().parse(&self.raw[..]).unwrap();
         message.body_text(0).unwrap_or_default().into_owned()
     }
     /// The question's reply address, from its `Reply-To` (without `<>`).
-    fn reply_address(&self) -> String {
+    pub(crate) fn reply_address(&self) -> String {
         self.header("Reply-To")
             .unwrap()
             .trim_matches(['<', '>'])
@@ -130,11 +164,7 @@ impl Setup {
     }
 
     fn mailbox(&self, user: &str) -> Vec<Held> {
-        self.servers
-            .mailbox(user)
-            .into_iter()
-            .map(|(raw, flags)| Held { raw, flags })
-            .collect()
+        held(&self.servers, user)
     }
 
     /// Waits until `user` holds `count` mails.
@@ -153,7 +183,7 @@ impl Setup {
     }
 
     /// Sends a reply and waits until askbridge's mailbox holds `count` mails, then polls.
-    async fn reply_and_poll(&self, from: &str, to: &str, raw: &str, count: usize) {
+    pub(crate) async fn reply_and_poll(&self, from: &str, to: &str, raw: &str, count: usize) {
         self.servers.send(from, to, raw.as_bytes());
         self.wait_for_mails(BRIDGE, count).await;
         assert_eq!(self.poll().await, 1, "one new mail read");
@@ -184,7 +214,7 @@ pub(crate) fn ask_body(answerers: &[&str]) -> Value {
 
 /// A reply as a mail client writes one, passed through our MX (which wrote the
 /// `Authentication-Results` on top).
-fn reply_mail(
+pub(crate) fn reply_mail(
     from: &str,
     to: &str,
     message_id: &str,
@@ -304,15 +334,20 @@ async fn asked_by_mail_answered_by_a_reply_and_confirmed_by_mail() {
         .count();
     assert_eq!(answered, 1, "{audit}");
 
-    // Every mail read is flagged seen (and ours), none deleted.
-    let held = s.mailbox(BRIDGE);
+    // Every mail read is flagged seen (and ours) and moved to the processed folder, none
+    // deleted.
+    assert!(
+        s.servers.folder(BRIDGE, "INBOX").is_empty(),
+        "moved out of INBOX"
+    );
+    let held = s.servers.folder(BRIDGE, askbridge_email::PROCESSED);
     assert_eq!(held.len(), 2);
     assert!(
-        held.iter().all(|m| m.flags.contains('S')),
+        held.iter().all(|(_, flags)| flags.contains('S')),
         "{:?}",
-        held.iter().map(|m| &m.flags).collect::<Vec<_>>()
+        held.iter().map(|(_, flags)| flags).collect::<Vec<_>>()
     );
-    assert_eq!(s.poll().await, 0, "nothing unseen is left");
+    assert_eq!(s.poll().await, 0, "nothing unread is left");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -340,8 +375,9 @@ async fn strangers_forgeries_and_robots_answer_nothing_and_get_no_mail() {
     s.reply_and_poll(BOB, &reply_address, &bob, 1).await;
 
     // A reply address with a made-up tag.
-    let (head, _) = reply_address.rsplit_once('.').unwrap();
-    let forged_address = format!("{head}.0123456789abcdef@askbridge.test");
+    let (local, domain) = reply_address.rsplit_once('@').unwrap();
+    let (head, _) = local.rsplit_once('.').unwrap();
+    let forged_address = format!("{head}.0123456789abcdef@{domain}");
     let forged = reply_mail(
         ALICE,
         &forged_address,
@@ -404,6 +440,23 @@ async fn strangers_forgeries_and_robots_answer_nothing_and_get_no_mail() {
         "the reply without a DMARC pass is in the audit trail: {audit}"
     );
     assert_eq!(s.mailbox(BRIDGE).len(), 4, "nothing deleted");
+
+    // Mail to the mailbox's own address (in a person's own mailbox, theirs): read, not
+    // answered, and left where it was, unseen; the four replies above were moved.
+    let lunch = format!(
+        "From: Carol <carol@example.net>\r\nTo: <{BRIDGE}>\r\nSubject: Lunch?\r\n\
+         Message-ID: <lunch-1@example.net>\r\n\r\nAt noon?\r\n"
+    );
+    s.reply_and_poll("carol@example.net", BRIDGE, &lunch, 5)
+        .await;
+    let inbox = s.servers.folder(BRIDGE, "INBOX");
+    assert_eq!(inbox.len(), 1, "only Carol's mail stays");
+    assert!(!inbox[0].1.contains('S'), "left unseen: {:?}", inbox[0].1);
+    assert_eq!(
+        s.servers.folder(BRIDGE, askbridge_email::PROCESSED).len(),
+        4
+    );
+    assert_eq!(s.poll().await, 0, "read once");
 }
 
 /// Dovecot going away between polls costs a failed poll (whose error names no password); the
@@ -498,31 +551,10 @@ mod binary {
         let servers = MailServers::start();
         let process = Process::spawn(
             &["serve", "--ephemeral"],
-            &[
-                (
-                    "EMAIL_SMTP_URL",
-                    format!("smtp://127.0.0.1:{}", servers.smtp),
-                ),
-                (
-                    "EMAIL_IMAP_URL",
-                    format!(
-                        "imap://askbridge%40askbridge.test:bridge-pw@127.0.0.1:{}/INBOX",
-                        servers.imap
-                    ),
-                ),
-                ("EMAIL_REPLY_ADDRESS", BRIDGE.to_owned()),
-                ("EMAIL_SECRET", "binary-secret".to_owned()),
-                ("EMAIL_AUTHSERV_ID", "mx.askbridge.test".to_owned()),
-            ],
+            &serve_env(&servers, "binary-secret"),
         );
         let base = process.base.clone();
-        let mailbox = |user: &str| -> Vec<Held> {
-            servers
-                .mailbox(user)
-                .into_iter()
-                .map(|(raw, flags)| Held { raw, flags })
-                .collect()
-        };
+        let mailbox = |user: &str| held(&servers, user);
         let wait = |user: &'static str, what: String| {
             let mailbox = &mailbox;
             async move {
@@ -613,7 +645,7 @@ impl Setup {
     /// Waits until `user` holds a mail whose text starts with `start` and whose subject names
     /// `id` ("" for any: a confirmation's subject is the reply's). By content, because a mailbox
     /// lists mails delivered within one second in no particular order.
-    async fn wait_for_mail(&self, user: &str, id: &str, start: &str) -> Held {
+    pub(crate) async fn wait_for_mail(&self, user: &str, id: &str, start: &str) -> Held {
         let find = || {
             self.mailbox(user).into_iter().find(|mail| {
                 (id.is_empty() || mail.subject().contains(&format!("[#{id}]")))

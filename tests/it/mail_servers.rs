@@ -274,33 +274,52 @@ maximal_backoff_time = 2s
         writer.write_all(b"QUIT\r\n").unwrap();
     }
 
-    /// The mails in `user`'s INBOX as Dovecot stores them, oldest first, with their Maildir
-    /// flags (`S` for \Seen; lower-case letters for keywords).
+    /// Every mail `user` holds (INBOX and folders) as Dovecot stores them, oldest first, with
+    /// their Maildir flags (`S` for \Seen; lower-case letters for keywords).
     pub fn mailbox(&self, user: &str) -> Vec<(Vec<u8>, String)> {
-        let base = self.path("mail").join(user);
-        let mut files: Vec<(std::time::SystemTime, String, PathBuf)> = Vec::new();
-        for sub in ["new", "cur"] {
-            let Ok(entries) = std::fs::read_dir(base.join(sub)) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let modified = entry.metadata().unwrap().modified().unwrap();
-                files.push((modified, name, entry.path()));
-            }
-        }
-        // Maildir names start with the delivery time in seconds, then a unique part.
-        files.sort_by(|a, b| a.1.cmp(&b.1));
-        files
-            .into_iter()
-            .map(|(_, name, path)| {
-                let flags = name
-                    .split_once(":2,")
-                    .map(|(_, f)| f.to_owned())
-                    .unwrap_or_default();
-                (std::fs::read(path).unwrap(), flags)
-            })
+        maildir(&self.maildirs(user))
+    }
+
+    /// How many mails `user` holds, without reading them (for the latency benchmark: cheap
+    /// enough to ask every 200 µs). A mail being moved may count twice for a moment.
+    pub fn count(&self, user: &str) -> usize {
+        self.files(user).len()
+    }
+
+    /// The files of the mails `user` holds, without reading them.
+    pub fn files(&self, user: &str) -> Vec<PathBuf> {
+        self.maildirs(user)
+            .iter()
+            .flat_map(|dir| ["new", "cur"].map(|sub| dir.join(sub)))
+            .filter_map(|dir| std::fs::read_dir(dir).ok())
+            .flat_map(|entries| entries.flatten().map(|entry| entry.path()))
             .collect()
+    }
+
+    /// `user`'s INBOX and folders.
+    fn maildirs(&self, user: &str) -> Vec<PathBuf> {
+        let base = self.path("mail").join(user);
+        let mut dirs = vec![base.clone()];
+        if let Ok(entries) = std::fs::read_dir(&base) {
+            dirs.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+                    .map(|e| e.path()),
+            );
+        }
+        dirs
+    }
+
+    /// The mails in one of `user`'s folders (`INBOX`, or a folder such as `Askbridge`).
+    pub fn folder(&self, user: &str, folder: &str) -> Vec<(Vec<u8>, String)> {
+        let base = self.path("mail").join(user);
+        let dir = if folder == "INBOX" {
+            base
+        } else {
+            base.join(format!(".{folder}"))
+        };
+        maildir(&[dir])
     }
 
     /// Dovecot's log (its logins, for the IDLE test).
@@ -331,6 +350,37 @@ impl Drop for MailServers {
             stop(child);
         }
     }
+}
+
+/// The mails in these Maildirs, oldest first, with their flags.
+fn maildir(dirs: &[PathBuf]) -> Vec<(Vec<u8>, String)> {
+    let mut files: Vec<(String, PathBuf)> = Vec::new();
+    for dir in dirs {
+        for sub in ["new", "cur"] {
+            let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                files.push((
+                    entry.file_name().to_string_lossy().into_owned(),
+                    entry.path(),
+                ));
+            }
+        }
+    }
+    // Maildir names start with the delivery time in seconds, then a unique part.
+    files.sort();
+    files
+        .into_iter()
+        .filter_map(|(name, path)| {
+            let flags = name
+                .split_once(":2,")
+                .map(|(_, f)| f.to_owned())
+                .unwrap_or_default();
+            // A mail moved between listing and reading is read at its new place next time.
+            Some((std::fs::read(path).ok()?, flags))
+        })
+        .collect()
 }
 
 fn spawn_dovecot(root: &Path) -> Child {

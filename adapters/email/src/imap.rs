@@ -1,11 +1,5 @@
-//! Receiving: watching a mailbox over IMAP (async-imap) for mail askbridge has not read.
-//!
-//! Each mail of the last day without the `$AskbridgeRead` keyword (seen by a person or not) is
-//! read with `BODY.PEEK[]`, unless larger than the bound, handed to
-//! [`Email::receive`], and only then flagged `\Seen` and `$AskbridgeRead`; nothing is ever deleted
-//! or expunged. A crash between reading and flagging reads the mail again on the next read, and
-//! the bridge drops it as a duplicate by its `Message-ID`, so nothing is answered twice and no
-//! second reply is mailed.
+//! Receiving: watching a mailbox over IMAP (async-imap) for mail askbridge has not read. What
+//! one read does with each mail (fetch, hand over, flag, move) is in `mailbox.rs`.
 //!
 //! With a server that has IDLE (RFC 2177; Dovecot, Gmail, Fastmail, Exchange do), one connection
 //! stays open: read what is new, then IDLE until the server says something arrived (or
@@ -14,10 +8,10 @@
 //! every [`POLL_EVERY`], a connection each time. A dropped connection (a restarted server) is
 //! opened again after a pause that doubles while it fails.
 
+use crate::mailbox::{Abilities, read_new};
 use crate::{Email, Error, masked_url, percent_decode};
 use askbridge_core::{Inbox, Secret};
 use async_imap::extensions::idle::IdleResponse;
-use futures_util::TryStreamExt;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -36,8 +30,6 @@ const IDLE_DONE_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_BACKOFF: Duration = Duration::from_secs(120);
 /// Connecting and each IMAP command give up after this.
 const IMAP_TIMEOUT: Duration = Duration::from_secs(60);
-/// The keyword set on every mail askbridge has read.
-pub(crate) const READ_KEYWORD: &str = "$AskbridgeRead";
 
 /// Where the mailbox is.
 #[derive(Clone, Debug)]
@@ -52,12 +44,17 @@ pub struct ImapOptions {
     pub user: String,
     /// Password (an app password for most providers).
     pub password: Secret,
-    /// The mailbox polled (`INBOX` when the URL has no path).
+    /// The mailbox watched (`INBOX` when the URL has no path).
     pub mailbox: String,
+    /// Where read mail is moved (`?processed=<folder>`; [`PROCESSED`] without).
+    pub processed: String,
 }
 
+/// The folder read mail is moved to when the URL names none.
+pub const PROCESSED: &str = "Askbridge";
+
 impl ImapOptions {
-    /// Reads `imap[s]://user:password@host[:port][/mailbox]`.
+    /// Reads `imap[s]://user:password@host[:port][/mailbox][?processed=<folder>]`.
     pub fn parse(url: &str) -> Result<Self, Error> {
         let bad = |reason: &str| Error::BadImapUrl {
             url: masked_url(url),
@@ -69,6 +66,16 @@ impl ImapOptions {
             "imap" => false,
             _ => return Err(bad("the scheme must be imaps:// or imap://")),
         };
+        let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let mut processed = PROCESSED.to_owned();
+        for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+            match pair.split_once('=') {
+                Some(("processed", folder)) if !folder.is_empty() => {
+                    processed = percent_decode(folder);
+                }
+                _ => return Err(bad("the only query parameter is processed=<folder>")),
+            }
+        }
         let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
         let (userinfo, hostport) = authority
             .rsplit_once('@')
@@ -98,6 +105,7 @@ impl ImapOptions {
             } else {
                 mailbox
             },
+            processed,
         })
     }
 }
@@ -235,21 +243,28 @@ where
         .select(&options.mailbox)
         .await
         .map_err(|error| format!("cannot select {}: {error}", options.mailbox))?;
+    let capabilities = session
+        .capabilities()
+        .await
+        .map_err(|error| format!("CAPABILITY failed: {error}"))?;
+    let idles = capabilities.has_str("IDLE");
+    let mut abilities = Abilities {
+        moves: capabilities.has_str("MOVE"),
+        folder_made: false,
+    };
+    if !abilities.moves {
+        tracing::info!(host = %options.host, "the IMAP server has no MOVE: read mail stays in {}, flagged", options.mailbox);
+    }
     let Some(shutdown) = shutdown else {
-        let read = read_new(email, inbox, &mut session).await?;
+        let read = read_new(email, options, inbox, &mut session, &mut abilities).await?;
         logout(session).await;
         return Ok(Outcome::Read(read));
     };
-    let idles = session
-        .capabilities()
-        .await
-        .map_err(|error| format!("CAPABILITY failed: {error}"))?
-        .has_str("IDLE");
     if !idles {
         tracing::info!(host = %options.host, "the IMAP server has no IDLE: polling every {POLL_EVERY:?}");
     }
     loop {
-        read_new(email, inbox, &mut session).await?;
+        read_new(email, options, inbox, &mut session, &mut abilities).await?;
         if !idles {
             logout(session).await;
             return Ok(Outcome::Polled);
@@ -275,74 +290,6 @@ where
     }
 }
 
-/// Reads, hands over and flags every mail not read yet; returns how many.
-async fn read_new<T>(
-    email: &Email,
-    inbox: &dyn Inbox,
-    session: &mut async_imap::Session<T>,
-) -> Result<usize, String>
-where
-    T: AsyncRead + AsyncWrite + Unpin + std::fmt::Debug + Send,
-{
-    // Not `UNSEEN`: a person reading the mailbox may open a reply before askbridge polls. Mail
-    // older than a day before now is left alone, so a mailbox with a past is not replayed.
-    let since = imap_date(askbridge_core::Millis::now().0 / 1000 - 86_400);
-    let mut uids: Vec<u32> = session
-        .uid_search(format!("UNKEYWORD {READ_KEYWORD} SINCE {since}"))
-        .await
-        .map_err(|error| format!("search failed: {error}"))?
-        .into_iter()
-        .collect();
-    uids.sort_unstable();
-    for uid in &uids {
-        let size = {
-            let fetches: Vec<_> = session
-                .uid_fetch(uid.to_string(), "RFC822.SIZE")
-                .await
-                .map_err(|error| format!("fetch failed: {error}"))?
-                .try_collect()
-                .await
-                .map_err(|error| format!("fetch failed: {error}"))?;
-            fetches.iter().find_map(|fetch| fetch.size).unwrap_or(0) as usize
-        };
-        let raw = if size > email.policy.max_bytes {
-            tracing::warn!(
-                uid,
-                size,
-                "a mail larger than the bound: flagged and skipped"
-            );
-            None
-        } else {
-            let fetches: Vec<_> = session
-                .uid_fetch(uid.to_string(), "BODY.PEEK[]")
-                .await
-                .map_err(|error| format!("fetch failed: {error}"))?
-                .try_collect()
-                .await
-                .map_err(|error| format!("fetch failed: {error}"))?;
-            let body = fetches
-                .iter()
-                .find_map(|fetch| fetch.body().map(<[u8]>::to_vec));
-            if body.is_none() {
-                tracing::warn!(uid, "a mail without a body: flagged and skipped");
-            }
-            body
-        };
-        if let Some(raw) = raw {
-            let received = email.receive(&raw, inbox).await;
-            tracing::debug!(uid, ?received, "mail handled");
-        }
-        let _: Vec<_> = session
-            .uid_store(uid.to_string(), format!("+FLAGS (\\Seen {READ_KEYWORD})"))
-            .await
-            .map_err(|error| format!("cannot flag a read mail: {error}"))?
-            .try_collect()
-            .await
-            .map_err(|error| format!("cannot flag a read mail: {error}"))?;
-    }
-    Ok(uids.len())
-}
-
 async fn logout<T>(mut session: async_imap::Session<T>)
 where
     T: AsyncRead + AsyncWrite + Unpin + std::fmt::Debug + Send,
@@ -350,25 +297,6 @@ where
     if let Err(error) = session.logout().await {
         tracing::debug!(%error, "IMAP logout failed");
     }
-}
-
-/// `seconds` since the epoch as an IMAP date (`5-Dec-2026`), in UTC.
-fn imap_date(seconds: u64) -> String {
-    // Howard Hinnant's days-to-civil algorithm.
-    let days = (seconds / 86_400) as i64 + 719_468;
-    let era = days.div_euclid(146_097);
-    let day_of_era = days.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let mp = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    format!("{day}-{}-{year}", MONTHS[(month - 1) as usize])
 }
 
 impl Email {
@@ -386,13 +314,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn imap_dates() {
-        assert_eq!(imap_date(0), "1-Jan-1970");
-        assert_eq!(imap_date(951_782_400), "29-Feb-2000");
-        assert_eq!(imap_date(1_796_515_200), "6-Dec-2026");
-    }
-
-    #[test]
     fn imap_urls() {
         let options =
             ImapOptions::parse("imaps://bot%40x.com:p%40ss@imap.x.com/Ask%20Replies").unwrap();
@@ -401,9 +322,13 @@ mod tests {
         assert_eq!(options.user, "bot@x.com");
         assert_eq!(options.password.expose(), "p@ss");
         assert_eq!(options.mailbox, "Ask Replies");
-        let options = ImapOptions::parse("imap://u:p@127.0.0.1:1143").unwrap();
+        assert_eq!(options.processed, PROCESSED);
+        let options =
+            ImapOptions::parse("imap://u:p@127.0.0.1:1143?processed=Done%20Mail").unwrap();
         assert_eq!((options.tls, options.port), (false, 1143));
         assert_eq!(options.mailbox, "INBOX");
+        assert_eq!(options.processed, "Done Mail");
+        assert!(ImapOptions::parse("imap://u:p@h/INBOX?delete=yes").is_err());
         let error = ImapOptions::parse("pop3://u:hunter2@h")
             .unwrap_err()
             .to_string();

@@ -226,16 +226,8 @@ fn question_of(
     headers: &[(String, String)],
     addresses: &ReplyAddresses,
 ) -> Result<QuestionId, Ignored> {
-    let mut candidates: Vec<String> = Vec::new();
-    for list in [message.to(), message.cc()].into_iter().flatten() {
-        candidates.extend(list.iter().filter_map(|a| a.address()).map(str::to_owned));
-    }
-    for name in ["Delivered-To", "X-Original-To", "Envelope-To"] {
-        candidates
-            .extend(header(headers, name).map(|v| v.trim().trim_matches(['<', '>']).to_owned()));
-    }
     let mut forged = None;
-    for candidate in &candidates {
+    for candidate in &recipients(message, headers) {
         if let Some(id) = addresses.question_of(candidate) {
             return Ok(id);
         }
@@ -244,6 +236,35 @@ fn question_of(
         }
     }
     Err(forged.map_or(Ignored::NotForUs, Ignored::ForgedAddress))
+}
+
+/// The addresses a mail was sent or delivered to.
+fn recipients(message: &mail_parser::Message<'_>, headers: &[(String, String)]) -> Vec<String> {
+    let mut candidates: Vec<String> = Vec::new();
+    for list in [message.to(), message.cc()].into_iter().flatten() {
+        candidates.extend(list.iter().filter_map(|a| a.address()).map(str::to_owned));
+    }
+    for name in ["Delivered-To", "X-Original-To", "Envelope-To"] {
+        candidates
+            .extend(header(headers, name).map(|v| v.trim().trim_matches(['<', '>']).to_owned()));
+    }
+    candidates
+}
+
+/// True for a mail sent to a reply address (ours, or one made up to look like it) — whatever
+/// became of it. The mailbox reader moves only these: in a person's own mailbox the rest is
+/// theirs, and stays where it is, unmarked.
+pub(crate) fn to_a_reply_address(raw: &[u8], addresses: &ReplyAddresses) -> bool {
+    let Some(message) = MessageParser::default().parse(raw) else {
+        return false;
+    };
+    let headers: Vec<(String, String)> = message
+        .headers_raw()
+        .map(|(name, value)| (name.to_owned(), unfold(value)))
+        .collect();
+    recipients(&message, &headers)
+        .iter()
+        .any(|to| addresses.question_of(to).is_some() || looks_like_ours(to, addresses))
 }
 
 /// A `+`-tagged address on our base: a reply address, but maybe not one we made.

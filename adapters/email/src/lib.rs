@@ -19,7 +19,8 @@
 //! - `sending.rs`: the [`Channel`] side over SMTP.
 //! - `links.rs` and `page.rs`: one-click links (with a public URL) and the confirmation page
 //!   they open, which answers only on its POST.
-//! - `imap.rs`: watching a mailbox for replies (IDLE, or polling a server without it).
+//! - `imap.rs`: watching a mailbox for replies (IDLE, or polling a server without it), and
+//!   `mailbox.rs`: one read of it (fetch, hand over, flag, move; crash-safe in that order).
 //!
 //! The SMTP and IMAP URLs may hold passwords: they are [`Secret`]s, and every error text this
 //! crate returns or logs has the passwords replaced by `***`.
@@ -29,13 +30,14 @@ mod compose;
 mod imap;
 mod inbound;
 mod links;
+mod mailbox;
 mod page;
 mod quote;
 mod sending;
 
 pub use address::{BadReplyAddress, ReplyAddresses, canonical};
 pub use compose::{Answering, html_body, message_id_prefix, subject, text_body};
-pub use imap::{ImapError, ImapOptions};
+pub use imap::{ImapError, ImapOptions, PROCESSED};
 pub use inbound::{Ignored, MailReply, Policy, SURFACE, dmarc_pass, read};
 pub use links::{BadPublicUrl, Link, OneClick, PAGE_PATH, Refused};
 pub use quote::{html_to_text, own_text};

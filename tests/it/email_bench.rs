@@ -1,0 +1,214 @@
+//! The email channel's latency, beside Telegram's in the same run and the same bridge (a
+//! benchmark, not a test: it asserts only that each step happened):
+//!
+//! ```sh
+//! cargo test --test it email_latency -- --ignored --nocapture
+//! ASKBRIDGE_BINARY=target/release/askbridge cargo test --test it email_latency -- --ignored --nocapture
+//! ```
+//!
+//! It measures `askbridge serve` (the debug build the tests use, or `ASKBRIDGE_BINARY`) on a
+//! real redis-server, with email and Telegram on at once.
+//! Over [`ROUNDS`] questions each: email from `POST /api/questions` to the mail in the
+//! recipient's mailbox (Postfix over SMTP, Dovecot over LMTP: the Maildir file that IMAP then
+//! shows), and from a reply's delivery into askbridge's mailbox to `GET …/wait` released (IMAP
+//! IDLE wakes the reader, which fetches, parses, answers; the confirmation mail goes out after the answer is
+//! recorded). Telegram (the fake Bot API on loopback, long
+//! polling) from the POST to its `sendMessage`, and from an update queued to the wait released.
+//! Both mailboxes and the fake are watched every 200 µs.
+
+use crate::email::{ALICE, BRIDGE, Held, reply_mail, serve_env};
+use crate::fakes::telegram::{FakeTelegram, User};
+use crate::mail_servers::MailServers;
+use crate::redis_server::RedisServer;
+use crate::support::{Process, askbridge_binary, http, post_json};
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const ROUNDS: usize = 100;
+const GROUP: i64 = -100_300;
+const WATCH_EVERY: Duration = Duration::from_micros(200);
+const GIVE_UP: Duration = Duration::from_secs(30);
+
+/// Waits on a blocking thread until `ready`, checking every [`WATCH_EVERY`]; returns when it was
+/// first seen.
+async fn seen(mut ready: impl FnMut() -> bool + Send + 'static) -> Instant {
+    tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + GIVE_UP;
+        while !ready() {
+            assert!(Instant::now() < deadline, "gave up waiting");
+            std::thread::sleep(WATCH_EVERY);
+        }
+        Instant::now()
+    })
+    .await
+    .unwrap()
+}
+
+/// `GET /api/questions/{id}/wait` parked (a moment to reach the server), and when it returned.
+async fn parked_wait(base: &str, id: &str) -> tokio::task::JoinHandle<(Instant, Value)> {
+    let url = format!("{base}/api/questions/{id}/wait?timeout_s=30");
+    let waiter = tokio::spawn(async move {
+        let response = http().get(url).send().await.unwrap();
+        let done = Instant::now();
+        (done, response.json().await.unwrap())
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    waiter
+}
+
+async fn ask(base: &str, target: &str, answerer: &str) -> String {
+    let body = json!({
+        "session_id": "bench", "prompt": "Which library?", "options": ["dayjs", "date-fns"],
+        "targets": [target], "answerers": [answerer],
+    });
+    let created: Value = post_json(base, "/api/questions", body)
+        .await
+        .json()
+        .await
+        .unwrap();
+    created["id"].as_str().unwrap().to_owned()
+}
+
+fn line(what: &str, samples: &mut [Duration]) -> String {
+    samples.sort_unstable();
+    let at = |p: f64| {
+        let rank = ((p * samples.len() as f64).ceil() as usize).clamp(1, samples.len());
+        samples[rank - 1].as_secs_f64() * 1000.0
+    };
+    format!(
+        "{what:<52} p50 {:>7.2} ms   p99 {:>7.2} ms   (n = {})",
+        at(0.5),
+        at(0.99),
+        samples.len()
+    )
+}
+
+/// One email round: (POST -> mail held, reply delivered -> wait released).
+async fn email_round(servers: &Arc<MailServers>, base: &str, round: usize) -> (Duration, Duration) {
+    let known: HashSet<PathBuf> = servers.files(ALICE).into_iter().collect();
+    let asked = Instant::now();
+    let id = ask(base, &format!("email:{ALICE}"), &format!("email:{ALICE}")).await;
+    let question = Arc::new(Mutex::new(None));
+    let mailed = {
+        let (servers, question, tag) = (servers.clone(), question.clone(), format!("[#{id}]"));
+        let mut known = known;
+        // Alice's mailbox also receives the confirmations of earlier rounds: only new files
+        // are read, to find the one whose subject names this question.
+        seen(move || {
+            for file in servers.files(ALICE) {
+                if known.insert(file.clone())
+                    && let Ok(raw) = std::fs::read(&file)
+                {
+                    let mail = Held {
+                        raw,
+                        flags: String::new(),
+                    };
+                    if mail.subject().contains(&tag) {
+                        *question.lock().unwrap() = Some(mail);
+                        return true;
+                    }
+                }
+            }
+            false
+        })
+        .await
+    };
+    let address = question.lock().unwrap().take().unwrap().reply_address();
+    let waiter = parked_wait(base, &id).await;
+    let reply = reply_mail(
+        ALICE,
+        &address,
+        &format!("bench-{round}@example.com"),
+        "x@y",
+        "pass",
+        "2\r\n",
+    );
+    let before = servers.count(BRIDGE);
+    let delivered = {
+        let servers = servers.clone();
+        seen(move || servers.count(BRIDGE) > before)
+    };
+    let sender = servers.clone();
+    tokio::task::spawn_blocking(move || sender.send(ALICE, &address, reply.as_bytes()))
+        .await
+        .unwrap();
+    let delivered = delivered.await;
+    let (released, question) = waiter.await.unwrap();
+    assert_eq!(question["status"], "answered", "{question}");
+    // The reply moved out of INBOX (so that the next round's count starts from a still
+    // mailbox). Its confirmation is not awaited: at most 5 replies a minute go to one address.
+    let moved = servers.clone();
+    seen(move || moved.folder(BRIDGE, "INBOX").is_empty()).await;
+    (
+        mailed - asked,
+        released.saturating_duration_since(delivered),
+    )
+}
+
+/// One Telegram round: (POST -> sendMessage, update queued -> wait released).
+async fn telegram_round(fake: &FakeTelegram, base: &str) -> (Duration, Duration) {
+    let asked = Instant::now();
+    let id = ask(base, &format!("telegram:{GROUP}"), "telegram:7").await;
+    let shown = {
+        let (fake, id) = (fake.clone(), id.clone());
+        seen(move || fake.sent_in(GROUP).iter().any(|m| m.text.contains(&id))).await
+    };
+    let waiter = parked_wait(base, &id).await;
+    let alice = User {
+        id: 7,
+        username: "alice",
+    };
+    let pushed = Instant::now();
+    fake.say(GROUP, &alice, &format!("/answer {id} 2"));
+    let (released, question) = waiter.await.unwrap();
+    assert_eq!(question["status"], "answered", "{question}");
+    (shown - asked, released - pushed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: cargo test --test it email_latency -- --ignored --nocapture"]
+async fn email_latency_beside_telegram() {
+    let servers = Arc::new(MailServers::start());
+    let redis = RedisServer::start();
+    let fake = FakeTelegram::start();
+    let mut env = fake.serve_env(&redis);
+    env.extend(serve_env(&servers, "bench-secret"));
+    let process = Process::spawn(&["serve"], &env);
+    let base = process.base.clone();
+
+    // A round each first, not counted: the mailbox watcher takes its lease and logs in.
+    email_round(&servers, &base, 0).await;
+    telegram_round(&fake, &base).await;
+    let (mut mailed, mut email_released) = (Vec::new(), Vec::new());
+    let (mut shown, mut telegram_released) = (Vec::new(), Vec::new());
+    // Alternating, so both see the same moments of this shared machine.
+    for round in 1..=ROUNDS {
+        let (to_mailbox, to_release) = email_round(&servers, &base, round).await;
+        mailed.push(to_mailbox);
+        email_released.push(to_release);
+        let (to_shown, to_release) = telegram_round(&fake, &base).await;
+        shown.push(to_shown);
+        telegram_released.push(to_release);
+    }
+    println!("askbridge: {}", askbridge_binary());
+    for (what, samples) in [
+        (
+            "email: POST /api/questions -> mail in the mailbox",
+            &mut mailed,
+        ),
+        (
+            "email: reply in askbridge's mailbox -> wait released",
+            &mut email_released,
+        ),
+        ("telegram: POST /api/questions -> sendMessage", &mut shown),
+        (
+            "telegram: update queued -> wait released",
+            &mut telegram_released,
+        ),
+    ] {
+        println!("{}", line(what, samples));
+    }
+}
