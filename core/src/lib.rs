@@ -23,6 +23,8 @@
 //!   their votes.
 //! - [`question`]: the question, its outcomes, and [`Question::apply`], the claim-once state
 //!   machine every store runs.
+//! - [`decision`]: the decisions an approval offers (once, always, edit, reject, respond), and
+//!   the one check of a decision and of edited arguments.
 //! - [`answer`]: which answers fit which question, read from typed text or from program values.
 //! - `checks`, [`request`]: [`NewQuestion`], a request to ask, and the checks that make it a
 //!   question.
@@ -41,6 +43,7 @@ pub mod button;
 pub mod channel;
 mod checks;
 pub mod command;
+pub mod decision;
 pub mod error;
 pub mod fill;
 pub mod form;
@@ -64,6 +67,7 @@ pub mod value;
 pub use actor::{Actor, Decider};
 pub use approval::{Action, Approval, ApprovalReply, Rule, Scope};
 pub use channel::{Channel, Inbound, Inbox, Prepared, Reply, Tone};
+pub use decision::Decision;
 pub use error::Error;
 pub use id::{IdRef, QuestionId, RuleId, RunId};
 pub use identity::{Identity, Target};

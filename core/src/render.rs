@@ -515,6 +515,7 @@ mod tests {
             message: None,
             rule_id: None,
             votes: Vec::new(),
+            edited: None,
         });
         assert_eq!(
             outcome_line(&question),
