@@ -446,6 +446,7 @@ async fn a_reply_bound_to_another_action_is_refused() {
         answer: Answer::Text("once".into()),
         message: None,
         digest: Some(rm_build().digest()),
+        args: None,
     };
     bridge
         .attempt(Attempt::reply(
