@@ -121,6 +121,29 @@ impl Question {
         }
     }
 
+    /// A decline (an approval's rejection) with `message`: refused on an approval that does not
+    /// offer reject.
+    pub fn decline_transition(&self, message: Option<&str>) -> Result<Transition, Error> {
+        if self.kind == Kind::Approval {
+            self.allows(Decision::Reject)?;
+        }
+        decline_message(message).map(|message| Transition::Decline { message })
+    }
+
+    /// Refuses a transition a program made itself (the Rust API) that this question does not
+    /// offer: an edit or a response anywhere but on an approval allowing it, with arguments
+    /// that fit; a rejection an approval does not allow.
+    pub fn check_transition(&self, transition: &Transition) -> Result<(), Error> {
+        match transition {
+            Transition::Edit { args } => self.check_edit(args.clone()).map(|_| ()),
+            Transition::Respond { text } => self.check_response(text).map(|_| ()),
+            Transition::Decline { .. } if self.kind == Kind::Approval => {
+                self.allows(Decision::Reject)
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// One line telling a person what would fit.
     pub fn choices_hint(&self) -> String {
         match self.kind {

@@ -14,7 +14,7 @@ use crate::store::{AheadRun, ClaimOptions, TakeRun};
 use askbridge_core::audit::AuditEntry;
 use askbridge_core::error::Chain;
 use askbridge_core::tally;
-use askbridge_core::{Actor, Claim, ClaimOutcome, Kind, Millis, Question, Transition};
+use askbridge_core::{Actor, Claim, ClaimOutcome, Kind, Millis, Question};
 
 mod attempt;
 mod votes;
@@ -111,9 +111,10 @@ impl Resolver {
                 reply.digest.as_deref(),
                 reply.args.clone(),
             ),
-            Said::Decline(message) => askbridge_core::answer::decline_message(message.as_deref())
-                .map(|message| Transition::Decline { message }),
-            Said::Transition(transition) => Ok(transition.clone()),
+            Said::Decline(message) => question.decline_transition(message.as_deref()),
+            Said::Transition(transition) => question
+                .check_transition(transition)
+                .map(|()| transition.clone()),
         };
         match transition {
             Ok(transition) => {
