@@ -387,7 +387,10 @@ async fn a_disallowed_decision_is_refused_on_every_surface_and_changes_nothing()
         .unwrap();
     assert_eq!(r.status(), 422);
     let body: Value = r.json().await.unwrap();
-    assert!(body["field"].as_str().unwrap().starts_with("allowed"), "{body}");
+    assert!(
+        body["field"].as_str().unwrap().starts_with("allowed"),
+        "{body}"
+    );
     let _unused: Option<AskError> = None;
 }
 
