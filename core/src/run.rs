@@ -81,7 +81,7 @@ pub struct AskRecord {
     pub by: Identity,
     /// An approval's action as approved, when it was edited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub edited: Option<crate::approval::Action>,
+    pub edited: Option<Box<crate::approval::Action>>,
 }
 
 /// One thing a run has learned.
@@ -196,7 +196,7 @@ impl Run {
             message: resolution.as_ref().and_then(|r| r.message.clone()),
             edited: resolution
                 .as_ref()
-                .and_then(|r| r.edited.as_ref().map(|e| e.approved.clone())),
+                .and_then(|r| r.edited.as_ref().map(|e| Box::new(e.approved.clone()))),
             by: resolution.map_or_else(|| Identity::new(""), |r| r.by()),
         }));
         self.waiting_on = None;

@@ -198,7 +198,7 @@ impl FlowContext {
                 by: &record.by,
                 rule_id: None,
                 digest,
-                edited: record.edited,
+                edited: record.edited.map(|action| *action),
             },
         )?)
     }
