@@ -25,7 +25,8 @@
 //!   machine every store runs.
 //! - [`decision`]: the decisions an approval offers (once, always, edit, reject, respond), and
 //!   the one check of a decision and of edited arguments.
-//! - [`answer`]: which answers fit which question, read from typed text or from program values.
+//! - [`answer`]: which answers fit which question, read from typed text or from program values
+//!   (an approval's reply, a decision, in `answer/approval.rs`).
 //! - `checks`, [`request`]: [`NewQuestion`], a request to ask, and the checks that make it a
 //!   question.
 //! - [`tally`]: which answers are votes, the vote state machine, the claim a met quorum makes.
