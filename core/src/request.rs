@@ -278,7 +278,7 @@ impl NewQuestion {
         nudge::check_escalation(&self.escalate, timeout)?;
         self.check_action()?;
         let allowed = crate::decision::check_request(
-            self.kind,
+            self.kind == Kind::Approval,
             self.allowed.as_deref(),
             self.args_schema.as_ref(),
             self.action.as_ref(),

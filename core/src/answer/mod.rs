@@ -11,6 +11,7 @@ use crate::Error;
 use crate::question::{Answer, Kind, MAX_ANSWER_CHARS, Question, Transition};
 
 mod approval;
+mod edit;
 
 impl Question {
     /// Reads the `<choice>` of `/answer <id> <choice>`.
