@@ -509,3 +509,70 @@ async fn an_approval_is_edited_field_by_field_on_telegram_with_a_bad_value_in_be
         transcript.join("\n")
     );
 }
+
+#[tokio::test]
+async fn a_flow_runs_the_edited_arguments_after_its_replay() {
+    use crate::support::Call;
+    use askbridge::Flows;
+    use askbridge::flows::FlowContext;
+    let flows = Flows::new()
+        .flow("deploy", "deploys", |ctx: FlowContext| async move {
+            let request = NewQuestion::ask("May I deploy?")
+                .approve(deploy())
+                .allow(all())
+                .args_schema(deploy_schema());
+            match ctx.approve(request).await? {
+                Approval::Edited { action, .. } => Ok(format!("deployed {}", action.args)),
+                other => Ok(format!("unexpected {other:?}")),
+            }
+        })
+        .unwrap();
+    let chat = FakeChannel::new("chat");
+    let bridge = Bridge::builder(Arc::new(MemoryStore::default()))
+        .options(BridgeOptions {
+            approvers: vec!["chat:7".into()],
+            ..BridgeOptions::default()
+        })
+        .channel(chat.clone())
+        .runner(Arc::new(flows))
+        .start()
+        .await
+        .unwrap();
+    bridge
+        .handle(message("chat:7", "chat:1", "/deploy"))
+        .await
+        .unwrap();
+    let q = eventually_some(WITHIN, "the flow's approval", || {
+        let bridge = bridge.clone();
+        async move {
+            let pending = bridge
+                .list(&askbridge::store::ListFilter::pending())
+                .await
+                .unwrap();
+            pending.into_iter().find(|q| q.prompt == "May I deploy?")
+        }
+    })
+    .await;
+    let typed = format!(
+        "/answer {} edit {{\"env\": \"production\", \"replicas\": 5}}",
+        q.id
+    );
+    bridge
+        .handle(message("chat:7", "chat:1", &typed))
+        .await
+        .unwrap();
+    let done = eventually_some(WITHIN, "the flow done", || {
+        let chat = chat.clone();
+        async move {
+            chat.calls().into_iter().find_map(|c| match c {
+                Call::Say { text, .. } if text.contains("✓ deploy") => Some(text),
+                _ => None,
+            })
+        }
+    })
+    .await;
+    assert!(
+        done.contains(r#"deployed {"env":"production","replicas":5}"#),
+        "{done}"
+    );
+}
