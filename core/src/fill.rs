@@ -171,7 +171,7 @@ pub enum Step {
 pub enum Stepped {
     /// The draft moved on (or back): ask the field it is at now. `noted` says what was kept.
     Next {
-        /// "Environment: staging", or "Notes: skipped".
+        /// "Environment: staging", "Notes: skipped", or "Replicas: 2 (kept)" (a default).
         noted: Option<String>,
     },
     /// Nothing changed, and why (a value that does not fit, a required field skipped).
@@ -204,7 +204,14 @@ pub fn step(form: &FormSchema, draft: &mut Draft, step: Step) -> Stepped {
         }
         Step::Skip => {
             draft.values.remove(name);
-            format!("{title}: skipped")
+            // A field with a default takes it (an edited approval's: the proposed value).
+            match &field.default {
+                Some(serde_json::Value::String(text)) => {
+                    format!("{title}: {} (kept)", crate::text::visible(text))
+                }
+                Some(other) => format!("{title}: {other} (kept)"),
+                None => format!("{title}: skipped"),
+            }
         }
         Step::Back if draft.at == 0 => {
             return Stepped::Refused("This is the first field; there is none before it.".into());

@@ -478,7 +478,7 @@ async fn an_approval_is_edited_field_by_field_on_telegram_with_a_bad_value_in_be
     fake.say(GROUP, &alice(), &format!("/answer {id2} edit"));
     bot_says(&fake, &format!("/skip {id2} to keep the proposed value")).await;
     fake.say(GROUP, &alice(), &format!("/skip {id2}"));
-    bot_says(&fake, "✓ env: skipped").await;
+    bot_says(&fake, "✓ env: staging (kept)").await;
     fake.say(GROUP, &alice(), "7");
     let answered = eventually_some(WITHIN, "the second approval edited", || {
         let (base, id) = (server.base.clone(), id2.clone());
