@@ -3,39 +3,23 @@
 //! respond; a disallowed decision refused on each surface; the audit trail keeping proposed and
 //! approved arguments apart; never a rule from an edit.
 
+use crate::approvals::{pending_approval, setup};
 use crate::fakes::telegram::{FakeTelegram, Sent};
 use crate::support::{
-    FakeChannel, Process, RedisServer, ask_when_connected, eventually_some, found, get_json, http,
-    message, serve,
+    FakeChannel, Process, RedisServer, answered_over_http, ask_when_connected, eventually_some,
+    found, get_json, http, message,
 };
 use crate::telegram::{GROUP, alice};
 use askbridge::bridge::Bridge;
-use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
 use askbridge::{AskError, BridgeOptions};
 use askbridge_core::audit::AuditFilter;
-use askbridge_core::{Action, Approval, Decision, Inbound, Inbox, NewQuestion, Question};
+use askbridge_core::{Action, Approval, Decision, Inbound, Inbox, NewQuestion};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
 const WITHIN: Duration = Duration::from_secs(10);
-
-async fn setup() -> (Bridge, String) {
-    let options = BridgeOptions {
-        default_targets: vec!["chat:1".into()],
-        approvers: vec!["console".into(), "api".into(), "chat:7".into()],
-        ..BridgeOptions::default()
-    };
-    let bridge = Bridge::builder(Arc::new(MemoryStore::default()))
-        .options(options)
-        .channel(FakeChannel::new("chat"))
-        .start()
-        .await
-        .unwrap();
-    let base = serve(app(AppState::new(bridge.clone(), None))).await;
-    (bridge, base)
-}
 
 fn deploy() -> Action {
     Action::new("deploy", json!({"env": "staging", "replicas": 2}))
@@ -55,21 +39,6 @@ fn all() -> Vec<Decision> {
         Decision::Respond,
         Decision::Reject,
     ]
-}
-
-async fn pending(bridge: &Bridge, session: &str) -> Question {
-    eventually_some(WITHIN, "a pending approval", || {
-        let bridge = bridge.clone();
-        let session = session.to_owned();
-        async move {
-            let filter = askbridge::store::ListFilter {
-                session_id: Some(session),
-                ..Default::default()
-            };
-            bridge.list(&filter).await.unwrap().into_iter().next()
-        }
-    })
-    .await
 }
 
 async fn reply(base: &str, id: &str, body: Value) -> (u16, Value) {
@@ -95,7 +64,7 @@ async fn an_edit_over_http_is_checked_against_the_schema_and_reaches_the_functio
             session.approve(request).await
         }
     });
-    let q = pending(&bridge, "edit-http").await;
+    let q = pending_approval(&bridge, "edit-http").await;
     assert_eq!(
         serde_json::to_value(&q.allowed).unwrap(),
         json!(["once", "edit", "respond", "reject"])
@@ -195,7 +164,7 @@ async fn non_object_arguments_are_edited_as_json_and_responses_are_answers() {
             session.approve(request).await
         }
     });
-    let q = pending(&bridge, "edit-json").await;
+    let q = pending_approval(&bridge, "edit-json").await;
     let (status, body) = reply(
         &base,
         q.id.as_str(),
@@ -233,7 +202,7 @@ async fn non_object_arguments_are_edited_as_json_and_responses_are_answers() {
             session.approve(request).await
         }
     });
-    let q = pending(&bridge, "respond").await;
+    let q = pending_approval(&bridge, "respond").await;
     let (status, body) = reply(
         &base,
         q.id.as_str(),
@@ -446,14 +415,7 @@ async fn an_approval_is_edited_field_by_field_on_telegram_with_a_bad_value_in_be
     assert!(refused.text.contains("Field 2 of 2"), "{}", refused.text);
     fake.say(GROUP, &alice(), "4");
 
-    let answered = eventually_some(WITHIN, "the approval edited", || {
-        let (base, id) = (server.base.clone(), id.clone());
-        async move {
-            let q = get_json(&base, &format!("/api/questions/{id}")).await;
-            (q["status"] == "answered").then_some(q)
-        }
-    })
-    .await;
+    let answered = answered_over_http(&server.base, &id).await;
     let edited = &answered["resolution"]["edited"];
     assert_eq!(
         edited["approved"]["args"],
@@ -480,33 +442,16 @@ async fn an_approval_is_edited_field_by_field_on_telegram_with_a_bad_value_in_be
     fake.say(GROUP, &alice(), &format!("/skip {id2}"));
     bot_says(&fake, "✓ env: staging (kept)").await;
     fake.say(GROUP, &alice(), "7");
-    let answered = eventually_some(WITHIN, "the second approval edited", || {
-        let (base, id) = (server.base.clone(), id2.clone());
-        async move {
-            let q = get_json(&base, &format!("/api/questions/{id}")).await;
-            (q["status"] == "answered").then_some(q)
-        }
-    })
-    .await;
+    let answered = answered_over_http(&server.base, &id2).await;
     assert_eq!(
         answered["resolution"]["edited"]["approved"]["args"],
         json!({"env": "staging", "replicas": 7}),
         "the skipped field kept its proposed value"
     );
 
-    let mut transcript = Vec::new();
-    for call in fake.calls() {
-        let text = call.body["text"].as_str().unwrap_or_default();
-        match call.method.as_str() {
-            "sendmessage" => transcript.push(format!("bot  > {text}")),
-            "editmessagetext" => transcript.push(format!("bot  ~ (message edited) {text}")),
-            "answercallbackquery" => transcript.push(format!("toast: {text}")),
-            _ => {}
-        }
-    }
     println!(
         "--- Telegram transcript: an approval edited ---\n{}",
-        transcript.join("\n")
+        fake.transcript()
     );
 }
 

@@ -216,8 +216,8 @@ async fn ctrl_c_cancels_the_question_and_exits_130() {
     assert_eq!(q["status"], "cancelled");
 }
 
-#[tokio::test]
-async fn approve_exits_0_when_allowed_and_3_when_rejected() {
+/// A running askbridge whose one approver is the API, its base URL.
+async fn api_approving_server() -> String {
     let bridge = Bridge::builder(Arc::new(MemoryStore::default()))
         .options(BridgeOptions {
             approvers: vec![Identity::new("api")],
@@ -227,6 +227,12 @@ async fn approve_exits_0_when_allowed_and_3_when_rejected() {
         .await
         .unwrap();
     let base = serve(app(AppState::new(bridge, None))).await;
+    base
+}
+
+#[tokio::test]
+async fn approve_exits_0_when_allowed_and_3_when_rejected() {
+    let base = api_approving_server().await;
     let args = r#"{"workspace": "prod"}"#;
     let child = cli(
         &base,
@@ -269,15 +275,7 @@ async fn approve_exits_0_when_allowed_and_3_when_rejected() {
 
 #[tokio::test]
 async fn approve_prints_the_edited_arguments_and_refuses_what_it_does_not_allow() {
-    let bridge = Bridge::builder(Arc::new(MemoryStore::default()))
-        .options(BridgeOptions {
-            approvers: vec![Identity::new("api")],
-            ..BridgeOptions::default()
-        })
-        .start()
-        .await
-        .unwrap();
-    let base = serve(app(AppState::new(bridge, None))).await;
+    let base = api_approving_server().await;
     let dir = tempfile::tempdir().unwrap();
     let schema = dir.path().join("schema.json");
     let fields = json!({"type": "object", "properties": {
