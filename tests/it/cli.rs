@@ -226,8 +226,7 @@ async fn api_approving_server() -> String {
         .start()
         .await
         .unwrap();
-    let base = serve(app(AppState::new(bridge, None))).await;
-    base
+    serve(app(AppState::new(bridge, None))).await
 }
 
 #[tokio::test]
