@@ -259,7 +259,18 @@ impl Rule {
     }
 }
 
-/// How an approval went, as the function that asked sees it.
+/// An approval edited before it was allowed: what was proposed and what may run instead. Kept
+/// in the resolution (so every store's audit trail records both, apart).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Edited {
+    /// The action as the agent proposed it.
+    pub proposed: Action,
+    /// The action as the person approved it: the one to run.
+    pub approved: Action,
+}
+
+/// How an approval went, as the function that asked sees it. `Edited` and `Responded` are
+/// answers too: the first runs other arguments, the second runs nothing.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Approval {
@@ -282,6 +293,18 @@ pub enum Approval {
         /// Digest of the approved action.
         digest: String,
     },
+    /// Allowed with changed arguments: run `action`, not the proposed one.
+    Edited {
+        /// The action to run (the proposed tool, the person's arguments).
+        action: Action,
+        /// Digest of the proposed action.
+        proposed_digest: String,
+    },
+    /// Answered in the tool's place: `text` is the tool's result, and nothing runs.
+    Responded {
+        /// The person's text.
+        text: String,
+    },
 }
 
 impl Approval {
@@ -290,9 +313,11 @@ impl Approval {
         let digest = match self {
             Approval::Once { digest }
             | Approval::Always { digest, .. }
-            | Approval::ByRule { digest, .. } => digest,
+            | Approval::ByRule { digest, .. } => digest.clone(),
+            Approval::Edited { action, .. } => action.digest(),
+            Approval::Responded { .. } => return false,
         };
-        *digest == action.digest()
+        digest == action.digest()
     }
 }
 

@@ -56,8 +56,17 @@ pub struct AuditEntry {
     pub message: Option<String>,
     /// The rule involved.
     pub rule_id: Option<RuleId>,
-    /// Digest of the approved action.
+    /// Digest of the approved action (of the proposed one when it was edited).
     pub digest: Option<String>,
+    /// An edited approval's arguments as proposed, recorded apart from those approved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposed_args: Option<serde_json::Value>,
+    /// An edited approval's arguments as approved (what runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_args: Option<serde_json::Value>,
+    /// Their digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_digest: Option<String>,
 }
 
 impl AuditEntry {
@@ -86,7 +95,11 @@ impl AuditEntry {
         resolution: Option<Resolution>,
         digest: Option<String>,
     ) -> Self {
+        let edited = resolution.as_ref().and_then(|r| r.edited.clone());
         AuditEntry {
+            proposed_args: edited.as_ref().map(|e| e.proposed.args.clone()),
+            approved_args: edited.as_ref().map(|e| e.approved.args.clone()),
+            approved_digest: edited.as_ref().map(|e| e.approved.digest()),
             at: resolution.as_ref().map_or(Millis(0), |r| r.at),
             event: AuditEvent::Resolved,
             by: resolution
@@ -151,6 +164,9 @@ impl AuditEntry {
             message: None,
             rule_id: None,
             digest: question.action.as_ref().map(|a| a.digest()),
+            proposed_args: None,
+            approved_args: None,
+            approved_digest: None,
         }
     }
 
@@ -175,6 +191,9 @@ impl AuditEntry {
             message: Some(reason.to_owned()),
             rule_id: None,
             digest: question.and_then(|q| q.action.as_ref()).map(|a| a.digest()),
+            proposed_args: None,
+            approved_args: None,
+            approved_digest: None,
         }
     }
 }

@@ -38,6 +38,14 @@ pub enum Error {
         /// What is wrong and what would fit.
         reason: String,
     },
+    /// Edited arguments do not fit; `field` names the argument (`args.replicas`).
+    #[error("{field}: {reason}. Nothing was approved.")]
+    Argument {
+        /// The argument's path (`args`, `args.env.CI`, `args.jobs[0]`).
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// Text that should be a question id is not one.
     #[error("`{0}` is not a question id.")]
     BadId(String),

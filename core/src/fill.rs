@@ -22,16 +22,33 @@ pub fn field_line(question: &Question, form: &FormSchema, at: usize) -> String {
         form.properties.len(),
         form.title(name)
     );
-    if !form.is_required(name) {
-        line.push_str(" (optional)");
-    }
+    // An approval's arguments being edited: each default is the proposed value, kept by /skip.
+    let editing = question.kind == crate::question::Kind::Approval;
+    let kept = field.default.as_ref().map(|value| match value {
+        serde_json::Value::String(text) => crate::text::visible(text).into_owned(),
+        other => other.to_string(),
+    });
+    let skip = match (&kept, editing) {
+        (Some(value), true) => {
+            line.push_str(&format!(
+                " (proposed: {})",
+                crate::text::shorten(value, 200)
+            ));
+            "to keep the proposed value"
+        }
+        _ if !form.is_required(name) => {
+            line.push_str(" (optional)");
+            "to leave it out"
+        }
+        _ => "",
+    };
     if let Some(description) = &field.description {
         line.push_str(&format!("\n{description}"));
     }
     line.push_str(&format!("\nReply with {}.", field.expects()));
     let mut moves = Vec::new();
     if !form.is_required(name) {
-        moves.push(format!("/skip {} to leave it out", question.id));
+        moves.push(format!("/skip {} {skip}", question.id));
     }
     if at > 0 {
         moves.push(format!("/back {} for the field before", question.id));
@@ -75,8 +92,10 @@ pub fn field_buttons(question: &Question, form: &FormSchema, at: usize) -> Vec<B
         _ => {}
     }
     if !form.is_required(name) {
+        // Editing an approval's arguments, skipping a field keeps its proposed value.
+        let editing = question.kind == crate::question::Kind::Approval && field.default.is_some();
         buttons.push(Button::new(
-            "Skip",
+            if editing { "Keep" } else { "Skip" },
             format!("/skip {id}"),
             ButtonRole::Refuse,
         ));
@@ -152,7 +171,7 @@ pub enum Step {
 pub enum Stepped {
     /// The draft moved on (or back): ask the field it is at now. `noted` says what was kept.
     Next {
-        /// "Environment: staging", or "Notes: skipped".
+        /// "Environment: staging", "Notes: skipped", or "Replicas: 2 (kept)" (a default).
         noted: Option<String>,
     },
     /// Nothing changed, and why (a value that does not fit, a required field skipped).
@@ -185,7 +204,14 @@ pub fn step(form: &FormSchema, draft: &mut Draft, step: Step) -> Stepped {
         }
         Step::Skip => {
             draft.values.remove(name);
-            format!("{title}: skipped")
+            // A field with a default takes it (an edited approval's: the proposed value).
+            match &field.default {
+                Some(serde_json::Value::String(text)) => {
+                    format!("{title}: {} (kept)", crate::text::visible(text))
+                }
+                Some(other) => format!("{title}: {other} (kept)"),
+                None => format!("{title}: skipped"),
+            }
         }
         Step::Back if draft.at == 0 => {
             return Stepped::Refused("This is the first field; there is none before it.".into());

@@ -18,12 +18,16 @@
 //! - [`approval`]: actions to approve, their digests, approval replies and "always allow" rules.
 //! - [`form`]: a form's flat schema (as MCP elicitation has it), its fields read from replies and
 //!   checked, and a person's draft while filling one in chat.
+//! - [`decision`]: the decisions an approval offers (once, always, edit, reject, respond), and
+//!   the rules of edited arguments (a flat schema, or the proposed types).
 //! - [`nudge`]: reminders and escalation steps, and when each falls due.
 //! - [`resolution`]: how a question left `pending`; [`quorum`]: M of N people must agree, and
 //!   their votes.
 //! - [`question`]: the question, its outcomes, and [`Question::apply`], the claim-once state
 //!   machine every store runs.
-//! - [`answer`]: which answers fit which question, read from typed text or from program values.
+//! - [`answer`]: which answers fit which question, read from typed text or from program values
+//!   (an approval's reply, a decision, in `answer/approval.rs`; whether a question offers a
+//!   decision and takes an edit, in `answer/edit.rs`).
 //! - `checks`, [`request`]: [`NewQuestion`], a request to ask, and the checks that make it a
 //!   question.
 //! - [`tally`]: which answers are votes, the vote state machine, the claim a met quorum makes.
@@ -41,6 +45,7 @@ pub mod button;
 pub mod channel;
 mod checks;
 pub mod command;
+pub mod decision;
 pub mod error;
 pub mod fill;
 pub mod form;
@@ -64,6 +69,7 @@ pub mod value;
 pub use actor::{Actor, Decider};
 pub use approval::{Action, Approval, ApprovalReply, Rule, Scope};
 pub use channel::{Channel, Inbound, Inbox, Prepared, Reply, ReplyTo, Tone};
+pub use decision::Decision;
 pub use error::Error;
 pub use id::{IdRef, QuestionId, RuleId, RunId};
 pub use identity::{Identity, Target};

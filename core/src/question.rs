@@ -7,7 +7,8 @@
 //! rule in one place is what makes "first answer wins" mean the same thing on every store.
 
 use crate::actor::Decider;
-use crate::approval::{Action, ApprovalReply};
+use crate::approval::{Action, ApprovalReply, Edited};
+use crate::decision::Decision;
 use crate::form::FormSchema;
 use crate::id::{QuestionId, RuleId, RunId};
 use crate::identity::{Identity, Target};
@@ -162,6 +163,13 @@ pub struct Question {
     /// A form's fields ([`crate::form`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub form: Option<FormSchema>,
+    /// The decisions an approval offers ([`crate::decision`]); empty means once, always and
+    /// reject (approvals stored before there was a choice).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed: Vec<Decision>,
+    /// The JSON Schema of an approval's arguments, which edited arguments must fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args_schema: Option<serde_json::Value>,
 }
 /// What a resolution does to a question.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -176,6 +184,17 @@ pub enum Transition {
     Decline {
         /// Why, in the decliner's words.
         message: Option<String>,
+    },
+    /// Allow an approval with changed arguments (already checked with
+    /// [`Question::check_edit`]).
+    Edit {
+        /// The arguments to run with.
+        args: serde_json::Value,
+    },
+    /// Answer an approval in the tool's place (checked with [`Question::check_response`]).
+    Respond {
+        /// The person's text: the tool's result.
+        text: String,
     },
     /// The deadline passed.
     Expire,
@@ -256,15 +275,29 @@ impl Question {
         if claim.transition == Transition::Expire {
             return self.expiry_resolution(claim.at);
         }
+        let mut edited = None;
         let (status, value, message) = match &claim.transition {
             Transition::Answer { value } => (Status::Answered, Some(value.clone()), None),
+            Transition::Edit { args } => {
+                edited = self.action.as_ref().map(|proposed| Edited {
+                    proposed: proposed.clone(),
+                    approved: Action::new(proposed.tool.clone(), args.clone()),
+                });
+                (Status::Answered, Some(Answer::Text("edit".into())), None)
+            }
+            Transition::Respond { text } => (
+                Status::Answered,
+                Some(Answer::Text("respond".into())),
+                Some(text.clone()),
+            ),
             Transition::Decline { message } => (Status::Declined, None, message.clone()),
             Transition::Cancel { reason } => (Status::Cancelled, None, reason.clone()),
             Transition::Expire => unreachable!("handled above"),
         };
         let rule_id = match &claim.decider {
             Decider::Rule(rule) => Some(rule.clone()),
-            // The one place that decides whether a claim creates a rule: a person's "always".
+            // The one place that decides whether a claim creates a rule: a person's "always"
+            // (never an edit or a response, whose answers are no `ApprovalReply`).
             Decider::Actor(_) if self.kind == Kind::Approval => value
                 .as_ref()
                 .and_then(ApprovalReply::of_answer)
@@ -280,6 +313,7 @@ impl Question {
             rule_id,
             // Every vote cast, whether a quorum completed it or a member's "no" ended it.
             votes: self.votes.clone(),
+            edited,
         };
         (status, resolution)
     }
@@ -293,6 +327,7 @@ impl Question {
             message: None,
             rule_id: None,
             votes: self.votes.clone(),
+            edited: None,
         };
         (Status::Expired, resolution)
     }

@@ -9,12 +9,14 @@ use crate::actor::Decider;
 use crate::approval::{ApprovalReply, REJECT};
 pub use crate::button::{Button, ButtonRole};
 use crate::command::{AnswerCommand, DeclineCommand, PickCommand};
+use crate::decision::Decision;
 use crate::id::IdRef;
 use crate::question::{Kind, Question, Resolution, Status};
 pub use crate::tally::progress_line;
 use crate::text::lowercase_first;
 pub use crate::text::shorten;
 use crate::time::Millis;
+use crate::value::Answer;
 
 /// The buttons for `question`. For multi-choice questions they are toggles: each carries the
 /// selection tapping it leads to (so the message itself holds the state), and Submit appears
@@ -50,17 +52,26 @@ pub fn buttons(question: &Question, selection: &[usize]) -> Vec<Button> {
                 }
                 None => AnswerCommand::word(id, word),
             };
-            buttons.push(Button::new(
-                "Allow once",
-                bound(ApprovalReply::Once.as_str()),
-                ButtonRole::Accept,
-            ));
-            buttons.push(Button::new(
-                "Always allow",
-                bound(ApprovalReply::AlwaysInSession.as_str()),
-                ButtonRole::Accept,
-            ));
-            buttons.push(Button::new("Reject", bound(REJECT), ButtonRole::Refuse));
+            // Exactly the decisions this approval offers. Edit and Respond start a
+            // conversation (the fields one by one, or a request for the text).
+            for decision in question.decisions() {
+                let (label, word, role) = match decision {
+                    Decision::Once => (
+                        "Allow once",
+                        ApprovalReply::Once.as_str(),
+                        ButtonRole::Accept,
+                    ),
+                    Decision::Always => (
+                        "Always allow",
+                        ApprovalReply::AlwaysInSession.as_str(),
+                        ButtonRole::Accept,
+                    ),
+                    Decision::Edit => ("Edit", "edit", ButtonRole::Accept),
+                    Decision::Respond => ("Respond", "respond", ButtonRole::Accept),
+                    Decision::Reject => ("Reject", REJECT, ButtonRole::Refuse),
+                };
+                buttons.push(Button::new(label, bound(word), role));
+            }
             return buttons;
         }
         Kind::Ask if question.multi => {
@@ -215,9 +226,7 @@ pub fn commands_hint(question: &Question) -> String {
             format!("Fill it in field by field: reply with each value, or /answer {id} <value>.")
         }
         Kind::Confirm => format!("Answer: /answer {id} yes  or  /answer {id} no"),
-        Kind::Approval => format!(
-            "Allow: /answer {id} once  or  /answer {id} always [everywhere]\nReject: /answer {id} reject [reason]"
-        ),
+        Kind::Approval => approval_hint(question),
         Kind::Ask if question.options.is_empty() => format!("Answer: /answer {id} <your answer>"),
         Kind::Ask => {
             let n = question.options.len();
@@ -242,6 +251,39 @@ pub fn commands_hint(question: &Question) -> String {
     } else {
         format!("{answer}\nDecline: /decline {id} [reason]")
     }
+}
+
+/// One line per decision an approval offers, with exactly what to type.
+fn approval_hint(question: &Question) -> String {
+    let id = &question.id;
+    let decisions = question.decisions();
+    let mut lines = Vec::new();
+    let allow: Vec<String> = decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Once => Some(format!("/answer {id} once")),
+            Decision::Always => Some(format!("/answer {id} always [everywhere]")),
+            _ => None,
+        })
+        .collect();
+    if !allow.is_empty() {
+        lines.push(format!("Allow: {}", allow.join("  or  ")));
+    }
+    if decisions.contains(&Decision::Edit) {
+        let how = if question.edits_in_fields() {
+            format!("/answer {id} edit (field by field)  or  /answer {id} edit {{json}}")
+        } else {
+            format!("/answer {id} edit {{json}}")
+        };
+        lines.push(format!("Edit: {how}"));
+    }
+    if decisions.contains(&Decision::Respond) {
+        lines.push(format!("Respond: /answer {id} respond <text>"));
+    }
+    if decisions.contains(&Decision::Reject) {
+        lines.push(format!("Reject: /answer {id} reject [reason]"));
+    }
+    lines.join("\n")
 }
 
 /// Who resolved it, for people: the display name when known.
@@ -278,6 +320,19 @@ pub fn outcome_line(question: &Question) -> String {
         Status::Answered => {
             if let (Kind::Approval, Decider::Rule(rule)) = (question.kind, &resolution.decider) {
                 return format!("Allowed by rule {rule}");
+            }
+            if let (Kind::Approval, Some(edited)) = (question.kind, &resolution.edited) {
+                let args = crate::text::visible(&edited.approved.args.to_string()).into_owned();
+                return format!(
+                    "Approved with changes: {} (digest {}), by {by} via {via}",
+                    shorten(&args, 200),
+                    edited.approved.short_digest()
+                );
+            }
+            let responded = Some(Answer::Text(Decision::Respond.as_str().into()));
+            if question.kind == Kind::Approval && resolution.value == responded {
+                let text = resolution.message.as_deref().unwrap_or_default();
+                return format!("Responded: {}, by {by} via {via}", shorten(text, 200));
             }
             let reply = resolution.value.as_ref().and_then(ApprovalReply::of_answer);
             let value = match (question.kind, reply) {
@@ -405,11 +460,21 @@ mod tests {
                 serde_json::json!({"command": random_label(rng, 0)}),
             )
         });
+        // Any non-empty set of decisions on an approval.
+        let allowed = (kind == Kind::Approval).then(|| {
+            let mut set = crate::decision::ALL_DECISIONS.to_vec();
+            set.retain(|_| rng.below(2) == 0);
+            if set.is_empty() {
+                set.push(crate::decision::ALL_DECISIONS[rng.below(5)]);
+            }
+            set
+        });
         NewQuestion {
             kind,
             options: (0..count).map(|i| random_label(rng, i)).collect(),
             multi: kind == Kind::Ask && rng.below(2) == 0,
             action,
+            allowed,
             ..NewQuestion::new("s", "q")
         }
         .into_question(QuestionId::random(), Millis(0), DEFAULT_TIMEOUT)
@@ -435,9 +500,20 @@ mod tests {
                 let line = CommandLine::parse(payload).unwrap().unwrap();
                 assert_eq!(line.command.to_string(), *payload, "round trip");
                 if let Command::Answer(answer) = line.command {
-                    question
-                        .read_typed(&answer.choice)
-                        .expect("every answer button fits its question");
+                    // Edit and Respond start a conversation: the fields, or a request for text.
+                    let talk = ["edit", "respond"]
+                        .iter()
+                        .any(|w| answer.choice.starts_with(w));
+                    if talk {
+                        assert!(
+                            question.starts_edit(&answer.choice)
+                                || answer.choice.starts_with("respond")
+                        );
+                    } else {
+                        question
+                            .read_typed(&answer.choice)
+                            .expect("every answer button fits its question");
+                    }
                 }
             }
         }
@@ -515,6 +591,7 @@ mod tests {
             message: None,
             rule_id: None,
             votes: Vec::new(),
+            edited: None,
         });
         assert_eq!(
             outcome_line(&question),

@@ -9,6 +9,7 @@ use crate::Error;
 use crate::approval::{Action, ApprovalReply};
 pub use crate::checks::check_session_id;
 use crate::checks::{check_identities, check_shape, check_text, check_url, dedup};
+use crate::decision::Decision;
 use crate::form::FormSchema;
 use crate::id::{QuestionId, RunId};
 use crate::identity::{Identity, Target};
@@ -83,6 +84,13 @@ pub struct NewQuestion {
     /// See [`Question::quorum`]. Its members become the answerers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quorum: Option<Quorum>,
+    /// See [`Question::allowed`]: the decisions an approval offers (default once, always,
+    /// reject).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<Vec<Decision>>,
+    /// See [`Question::args_schema`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args_schema: Option<serde_json::Value>,
 }
 
 impl NewQuestion {
@@ -174,6 +182,19 @@ impl NewQuestion {
         self
     }
 
+    /// Offers these decisions on an approval ([`crate::decision`]).
+    pub fn allow<I: IntoIterator<Item = Decision>>(mut self, decisions: I) -> Self {
+        self.allowed = Some(decisions.into_iter().collect());
+        self
+    }
+
+    /// The JSON Schema edited arguments must fit (askbridge's flat form schema is edited field
+    /// by field in chat).
+    pub fn args_schema(mut self, schema: serde_json::Value) -> Self {
+        self.args_schema = Some(schema);
+        self
+    }
+
     /// Sets where the question is shown.
     pub fn targets<I, S>(mut self, targets: I) -> Self
     where
@@ -256,6 +277,13 @@ impl NewQuestion {
         let answerers = self.checked_answerers()?;
         nudge::check_escalation(&self.escalate, timeout)?;
         self.check_action()?;
+        let allowed = crate::decision::check_request(
+            self.kind == Kind::Approval,
+            self.allowed.as_deref(),
+            self.args_schema.as_ref(),
+            self.action.as_ref(),
+            self.quorum.is_some(),
+        )?;
         let mut question = Question {
             id,
             session_id: self.session_id,
@@ -281,6 +309,8 @@ impl NewQuestion {
             quorum: self.quorum,
             votes: Vec::new(),
             form: self.form,
+            allowed,
+            args_schema: self.args_schema,
         };
         if let Some(default) = self.default {
             question.default = Some(fitted_default(&question, default)?);

@@ -4,6 +4,7 @@
 //! state machine; a resolution needs only the answer, the decider and the rule id.
 
 use crate::actor::{Decider, WireDecider};
+use crate::approval::Edited;
 use crate::id::RuleId;
 use crate::identity::Identity;
 use crate::quorum::Vote;
@@ -22,12 +23,14 @@ pub struct Resolution {
     pub decider: Decider,
     /// When.
     pub at: Millis,
-    /// A decline's (or cancel's) message.
+    /// A decline's (or cancel's) message; an approval's response (its answer `respond`).
     pub message: Option<String>,
     /// For approvals: the rule that allowed it, or that its "always" created.
     pub rule_id: Option<RuleId>,
     /// On a question with a quorum: every vote cast (who, when, through which surface).
     pub votes: Vec<Vote>,
+    /// An approval edited before it was allowed: the proposed action and the one approved.
+    pub edited: Option<Edited>,
 }
 
 impl Resolution {
@@ -67,6 +70,8 @@ struct ResolutionWire {
     rule_id: Option<RuleId>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     votes: Vec<Vote>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    edited: Option<Edited>,
 }
 
 impl From<Resolution> for ResolutionWire {
@@ -81,6 +86,7 @@ impl From<Resolution> for ResolutionWire {
             message: resolution.message,
             rule_id: resolution.rule_id,
             votes: resolution.votes,
+            edited: resolution.edited,
         }
     }
 }
@@ -98,6 +104,7 @@ impl From<ResolutionWire> for Resolution {
             message: wire.message,
             rule_id: wire.rule_id,
             votes: wire.votes,
+            edited: wire.edited,
         }
     }
 }

@@ -79,6 +79,9 @@ pub struct AskRecord {
     pub message: Option<String>,
     /// Who resolved it.
     pub by: Identity,
+    /// An approval's action as approved, when it was edited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited: Option<Box<crate::approval::Action>>,
 }
 
 /// One thing a run has learned.
@@ -191,6 +194,9 @@ impl Run {
             status: question.status,
             value: resolution.as_ref().and_then(|r| r.value.clone()),
             message: resolution.as_ref().and_then(|r| r.message.clone()),
+            edited: resolution
+                .as_ref()
+                .and_then(|r| r.edited.as_ref().map(|e| Box::new(e.approved.clone()))),
             by: resolution.map_or_else(|| Identity::new(""), |r| r.by()),
         }));
         self.waiting_on = None;

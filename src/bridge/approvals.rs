@@ -16,8 +16,8 @@ use crate::store::{ClaimOptions, Error as StoreError, ListFilter};
 use crate::{AskError, Error, NoAnswer};
 use askbridge_core::audit::{AuditEntry, AuditEvent, AuditFilter};
 use askbridge_core::{
-    Action, Actor, Answer, Approval, ApprovalReply, Claim, Decider, Identity, Kind, Millis,
-    NewQuestion, Question, QuestionId, Rule, RuleId, Scope, Status, Transition,
+    Action, Actor, Answer, Approval, ApprovalReply, Claim, Decider, Decision, Identity, Kind,
+    Millis, NewQuestion, Question, QuestionId, Rule, RuleId, Scope, Status, Transition,
 };
 
 /// What the function that asked for approval gets.
@@ -28,29 +28,53 @@ pub fn approval_of(question: &Question) -> Result<Approval, AskError> {
         .map(Action::digest)
         .unwrap_or_default();
     let resolution = question.resolution.as_ref();
+    let by = resolution.map_or_else(|| Identity::new(""), |r| r.by());
     decide(
         &question.id,
-        question.status,
-        resolution.and_then(|r| r.value.as_ref()),
-        resolution.and_then(|r| r.message.clone()),
-        &resolution.map_or_else(|| Identity::new(""), |r| r.by()),
-        resolution.and_then(|r| r.rule_id.clone()),
-        digest,
+        Decided {
+            status: question.status,
+            value: resolution.and_then(|r| r.value.as_ref()),
+            message: resolution.and_then(|r| r.message.clone()),
+            by: &by,
+            rule_id: resolution.and_then(|r| r.rule_id.clone()),
+            digest,
+            edited: resolution.and_then(|r| r.edited.as_ref().map(|e| e.approved.clone())),
+        },
     )
+}
+
+/// A resolved approval's parts, as a question or a run's journal keeps them.
+#[derive(Debug)]
+pub struct Decided<'a> {
+    /// How it ended.
+    pub status: Status,
+    /// Its answer (`once`, `always ...`, `edit`, `respond`).
+    pub value: Option<&'a Answer>,
+    /// A rejection's feedback, or a response's text.
+    pub message: Option<String>,
+    /// Who decided (`rule:<id>` for a rule).
+    pub by: &'a Identity,
+    /// The rule an "always" created.
+    pub rule_id: Option<RuleId>,
+    /// The proposed action's digest.
+    pub digest: String,
+    /// The action as approved, when it was edited.
+    pub edited: Option<Action>,
 }
 
 /// The approval (or refusal) a resolved approval question amounts to. Shared by waiting callers
 /// and by flows replaying their journal, so both read an approval the same way. `by` tells a
 /// rule's decision (`rule:<id>`) from a person's.
-pub fn decide(
-    id: &QuestionId,
-    status: Status,
-    value: Option<&Answer>,
-    message: Option<String>,
-    by: &Identity,
-    rule_id: Option<RuleId>,
-    digest: String,
-) -> Result<Approval, AskError> {
+pub fn decide(id: &QuestionId, decided: Decided<'_>) -> Result<Approval, AskError> {
+    let Decided {
+        status,
+        value,
+        message,
+        by,
+        rule_id,
+        digest,
+        edited,
+    } = decided;
     match status {
         Status::Answered | Status::Expired => {
             let Some(value) = value else {
@@ -59,19 +83,34 @@ pub fn decide(
             if let Some(rule_id) = by.rule() {
                 return Ok(Approval::ByRule { rule_id, digest });
             }
-            match ApprovalReply::of_answer(value) {
-                Some(ApprovalReply::Once) => Ok(Approval::Once { digest }),
-                Some(ApprovalReply::AlwaysInSession | ApprovalReply::AlwaysEverywhere) => {
+            let corrupt = || {
+                Err(Error::from(StoreError::corrupt(
+                    format!("approval {id}"),
+                    format!("the unexpected answer `{value}`"),
+                ))
+                .into())
+            };
+            match (ApprovalReply::of_answer(value), value) {
+                (Some(ApprovalReply::Once), _) => Ok(Approval::Once { digest }),
+                (Some(ApprovalReply::AlwaysInSession | ApprovalReply::AlwaysEverywhere), _) => {
                     Ok(Approval::Always {
                         rule_id: rule_id.unwrap_or_else(|| RuleId::for_question(id)),
                         digest,
                     })
                 }
-                None => Err(Error::from(StoreError::corrupt(
-                    format!("approval {id}"),
-                    format!("the unexpected answer `{value}`"),
-                ))
-                .into()),
+                (None, Answer::Text(word)) if word == Decision::Edit.as_str() => match edited {
+                    Some(action) => Ok(Approval::Edited {
+                        action,
+                        proposed_digest: digest,
+                    }),
+                    None => corrupt(),
+                },
+                (None, Answer::Text(word)) if word == Decision::Respond.as_str() => {
+                    Ok(Approval::Responded {
+                        text: message.unwrap_or_default(),
+                    })
+                }
+                (None, _) => corrupt(),
             }
         }
         Status::Declined => Err(NoAnswer::Declined { message }.into()),

@@ -9,7 +9,7 @@
 use super::client::api;
 use super::{ApproveArgs, AskArgs, Common, ConfirmArgs, ExitCode};
 use askbridge::client::{ApiClient, ApiError};
-use askbridge_core::{Answer, Question, Status};
+use askbridge_core::{Answer, Decision, Question, Status};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -25,10 +25,7 @@ pub(crate) async fn ask(args: AskArgs) -> u8 {
         "allow_custom": args.allow_custom,
     });
     if let Some(path) = &args.form {
-        let schema = std::fs::read_to_string(path)
-            .map_err(|e| e.to_string())
-            .and_then(|text| serde_json::from_str::<Value>(&text).map_err(|e| e.to_string()));
-        match schema {
+        match read_json(path) {
             Ok(schema) => {
                 body["kind"] = json!("form");
                 body["form"] = schema;
@@ -77,15 +74,40 @@ pub(crate) async fn approve(args: ApproveArgs) -> u8 {
         .prompt
         .clone()
         .unwrap_or_else(|| format!("Allow {}?", args.tool));
-    let body = json!({
+    let mut body = json!({
         "prompt": prompt,
         "kind": "approval",
         "action": {"tool": args.tool, "args": action_args},
     });
+    if let Some(allow) = &args.allow {
+        match Decision::parse_list(allow) {
+            Ok(allowed) => body["allowed"] = json!(allowed),
+            Err(why) => {
+                tell!("askbridge: --allow: {why}");
+                return ExitCode::ERROR;
+            }
+        }
+    }
+    if let Some(path) = &args.schema {
+        match read_json(path) {
+            Ok(schema) => body["args_schema"] = schema,
+            Err(error) => {
+                tell!("askbridge: --schema {}: {error}", path.display());
+                return ExitCode::ERROR;
+            }
+        }
+    }
     match run(body, &args.common).await {
         Ok(question) => outcome(&question, args.common.json, Kind::Approve),
         Err(code) => code,
     }
+}
+
+/// A file's JSON.
+fn read_json(path: &std::path::Path) -> Result<Value, String> {
+    std::fs::read_to_string(path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| serde_json::from_str::<Value>(&text).map_err(|e| e.to_string()))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -206,6 +228,27 @@ fn outcome(question: &Question, as_json: bool, kind: Kind) -> u8 {
     let resolution = question.resolution.as_ref();
     let value = resolution.and_then(|r| r.value.as_ref());
     let message = resolution.and_then(|r| r.message.clone());
+    if let (Status::Answered, Some(edited)) =
+        (question.status, resolution.and_then(|r| r.edited.as_ref()))
+    {
+        // Approved with changes: the arguments to run with, on stdout.
+        tell!(
+            "approved with changes (digest {})",
+            edited.approved.short_digest()
+        );
+        if !as_json {
+            say!("{}", edited.approved.args);
+        }
+        return ExitCode::ANSWERED;
+    }
+    let responded = Some(&Answer::Text(Decision::Respond.as_str().to_owned()));
+    if kind == Kind::Approve && question.status == Status::Answered && value == responded {
+        tell!("responded: nothing runs; the response is on stdout");
+        if !as_json {
+            say!("{}", message.unwrap_or_default());
+        }
+        return ExitCode::RESPONDED;
+    }
     match question.status {
         Status::Answered => answered(value, as_json, kind),
         Status::Declined => {

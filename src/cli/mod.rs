@@ -206,6 +206,13 @@ pub(crate) struct ApproveArgs {
     /// The question (default: `Allow <tool>?`).
     #[arg(long)]
     pub(crate) prompt: Option<String>,
+    /// The decisions offered, comma-separated among once, always, edit, reject, respond
+    /// (default: once,always,reject).
+    #[arg(long)]
+    pub(crate) allow: Option<String>,
+    /// A file holding the JSON Schema edited arguments must fit.
+    #[arg(long)]
+    pub(crate) schema: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub(crate) common: Common,
 }
@@ -270,6 +277,8 @@ impl ExitCode {
     pub(crate) const TIMEOUT: u8 = 4;
     /// Cancelled by someone else (the session was cancelled, `exec` ended).
     pub(crate) const CANCELLED: u8 = 5;
+    /// approve: the person responded in the tool's place; nothing runs, their text on stdout.
+    pub(crate) const RESPONDED: u8 = 6;
     /// Interrupted (Ctrl-C): the question was cancelled and its buttons withdrawn.
     pub(crate) const INTERRUPTED: u8 = 130;
 }

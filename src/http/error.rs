@@ -43,6 +43,9 @@ impl From<Error> for ApiError {
             Error::Model(Model::Invalid { field, .. }) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message).with("field", json!(field))
             }
+            Error::Model(Model::Argument { field, .. }) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message).with("field", json!(field))
+            }
             Error::Model(Model::NotFit { .. }) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
             }

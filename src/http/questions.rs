@@ -6,7 +6,7 @@ use super::view::{self, QuestionJson};
 use super::{ApiError, AppState, DEFAULT_WAIT_S, JsonBody, MAX_WAIT_S};
 use crate::bridge::{Attempt, ProgramReply, Said};
 use crate::store::{Cursor, HistoryFilter, ListFilter, MAX_PAGE_BYTES};
-use askbridge_core::{Actor, Answer, NewQuestion, QuestionId, Status, Target};
+use askbridge_core::{Actor, Answer, Decision, NewQuestion, QuestionId, Status, Target};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -91,15 +91,62 @@ pub(super) async fn get(
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ReplyBody {
-    answer: Answer,
+    #[serde(default)]
+    answer: Option<Answer>,
+    /// An approval's decision (`once`, `always`, `edit`, `reject`, `respond`): the same as
+    /// `answer`, in LangChain's word.
+    #[serde(default)]
+    decision: Option<Decision>,
     #[serde(default)]
     by: Option<String>,
     /// An approval rejection's feedback.
     #[serde(default)]
     message: Option<String>,
+    /// An approval's response (with `respond`).
+    #[serde(default)]
+    text: Option<String>,
     /// The approved action's digest as the replier saw it.
     #[serde(default)]
     digest: Option<String>,
+    /// An approval's edited arguments (with `edit`).
+    #[serde(default)]
+    args: Option<serde_json::Value>,
+}
+
+/// A reply body's parts as the reply path takes them: `decision` stands for `answer`, `text`
+/// for `message`; one of `answer` and `decision` is needed.
+pub(super) fn program_reply(
+    answer: Option<Answer>,
+    decision: Option<Decision>,
+    message: Option<String>,
+    text: Option<String>,
+    digest: Option<String>,
+    args: Option<serde_json::Value>,
+) -> Result<ProgramReply, ApiError> {
+    let answer = match (answer, decision) {
+        (Some(answer), None) => answer,
+        (None, Some(decision)) => Answer::Text(decision.as_str().to_owned()),
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "give the answer, or for an approval its decision (one of the two)",
+            )
+            .with("field", json!("answer")));
+        }
+    };
+    if text.is_some() && message.is_some() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "give a response's text in text or message, not both",
+        )
+        .with("field", json!("text")));
+    }
+    Ok(ProgramReply {
+        answer,
+        message: text.or(message),
+        digest,
+        args,
+    })
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -128,11 +175,14 @@ pub(super) async fn reply(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<ReplyBody>,
 ) -> Result<QuestionJson, ApiError> {
-    let said = Said::Program(ProgramReply {
-        answer: body.answer,
-        message: body.message,
-        digest: body.digest,
-    });
+    let said = Said::Program(program_reply(
+        body.answer,
+        body.decision,
+        body.message,
+        body.text,
+        body.digest,
+        body.args,
+    )?);
     attempt(&state, &id, said, body.by).await
 }
 

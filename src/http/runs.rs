@@ -4,7 +4,7 @@
 use super::idempotency::Keyed;
 use super::view::RunJson;
 use super::{ApiError, AppState, JsonBody};
-use crate::bridge::{ProgramReply, RunNews, Said, Storing};
+use crate::bridge::{RunNews, Said, Storing};
 use crate::store::{Cursor, MAX_PAGE_BYTES, RunFilter, json_size};
 use askbridge_core::run::{Origin, Run, RunState};
 use askbridge_core::{Answer, Identity, QuestionId, Target, identity};
@@ -234,7 +234,17 @@ async fn next_step(
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct AnswerRun {
-    answer: Answer,
+    #[serde(default)]
+    answer: Option<Answer>,
+    /// An approval's decision, as on `/api/questions/{id}/reply`.
+    #[serde(default)]
+    decision: Option<askbridge_core::Decision>,
+    /// An approval's response (with `respond`).
+    #[serde(default)]
+    text: Option<String>,
+    /// An approval's edited arguments (with `edit`).
+    #[serde(default)]
+    args: Option<serde_json::Value>,
     /// The question answered; the one the run waits on when absent. When given and the run
     /// waits on another, nothing is answered (409).
     #[serde(default)]
@@ -273,11 +283,14 @@ pub(super) async fn answer_run(
         None => None,
     };
     let question = state.bridge.run_question(&id, expected.as_ref()).await?;
-    let said = Said::Program(ProgramReply {
-        answer: body.answer,
-        message: body.message,
-        digest: body.digest,
-    });
+    let said = Said::Program(super::questions::program_reply(
+        body.answer,
+        body.decision,
+        body.message,
+        body.text,
+        body.digest,
+        body.args,
+    )?);
     super::questions::attempt(&state, question.as_str(), said, body.by).await?;
     next_step(&state, &id, Some(&question), timeout).await
 }

@@ -22,7 +22,7 @@ pub use backend::{Backend, BridgeBackend, HttpBackend};
 
 use askbridge_core::error::Chain;
 use askbridge_core::quorum::Quorum;
-use askbridge_core::{Answer, NewQuestion, Question};
+use askbridge_core::{Answer, Decision, NewQuestion, Question};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -143,6 +143,12 @@ pub struct ApprovalParams {
     pub args: Value,
     /// The question (default: `Allow <tool>?`).
     pub prompt: Option<String>,
+    /// The decisions the person may make, among `once`, `always`, `edit` (run it with changed
+    /// arguments), `reject` and `respond` (their text is the tool's result). Default: once,
+    /// always, reject.
+    pub allowed: Option<Vec<String>>,
+    /// A JSON Schema of the arguments, which edited arguments must fit.
+    pub args_schema: Option<Value>,
     #[serde(flatten)]
     pub audience: Audience,
 }
@@ -224,7 +230,7 @@ impl AskServer {
     }
 
     #[tool(
-        description = "Ask the user to approve an action before you run it (a command, a deploy, a payment). They can allow it once, allow it always (a rule for this action), or reject it with feedback. Run the action only if the result says it is allowed."
+        description = "Ask the user to approve an action before you run it (a command, a deploy, a payment). They can allow it once, allow it always (a rule for this action), or reject it with feedback; where you allow it, edit the arguments or respond in the tool's place. Run the action only if the result says it is allowed, and with the arguments the result gives."
     )]
     async fn request_approval(
         &self,
@@ -234,10 +240,22 @@ impl AskServer {
         let prompt = params
             .prompt
             .unwrap_or_else(|| format!("Allow {}?", params.tool));
-        let request = NewQuestion::ask(prompt).approve(askbridge_core::approval::Action {
-            tool: params.tool,
-            args: params.args,
-        });
+        let allowed = match params
+            .allowed
+            .map(|words| Decision::parse_list(&words.join(",")))
+        {
+            Some(Err(why)) => return Ok(words::failure(&format!("allowed: {why}"))),
+            Some(Ok(allowed)) => Some(allowed),
+            None => None,
+        };
+        let request = NewQuestion {
+            allowed,
+            args_schema: params.args_schema,
+            ..NewQuestion::ask(prompt).approve(askbridge_core::approval::Action {
+                tool: params.tool,
+                args: params.args,
+            })
+        };
         self.ask_and_wait(request, params.audience, ctx).await
     }
 

@@ -28,9 +28,20 @@ pub(super) fn result(question: &Question) -> CallToolResult {
     let via = resolution.map(|r| r.via().to_string()).unwrap_or_default();
     let message = resolution.and_then(|r| r.message.clone());
     let approval = question.kind == Kind::Approval;
+    let edited = resolution.and_then(|r| r.edited.as_ref());
     let text = match (question.status, value) {
         (Status::Pending, _) => format!(
             "Pending: question {id} is waiting for an answer. Call get_answer with id \"{id}\" to wait for it."
+        ),
+        (Status::Answered, Some(_)) if approval && edited.is_some() => format!(
+            "Approved with changes: run it with these arguments instead: {} ({by} via {via}). Do not run it with the arguments you proposed.",
+            edited
+                .map(|e| e.approved.args.to_string())
+                .unwrap_or_default()
+        ),
+        (Status::Answered, Some(Answer::Text(word))) if approval && word == "respond" => format!(
+            "{by} answered in the tool's place (via {via}); do not run the action, take this as its result: {}",
+            message.as_deref().unwrap_or_default()
         ),
         (Status::Answered, Some(value)) if approval => format!(
             "Approved: {by} allowed it {} (via {via}). You may run the action, with exactly the arguments you asked about.",
@@ -79,6 +90,11 @@ pub(super) fn result(question: &Question) -> CallToolResult {
         "via": resolution.map(|r| r.via().to_string()),
         "message": message,
     }));
+    if let (Some(edited), Some(content)) = (edited, result.structured_content.as_mut()) {
+        content["args"] = edited.approved.args.clone();
+        content["digest"] = json!(edited.approved.digest());
+        content["proposed_args"] = edited.proposed.args.clone();
+    }
     result
 }
 

@@ -20,7 +20,7 @@ const WITHIN: Duration = Duration::from_secs(10);
 
 /// A started bridge whose configured approvers are the console, the API and `chat:7`, with a fake
 /// `chat` channel, and its HTTP API on a real socket.
-async fn setup() -> (Bridge, String) {
+pub(crate) async fn setup() -> (Bridge, String) {
     setup_over(Arc::new(MemoryStore::default())).await
 }
 
@@ -48,7 +48,7 @@ fn approval(action: Action) -> NewQuestion {
     NewQuestion::ask("May the agent run this?").approve(action)
 }
 
-async fn pending_approval(bridge: &Bridge, session: &str) -> Question {
+pub(crate) async fn pending_approval(bridge: &Bridge, session: &str) -> Question {
     eventually_some(WITHIN, "a pending approval", || {
         let bridge = bridge.clone();
         let session = session.to_owned();
@@ -446,6 +446,7 @@ async fn a_reply_bound_to_another_action_is_refused() {
         answer: Answer::Text("once".into()),
         message: None,
         digest: Some(rm_build().digest()),
+        args: None,
     };
     bridge
         .attempt(Attempt::reply(

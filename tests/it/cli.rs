@@ -216,8 +216,8 @@ async fn ctrl_c_cancels_the_question_and_exits_130() {
     assert_eq!(q["status"], "cancelled");
 }
 
-#[tokio::test]
-async fn approve_exits_0_when_allowed_and_3_when_rejected() {
+/// A running askbridge whose one approver is the API, its base URL.
+async fn api_approving_server() -> String {
     let bridge = Bridge::builder(Arc::new(MemoryStore::default()))
         .options(BridgeOptions {
             approvers: vec![Identity::new("api")],
@@ -226,7 +226,12 @@ async fn approve_exits_0_when_allowed_and_3_when_rejected() {
         .start()
         .await
         .unwrap();
-    let base = serve(app(AppState::new(bridge, None))).await;
+    serve(app(AppState::new(bridge, None))).await
+}
+
+#[tokio::test]
+async fn approve_exits_0_when_allowed_and_3_when_rejected() {
+    let base = api_approving_server().await;
     let args = r#"{"workspace": "prod"}"#;
     let child = cli(
         &base,
@@ -265,6 +270,76 @@ async fn approve_exits_0_when_allowed_and_3_when_rejected() {
     let (code, _, stderr) = finish(child).await;
     assert_eq!(code, 3);
     assert!(stderr.contains("too risky"), "{stderr}");
+}
+
+#[tokio::test]
+async fn approve_prints_the_edited_arguments_and_refuses_what_it_does_not_allow() {
+    let base = api_approving_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("schema.json");
+    let fields = json!({"type": "object", "properties": {
+        "workspace": {"type": "string", "enum": ["staging", "prod"]}}});
+    std::fs::write(&schema, fields.to_string()).unwrap();
+    let child = cli(
+        &base,
+        &[
+            "approve",
+            "--tool",
+            "terraform",
+            "--args",
+            r#"{"workspace": "prod"}"#,
+            "--allow",
+            "once,edit,reject",
+            "--schema",
+            schema.to_str().unwrap(),
+            "--session",
+            "ap-edit",
+        ],
+    );
+    let q = pending_in_session(&base, "ap-edit").await;
+    assert_eq!(q["allowed"], json!(["once", "edit", "reject"]));
+    let reply = format!("/api/questions/{}/reply", q["id"].as_str().unwrap());
+    let refused = post(&base, &reply, json!({"decision": "always"})).await;
+    assert_eq!(refused, 422, "always is not offered");
+    let wrong = json!({"decision": "edit", "args": {"workspace": "dev"}});
+    assert_eq!(post(&base, &reply, wrong).await, 422);
+    let edit = json!({"decision": "edit", "args": {"workspace": "staging"}});
+    assert_eq!(post(&base, &reply, edit).await, 200);
+    let (code, stdout, stderr) = finish(child).await;
+    assert_eq!(
+        (code, stdout.as_str()),
+        (0, "{\"workspace\":\"staging\"}\n"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("approved with changes"), "{stderr}");
+
+    let child = cli(
+        &base,
+        &[
+            "approve",
+            "--tool",
+            "ask_user",
+            "--allow",
+            "respond,reject",
+            "--session",
+            "ap-r",
+        ],
+    );
+    let id = pending_in_session(&base, "ap-r").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let respond = json!({"decision": "respond", "text": "the blue one"});
+    assert_eq!(
+        post(&base, &format!("/api/questions/{id}/reply"), respond).await,
+        200
+    );
+    let (code, stdout, _) = finish(child).await;
+    assert_eq!((code, stdout.as_str()), (6, "the blue one\n"));
+    let bad = cli(&base, &["approve", "--tool", "x", "--allow", "once,maybe"]);
+    let (code, _, stderr) = finish(bad).await;
+    assert_eq!(code, 2);
+    assert!(stderr.contains("maybe"), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

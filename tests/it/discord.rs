@@ -1489,3 +1489,34 @@ async fn a_reply_to_a_questions_message_answers_that_question_while_another_wait
     reply_to(typed).await;
     assert_eq!(rig.get(&second.id).await.status, Status::Pending);
 }
+
+/// An approval offers exactly its allowed decisions as buttons; a forged tap on another one
+/// changes nothing, and the offered one then decides.
+#[tokio::test]
+async fn an_approval_offers_exactly_its_allowed_decisions() {
+    let rig = Rig::start().await;
+    let approval = rig
+        .ask(json!({
+            "prompt": "May the agent run this?",
+            "kind": "approval",
+            "action": {"tool": "shell", "args": {"command": "make"}},
+            "allowed": ["once", "edit", "respond"],
+            "answerers": ["discord:111000000000000001"],
+        }))
+        .await;
+    let digest = approval.action.as_ref().unwrap().short_digest();
+    let rows = components(&rig.shown_body(&approval, channel()).await);
+    let labels: Vec<String> = rows.into_iter().flatten().map(|(_, l, _)| l).collect();
+    assert_eq!(labels, ["Allow once", "Edit", "Respond"]);
+    let message = rig.shown(&approval, channel()).await;
+    let forged = format!("/answer {} always #{digest}", approval.id);
+    rig.fake.click(&alice(), channel(), message, &forged);
+    let once = format!("/answer {} once #{digest}", approval.id);
+    rig.fake.click(&alice(), channel(), message, &once);
+    let answered = rig.wait_status(&approval.id, Status::Answered).await;
+    assert_eq!(
+        answered.resolution.unwrap().value,
+        Some(askbridge_core::Answer::Text("once".into())),
+        "the forged always was refused"
+    );
+}

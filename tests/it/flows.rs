@@ -1173,6 +1173,7 @@ async fn a_run_stored_with_its_first_step_is_stored_by_whichever_write_comes_fir
                 answer: Answer::Text("yes".into()),
                 message: None,
                 digest: None,
+                args: None,
             },
             Actor::api(),
             &askbridge_core::Target::api(),

@@ -187,20 +187,7 @@ async fn a_form_is_filled_in_field_by_field_on_telegram_with_a_bad_value_in_betw
     )
     .await;
 
-    let mut transcript = Vec::new();
-    for call in fake.calls() {
-        let text = call.body["text"].as_str().unwrap_or_default();
-        match call.method.as_str() {
-            "sendmessage" => transcript.push(format!("bot  > {text}")),
-            "editmessagetext" => transcript.push(format!("bot  ~ (message edited) {text}")),
-            "answercallbackquery" => transcript.push(format!("toast: {text}")),
-            _ => {}
-        }
-    }
-    println!(
-        "--- Telegram transcript: a form ---\n{}",
-        transcript.join("\n")
-    );
+    println!("--- Telegram transcript: a form ---\n{}", fake.transcript());
 }
 
 #[tokio::test]

@@ -13,6 +13,7 @@ mod replicas;
 mod support;
 
 mod approvals;
+mod approvals_edit;
 mod architecture;
 mod bridge;
 mod claim_race;

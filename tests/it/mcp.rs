@@ -472,6 +472,14 @@ async fn person(base: String, fake: crate::fakes::telegram::FakeTelegram) {
                     .send()
                     .await
                     .unwrap();
+            } else if prompt.ends_with("edit replicas to 3]") {
+                let args = json!({"env": "staging", "replicas": 3});
+                http()
+                    .post(path("reply"))
+                    .json(&json!({"decision": "edit", "args": args}))
+                    .send()
+                    .await
+                    .unwrap();
             } else if prompt.ends_with("with digest]") {
                 let digest = q["action"]["digest"].clone();
                 http()
@@ -576,6 +584,21 @@ async fn the_official_python_sdk_drives_both_transports() {
         assert_eq!(
             steps["approval"]["text"],
             "Approved: api allowed it once (via api). You may run the action, with exactly the arguments you asked about."
+        );
+        // An edit, read by the SDK: the sentence and the arguments to run with.
+        let edited = &steps["edited"];
+        assert_eq!(
+            edited["text"],
+            "Approved with changes: run it with these arguments instead: {\"env\":\"staging\",\"replicas\":3} (api via api). Do not run it with the arguments you proposed.",
+            "{edited}"
+        );
+        assert_eq!(
+            edited["structured"]["args"],
+            json!({"env": "staging", "replicas": 3})
+        );
+        assert_eq!(
+            edited["structured"]["proposed_args"],
+            json!({"env": "staging", "replicas": 2})
         );
     }
     answering.abort();

@@ -459,6 +459,19 @@ pub async fn get_json(base: &str, path: &str) -> serde_json::Value {
 }
 
 /// [`eventually_some`] for a check that needs no awaiting (a fake's records).
+/// Question `id` over `base`'s API once it is answered.
+pub async fn answered_over_http(base: &str, id: &str) -> serde_json::Value {
+    eventually_some(
+        Duration::from_secs(10),
+        "the question answered",
+        || async move {
+            let q = get_json(base, &format!("/api/questions/{id}")).await;
+            (q["status"] == "answered").then_some(q)
+        },
+    )
+    .await
+}
+
 pub async fn found<T>(within: Duration, what: &str, find: impl Fn() -> Option<T>) -> T {
     eventually_some(within, what, || {
         let found = find();

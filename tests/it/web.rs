@@ -1331,3 +1331,66 @@ async fn a_form_is_one_real_form_on_the_page() {
         json!({"environment": "production", "replicas": 3, "notify": true})
     );
 }
+
+/// An approval offering edit and respond: only its decisions are on the card, the arguments are
+/// real inputs prefilled with the proposed values, and a changed value is approved with changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_is_edited_with_real_inputs_on_the_page() {
+    let server = serve_ephemeral();
+    let api = Api::new(&server.base);
+    let schema = json!({"type": "object", "properties": {
+        "env": {"type": "string", "enum": ["staging", "production"]},
+        "replicas": {"type": "integer", "minimum": 1, "maximum": 10}}, "required": ["env", "replicas"]});
+    let edit = api
+        .ask(
+            json!({"kind": "approval", "prompt": "Deploy?", "answerers": ["api"],
+            "action": {"tool": "deploy", "args": {"env": "staging", "replicas": 2}},
+            "allowed": ["once", "edit", "respond"], "args_schema": schema}),
+        )
+        .await;
+    let respond = api
+        .ask(
+            json!({"kind": "approval", "prompt": "Which colour?", "answerers": ["api"],
+            "action": {"tool": "ask_user", "args": ["colour"]}, "allowed": ["respond", "edit"]}),
+        )
+        .await;
+    let browser = Browser::launch().await;
+    let page = open(&browser, &server.base).await;
+    for id in [&edit, &respond] {
+        page.wait_for("the cards", &pending_card(id)).await;
+    }
+    let buttons = page
+        .eval(&format!(
+            "[...document.getElementById({}).querySelectorAll('button')].map(b => b.textContent)",
+            js(&format!("q-{edit}"))
+        ))
+        .await;
+    assert_eq!(
+        buttons,
+        json!(["Allow once", "Approve with changes", "Respond"]),
+        "no Always allow, no Reject"
+    );
+    let replicas = format!("#form-{edit}-edit-replicas");
+    let prefilled = page
+        .eval(&format!("document.querySelector({}).value", js(&replicas)))
+        .await;
+    assert_eq!(prefilled, json!("2"), "prefilled with the proposed value");
+    page.eval(&format!(
+        "document.querySelector({}).value = ''",
+        js(&replicas)
+    ))
+    .await;
+    page.type_into(&replicas, "4").await;
+    click_text(&page, &edit, "button", "Approve with changes").await;
+    let q = shows_outcome(&page, &api, &edit).await;
+    let edited = q.resolution.unwrap().edited.unwrap();
+    assert_eq!(
+        edited.approved.args,
+        json!({"env": "staging", "replicas": 4})
+    );
+
+    page.type_into(&format!("#respond-{respond}"), "blue").await;
+    click_text(&page, &respond, "button", "Respond").await;
+    let q = shows_outcome(&page, &api, &respond).await;
+    assert_eq!(q.resolution.unwrap().message.as_deref(), Some("blue"));
+}

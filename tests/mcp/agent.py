@@ -66,6 +66,19 @@ async def scenario(session: ClientSession, transport: str):
          "prompt": f"Run make release? [{transport}: allow once with digest]"})
     say("approval", result)
 
+    result = await session.call_tool(
+        "request_approval",
+        {"tool": "deploy", "args": {"env": "staging", "replicas": 2}, "answerers": ["api"],
+         "allowed": ["once", "edit", "reject"],
+         "args_schema": {"type": "object", "properties": {
+             "env": {"type": "string", "enum": ["staging", "production"]},
+             "replicas": {"type": "integer", "minimum": 1, "maximum": 10}}},
+         "wait": False,
+         "prompt": f"Deploy? [{transport}: edit replicas to 3]"})
+    question_id = result.structured_content["id"]
+    result = await session.call_tool("get_answer", {"id": question_id, "wait_s": 30})
+    say("edited", result)
+
 
 async def main():
     transport = sys.argv[1]

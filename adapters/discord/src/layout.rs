@@ -380,6 +380,11 @@ mod tests {
         }
         assert_within_limits(&question(Kind::Confirm, 0, false, 3));
         assert_within_limits(&question(Kind::Approval, 0, false, 3));
+        // Every decision offered: five buttons, one each.
+        let mut all = question(Kind::Approval, 0, false, 3);
+        all.allowed = askbridge_core::decision::ALL_DECISIONS.to_vec();
+        assert_within_limits(&all);
+        assert_eq!(rows(&all).concat().len(), 5);
     }
 
     #[test]
@@ -429,6 +434,7 @@ mod tests {
             message: Some("m".repeat(4000)),
             rule_id: None,
             votes: Vec::new(),
+            edited: None,
         });
         assert!(outcome_text(&q).chars().count() <= CONTENT_CHARS);
     }

@@ -1,4 +1,4 @@
-//! Forms filled in one field at a time in chat.
+//! Forms filled in one field at a time in chat, and an approval's arguments edited the same way.
 //!
 //! The question's message asks the first field; each reply (a plain message, `/answer <id>
 //! <value>`, a tap) gives the value of the field asked now and gets the next field back, with
@@ -7,6 +7,12 @@
 //! nothing; the draft is stored when the message is committed, never while it is only read for
 //! a tap's toast. When the last field is in, the whole object is submitted through the same path
 //! as an answer over HTTP: checked against the form, claimed once, first answer wins.
+//!
+//! An approval whose `args_schema` is the flat form schema is edited with the same machinery
+//! ([`Question::edit_form`]: each field prefilled with the proposed value, which `/skip`
+//! keeps). Editing starts with the Edit button or a bare `/answer <id> edit`, which stores an
+//! empty draft; while the draft is there, replies fill its fields, and the completed arguments
+//! go through the reply path as the decision `edit`.
 
 use super::answerable;
 use super::commands::Turn;
@@ -15,8 +21,8 @@ use crate::Error;
 use crate::bridge::resolve::{Attempt, ProgramReply, Said};
 use askbridge_core::command::StepCommand;
 use askbridge_core::fill::{self, Step, Stepped};
-use askbridge_core::form::Draft;
-use askbridge_core::{Answer, Kind, Millis, Question, Reply, Tone};
+use askbridge_core::form::{Draft, FormSchema};
+use askbridge_core::{Answer, Decision, Kind, Millis, Question, Reply, Tone};
 use std::time::Duration;
 
 /// How long a draft outlives its form's deadline (it is useless after, but harmless).
@@ -40,13 +46,22 @@ impl Turn {
         self.fill(question, step).await
     }
 
-    /// The form waiting for the sender in this chat, when exactly one is.
+    /// The form waiting for the sender in this chat (or the approval they are editing), when
+    /// exactly one is.
     async fn open_form(&self) -> Result<Question, Error> {
         let sender = &self.message.sender;
         let mut forms = answerable(&self.bridge, sender, &self.message.chat).await?;
-        forms.retain(|q| q.kind == Kind::Form);
-        match forms.len() {
-            1 => Ok(forms.remove(0)),
+        let drafts = &self.bridge.inbox().store.drafts;
+        let mut open = Vec::new();
+        for question in forms.drain(..) {
+            let editing =
+                question.edits_in_fields() && drafts.draft(&question.id, sender).await?.is_some();
+            if question.kind == Kind::Form || editing {
+                open.push(question);
+            }
+        }
+        match open.len() {
+            1 => Ok(open.remove(0)),
             0 => Err(not_fit("No form is open for you here.")),
             _ => Err(not_fit(
                 "Several forms are open here; name one: /back <id> or /skip <id>.",
@@ -63,15 +78,29 @@ impl Turn {
         if !question.is_pending() {
             return Err(Error::AlreadyResolved(Box::new(question)));
         }
-        let Some(form) = question.form.clone() else {
+        let Some(form) = form_of(&question) else {
             return Err(not_fit("That question is not a form."));
         };
         let store = &self.bridge.inbox().store;
-        let mut draft = store
-            .drafts
-            .draft(&question.id, sender)
-            .await?
-            .unwrap_or_default();
+        let draft = store.drafts.draft(&question.id, sender).await?;
+        if question.kind == Kind::Approval {
+            if let Step::Value(text) = &step
+                && question.starts_edit(text)
+            {
+                // (Re)starts editing: the first field, nothing changed yet.
+                let stepped = Stepped::Next { noted: None };
+                let draft = Draft::default();
+                return Ok(Filling {
+                    question,
+                    draft,
+                    stepped,
+                });
+            }
+            if draft.is_none() {
+                return Err(not_editing(&question, &step));
+            }
+        }
+        let mut draft = draft.unwrap_or_default();
         let stepped = fill::step(&form, &mut draft, step);
         Ok(Filling {
             question,
@@ -103,9 +132,17 @@ impl Turn {
                 return Filling::reply(&question, &draft, &stepped);
             }
         };
+        let reply = if question.kind == Kind::Approval {
+            ProgramReply {
+                args: Some(serde_json::Value::Object(values)),
+                ..ProgramReply::from(Answer::Text(Decision::Edit.as_str().into()))
+            }
+        } else {
+            ProgramReply::from(Answer::Object(values))
+        };
         let attempt = Attempt {
             id: question.id.clone(),
-            said: Said::Program(ProgramReply::from(Answer::Object(values))),
+            said: Said::Program(reply),
             actor: self.actor.clone(),
             chat: self.message.chat.clone(),
         };
@@ -120,6 +157,13 @@ impl Filling {
     /// What committing will reply, as a tap's toast shows it.
     pub(super) fn preview(&self) -> Reply {
         match &self.stepped {
+            Stepped::Complete(values) if self.question.kind == Kind::Approval => Reply::new(
+                Tone::Done,
+                format!(
+                    "✓ Approving with changes: {}",
+                    serde_json::Value::Object(values.clone())
+                ),
+            ),
             Stepped::Complete(values) => Reply::new(
                 Tone::Done,
                 format!("✓ Submitting: {}", Answer::Object(values.clone())),
@@ -131,18 +175,51 @@ impl Filling {
     /// The reply to a step that did not complete the form: what was kept (or why nothing
     /// was), then the field asked now with its buttons.
     fn reply(question: &Question, draft: &Draft, stepped: &Stepped) -> Reply {
-        let Some(form) = &question.form else {
+        let Some(form) = form_of(question) else {
             return Reply::refused("That question is not a form.");
         };
         let (tone, head) = match stepped {
             Stepped::Refused(why) => (Tone::Refused, format!("✗ {why}")),
             Stepped::Next { noted: Some(noted) } => (Tone::Done, format!("✓ {noted}")),
+            _ if question.kind == Kind::Approval && draft.at == 0 => (
+                Tone::Info,
+                format!("✏️ Editing the arguments of {}", edited_tool(question)),
+            ),
             _ => (Tone::Info, format!("↩ {}", question.prompt)),
         };
-        let text = format!("{head}\n\n{}", fill::field_line(question, form, draft.at));
+        let text = format!("{head}\n\n{}", fill::field_line(question, &form, draft.at));
         Reply::new(tone, text)
-            .with_buttons(fill::field_buttons(question, form, draft.at))
+            .with_buttons(fill::field_buttons(question, &form, draft.at))
             .about(question.clone())
+    }
+}
+
+/// The fields a person fills in: a form's, or an approval's arguments being edited.
+fn form_of(question: &Question) -> Option<FormSchema> {
+    match question.kind {
+        Kind::Approval => question.edit_form(),
+        _ => question.form.clone(),
+    }
+}
+
+fn edited_tool(question: &Question) -> String {
+    question
+        .action
+        .as_ref()
+        .map_or_else(String::new, |a| a.tool_shown().into_owned())
+}
+
+/// Words about an approval that is not being edited: what they would have been read as.
+fn not_editing(question: &Question, step: &Step) -> Error {
+    match step {
+        Step::Value(text) => match question.read_typed(text) {
+            Err(error) => error.into(),
+            Ok(_) => not_fit("Those words decide the approval; send them again to do so."),
+        },
+        Step::Back | Step::Skip => not_fit(&format!(
+            "You are not editing this approval; start with its Edit button or /answer {} edit.",
+            question.id
+        )),
     }
 }
 

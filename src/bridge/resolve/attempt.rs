@@ -15,10 +15,12 @@ pub struct ProgramReply {
     /// The answer: a label, labels, a boolean; for approvals `once`, `always`,
     /// `always everywhere` or `reject`.
     pub answer: Answer,
-    /// An approval rejection's feedback.
+    /// An approval rejection's feedback, or its response's text (with the answer `respond`).
     pub message: Option<String>,
     /// The action digest the replier saw; refused when it is not the question's.
     pub digest: Option<String>,
+    /// An approval's edited arguments (with the answer `edit`).
+    pub args: Option<serde_json::Value>,
 }
 
 impl From<Answer> for ProgramReply {
@@ -27,6 +29,7 @@ impl From<Answer> for ProgramReply {
             answer,
             message: None,
             digest: None,
+            args: None,
         }
     }
 }

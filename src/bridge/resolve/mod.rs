@@ -14,7 +14,7 @@ use crate::store::{AheadRun, ClaimOptions, TakeRun};
 use askbridge_core::audit::AuditEntry;
 use askbridge_core::error::Chain;
 use askbridge_core::tally;
-use askbridge_core::{Actor, Claim, ClaimOutcome, Kind, Millis, Question, Transition};
+use askbridge_core::{Actor, Claim, ClaimOutcome, Kind, Millis, Question};
 
 mod attempt;
 mod votes;
@@ -91,8 +91,10 @@ impl Resolver {
         }
         let transition = match &attempt.said {
             Said::Typed(text) => match question.read_typed(text) {
+                // In chat a form, and an approval edited field by field, take one field's
+                // value at a time: the inbox reads those words against the sender's draft.
                 Err(not_whole @ askbridge_core::Error::NotFit { .. })
-                    if question.kind == Kind::Form =>
+                    if question.kind == Kind::Form || question.edits_in_fields() =>
                 {
                     let text = text.clone();
                     return Ok(Reading::Field {
@@ -107,10 +109,12 @@ impl Resolver {
                 reply.answer.clone(),
                 reply.message.clone(),
                 reply.digest.as_deref(),
+                reply.args.clone(),
             ),
-            Said::Decline(message) => askbridge_core::answer::decline_message(message.as_deref())
-                .map(|message| Transition::Decline { message }),
-            Said::Transition(transition) => Ok(transition.clone()),
+            Said::Decline(message) => question.decline_transition(message.as_deref()),
+            Said::Transition(transition) => question
+                .check_transition(transition)
+                .map(|()| transition.clone()),
         };
         match transition {
             Ok(transition) => {

@@ -4,7 +4,7 @@
 use super::Interrupt;
 use super::unstored::Unstored;
 use crate::Session;
-use crate::bridge::{Bridge, decide, outcome_from};
+use crate::bridge::{Bridge, Decided, decide, outcome_from};
 use crate::store::Saved;
 use askbridge_core::run::{AskRecord, JournalEntry, Origin, Run, fingerprint_of};
 use askbridge_core::{Answer, Approval, Identity, Kind, Millis, NewQuestion, Question, RunId};
@@ -191,12 +191,15 @@ impl FlowContext {
         let record = self.recorded(request).await?;
         Ok(decide(
             &record.question_id,
-            record.status,
-            record.value.as_ref(),
-            record.message,
-            &record.by,
-            None,
-            digest,
+            Decided {
+                status: record.status,
+                value: record.value.as_ref(),
+                message: record.message,
+                by: &record.by,
+                rule_id: None,
+                digest,
+                edited: record.edited.map(|action| *action),
+            },
         )?)
     }
 

@@ -68,7 +68,7 @@
     return { node: el('div', { class: 'field' }, el('label', { for: id, text: label }), input, help), read };
   }
 
-  ops.onForm((q, submit) => {
+  ops.onForm((q, submit, verb = 'Submit') => {
     const required = new Set(q.form.required || []);
     const form = el('form', { class: 'form-fields', 'aria-label': q.prompt, novalidate: true });
     const controls = Object.entries(q.form.properties).map(([name, field]) => {
@@ -76,7 +76,7 @@
       form.append(made.node);
       return [name, made.read];
     });
-    form.append(el('div', { class: 'buttons' }, el('button', { type: 'submit', class: 'primary', text: 'Submit' })));
+    form.append(el('div', { class: 'buttons' }, el('button', { type: 'submit', class: 'primary', text: verb })));
     form.addEventListener('submit', (event) => {
       event.preventDefault();
       const answer = {};

@@ -649,16 +649,17 @@
       return box;
     }
     if (q.kind === 'approval') {
-      box.append(
-        el(
-          'div',
-          { class: 'buttons', role: 'group', 'aria-label': 'Decide' },
-          // The digest binds the decision to the action shown on this card.
-          button('Allow once', 'primary', () => send(q, 'reply', { answer: 'once', digest: q.action && q.action.digest })),
-          button('Always allow', 'primary', () => send(q, 'reply', { answer: 'always', digest: q.action && q.action.digest })),
-        ),
-      );
-      box.append(declineForm(q, 'Reject'));
+      // Exactly the decisions this approval offers (absent: once, always, reject).
+      const allowed = q.allowed && q.allowed.length ? q.allowed : ['once', 'always', 'reject'];
+      // The digest binds the decision to the action shown on this card.
+      const digest = q.action && q.action.digest;
+      const decide = [];
+      if (allowed.includes('once')) decide.push(button('Allow once', 'primary', () => send(q, 'reply', { answer: 'once', digest })));
+      if (allowed.includes('always')) decide.push(button('Always allow', 'primary', () => send(q, 'reply', { answer: 'always', digest })));
+      if (decide.length) box.append(el('div', { class: 'buttons', role: 'group', 'aria-label': 'Decide' }, ...decide));
+      if (allowed.includes('edit')) box.append(editForm(q, digest));
+      if (allowed.includes('respond')) box.append(respondForm(q));
+      if (allowed.includes('reject')) box.append(declineForm(q, 'Reject'));
       return box;
     }
     if (q.multi) {
@@ -750,6 +751,70 @@
       event.preventDefault();
       const message = $(fieldId).value.trim();
       send(q, 'reject', message ? { message } : {});
+    });
+    return form;
+  }
+
+  // Edit before approving: the arguments as real inputs (forms.js) prefilled with the proposed
+  // values when the schema is the flat one, else the whole arguments as JSON. askbridge's own
+  // check decides what fits; its words come back on the card.
+  function editForm(q, digest) {
+    const submit = (args) => send(q, 'reply', { decision: 'edit', args, digest });
+    const args = q.action ? q.action.args : null;
+    const schema = q.args_schema;
+    const object = args && typeof args === 'object' && !Array.isArray(args);
+    const simple = (f) => ['string', 'number', 'integer', 'boolean', 'array'].includes(f.type) && !f.anyOf && !f.oneOf && !f.properties;
+    const flat = hooks.form && object && schema && schema.type === 'object' && schema.properties
+      && Object.values(schema.properties).every(simple);
+    if (flat) {
+      const properties = {};
+      for (const [name, field] of Object.entries(schema.properties)) {
+        properties[name] = name in args ? { ...field, default: args[name] } : field;
+      }
+      const required = (schema.required || []).filter((name) => !(name in args));
+      const fields = { id: `${q.id}-edit`, prompt: 'Edit the arguments', form: { type: 'object', properties, required } };
+      return el('div', { class: 'edit' }, el('p', { class: 'help', text: 'Or edit the arguments:' }), hooks.form(fields, submit, 'Approve with changes'));
+    }
+    const fieldId = `edit-${q.id}`;
+    const area = el('textarea', { id: fieldId, rows: 4, spellcheck: 'false' });
+    area.value = JSON.stringify(args, null, 2);
+    const form = el(
+      'form',
+      { class: 'edit' },
+      el('label', { for: fieldId, text: 'Arguments to run with (JSON)' }),
+      area,
+      el('div', { class: 'buttons' }, el('button', { type: 'submit', class: 'primary', text: 'Approve with changes' })),
+    );
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      let value;
+      try {
+        value = JSON.parse(area.value);
+      } catch (_) {
+        value = area.value; // sent as it is: askbridge says why it does not fit
+      }
+      submit(value);
+    });
+    return form;
+  }
+
+  // Respond: the person's words become the tool's result; nothing runs.
+  function respondForm(q) {
+    const fieldId = `respond-${q.id}`;
+    const form = el(
+      'form',
+      { class: 'decline' },
+      el('label', { for: fieldId, text: 'Or respond in the tool\'s place' }),
+      el(
+        'div',
+        { class: 'row' },
+        el('input', { type: 'text', id: fieldId, maxlength: 4000, autocomplete: 'off' }),
+        el('button', { type: 'submit', class: 'primary', text: 'Respond' }),
+      ),
+    );
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      send(q, 'reply', { decision: 'respond', text: $(fieldId).value.trim() });
     });
     return form;
   }

@@ -198,6 +198,21 @@ impl FakeTelegram {
         self.state.lock().unwrap()
     }
 
+    /// What the bot said, edited and toasted, one line each, as people saw it.
+    pub fn transcript(&self) -> String {
+        let mut lines = Vec::new();
+        for call in self.calls() {
+            let text = call.body["text"].as_str().unwrap_or_default();
+            match call.method.as_str() {
+                "sendmessage" => lines.push(format!("bot  > {text}")),
+                "editmessagetext" => lines.push(format!("bot  ~ (message edited) {text}")),
+                "answercallbackquery" => lines.push(format!("toast: {text}")),
+                _ => {}
+            }
+        }
+        lines.join("\n")
+    }
+
     pub fn calls(&self) -> Vec<Call> {
         self.lock().calls.clone()
     }

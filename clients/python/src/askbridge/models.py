@@ -99,9 +99,12 @@ class Resolution:
     message: str | None
     rule_id: str | None
     votes: list[Vote]
+    #: An approval approved with changes: ``{"proposed": action, "approved": action}``.
+    edited: JsonObject | None
 
     @classmethod
     def from_json(cls, raw: JsonObject) -> Resolution:
+        edited = raw.get("edited")
         return cls(
             value=raw.get("value"),
             by=_str(raw, "by"),
@@ -111,6 +114,7 @@ class Resolution:
             message=_opt_str(raw, "message"),
             rule_id=_opt_str(raw, "rule_id"),
             votes=[Vote.from_json(v) for v in _objects(raw, "votes")],
+            edited=cast(JsonObject, edited) if isinstance(edited, dict) else None,
         )
 
 
@@ -155,6 +159,9 @@ class Question:
     quorum: JsonObject | None
     votes: list[Vote]
     form: JsonObject | None
+    #: An approval's decisions offered (empty: once, always, reject).
+    allowed: list[str]
+    args_schema: JsonObject | None
     raw: JsonObject = field(repr=False, compare=False)
 
     @classmethod
@@ -168,6 +175,7 @@ class Question:
         reminders = raw.get("reminders")
         quorum = raw.get("quorum")
         form = raw.get("form")
+        args_schema = raw.get("args_schema")
         return cls(
             id=_str(raw, "id"),
             session_id=_opt_str(raw, "session_id") or "",
@@ -193,6 +201,8 @@ class Question:
             quorum=cast(JsonObject, quorum) if isinstance(quorum, dict) else None,
             votes=[Vote.from_json(v) for v in _objects(raw, "votes")],
             form=cast(JsonObject, form) if isinstance(form, dict) else None,
+            allowed=_str_list(raw, "allowed"),
+            args_schema=cast(JsonObject, args_schema) if isinstance(args_schema, dict) else None,
             raw=raw,
         )
 

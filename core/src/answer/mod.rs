@@ -8,8 +8,10 @@
 //! fit is refused with a reason a person can act on; the question is not touched.
 
 use crate::Error;
-use crate::approval::{ApprovalReply, REJECT};
 use crate::question::{Answer, Kind, MAX_ANSWER_CHARS, Question, Transition};
+
+mod approval;
+mod edit;
 
 impl Question {
     /// Reads the `<choice>` of `/answer <id> <choice>`.
@@ -71,39 +73,11 @@ impl Question {
         }
     }
 
-    /// The transition a program's reply asks for: the checked answer, or for approvals also
-    /// `reject` with `message` as its feedback. `digest`, when given, must be this approval's.
-    pub fn reply_transition(
-        &self,
-        answer: Answer,
-        message: Option<String>,
-        digest: Option<&str>,
-    ) -> Result<Transition, Error> {
-        if let Some(digest) = digest {
-            self.check_digest(digest)?;
-        }
-        if self.kind == Kind::Approval
-            && let Answer::Text(text) = &answer
-            && text.trim().eq_ignore_ascii_case(REJECT)
-        {
-            let message = message
-                .map(|m| truncate_chars(m.trim()))
-                .filter(|m| !m.is_empty());
-            return feedback(message);
-        }
-        Ok(Transition::Answer {
-            value: self.check_answer(answer)?,
-        })
-    }
-
     /// One line telling a person what would fit.
     pub fn choices_hint(&self) -> String {
         match self.kind {
             Kind::Confirm => "Reply yes or no.".into(),
-            Kind::Approval => {
-                "Reply once, always (or always everywhere), or reject with an optional reason."
-                    .into()
-            }
+            Kind::Approval => self.decisions_hint(),
             Kind::Form => "Reply with each field's value in turn.".into(),
             Kind::Ask if self.options.is_empty() => "Reply with your answer in words.".into(),
             Kind::Ask => {
@@ -142,51 +116,6 @@ impl Question {
             "yes" | "y" | "true" | "ok" => Ok(true),
             "no" | "n" | "false" => Ok(false),
             _ => Err(self.not_fit("")),
-        }
-    }
-
-    /// `once`, `always [everywhere|session]` or `reject [feedback]`, optionally with the
-    /// action's digest (`#3fa9c1d2`, as buttons carry it) before the feedback.
-    fn read_approval(&self, raw: &str) -> Result<Transition, Error> {
-        let mut words: Vec<&str> = raw.split_whitespace().collect();
-        let digest_at = words.iter().position(|w| w.starts_with('#'));
-        if let Some(at) = digest_at.filter(|at| *at <= 2) {
-            self.check_digest(&words[at][1..])?;
-            words.remove(at);
-        }
-        let first = words.first().map(|w| w.to_lowercase()).unwrap_or_default();
-        if first == REJECT {
-            let text = words[1..].join(" ");
-            return feedback((!text.is_empty()).then(|| truncate_chars(&text)));
-        }
-        let lowered: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
-        let lowered: Vec<&str> = lowered.iter().map(String::as_str).collect();
-        let value = self.approval_value(&lowered)?;
-        Ok(Transition::Answer {
-            value: value.into(),
-        })
-    }
-
-    fn approval_value(&self, words: &[&str]) -> Result<ApprovalReply, Error> {
-        ApprovalReply::from_words(words).ok_or_else(|| self.not_fit(""))
-    }
-
-    /// Refuses a reply bound to another action than this approval's.
-    pub fn check_digest(&self, digest: &str) -> Result<(), Error> {
-        let Some(action) = &self.action else {
-            return Ok(());
-        };
-        let digest = digest.trim().trim_start_matches('#').to_lowercase();
-        let full = action.digest();
-        if digest.len() >= 4 && full.starts_with(&digest) {
-            Ok(())
-        } else {
-            Err(Error::NotFit {
-                reason: format!(
-                    "This reply is for another action (digest {digest}); this approval is for digest {}. Nothing was approved.",
-                    action.short_digest()
-                ),
-            })
         }
     }
 
@@ -368,24 +297,6 @@ pub fn decline_message(message: Option<&str>) -> Result<Option<String>, Error> {
         });
     }
     Ok(Some(message.to_owned()))
-}
-
-/// A rejection with `message` as its feedback, which every surface shows: held to the text
-/// policy like any answer.
-fn feedback(message: Option<String>) -> Result<Transition, Error> {
-    if let Some(why) = message
-        .as_deref()
-        .and_then(|m| crate::text::refusal(m, crate::text::Lines::Many))
-    {
-        return Err(Error::NotFit {
-            reason: format!("That message {why}."),
-        });
-    }
-    Ok(Transition::Decline { message })
-}
-
-fn truncate_chars(text: &str) -> String {
-    text.chars().take(MAX_ANSWER_CHARS).collect()
 }
 
 #[cfg(test)]
