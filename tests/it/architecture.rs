@@ -3,12 +3,11 @@
 //! cycle, `src/` imports only down its layers ([`LAYERS`], the Layout section of `src/lib.rs`),
 //! and core and the adapters depend on no other crate of the workspace.
 
-use crate::support::{RedisServer, eventually_some, http, redis_store_with};
+use crate::support::{RedisServer, eventually_some, http, redis_store_with, serve_api};
 use crate::telegram::{GROUP, alice, ask_body, setup_over};
 use askbridge::BridgeOptions;
 use askbridge::Flows;
 use askbridge::bridge::Bridge;
-use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::{
     ClaimOptions, Claimed, Counts, Inserted, ListFilter, Questions, Result, Runs, StoreOptions,
@@ -154,7 +153,7 @@ async fn a_corrupt_record_met_by_a_flow_fails_its_run_with_a_message() {
     assert!(failed.reported, "a run without a chat is reported at once");
     bridge.shutdown();
     // And the HTTP API says so for the record itself.
-    let base = crate::support::serve(app(AppState::new(bridge.clone(), None))).await;
+    let base = serve_api(bridge.clone()).await;
     let response = http()
         .get(format!("{base}/api/questions/{}", run.question_id(0)))
         .send()

@@ -4,6 +4,7 @@
 use crate::support::{
     Call, FakeChannel, RedisServer, api_origin, bridge_over, bridge_running, bridge_with,
     eventually, eventually_some, http, memory_bridge, memory_bridge_running, message, serve,
+    serve_api,
 };
 use askbridge::bridge::Attempt;
 use askbridge::bridge::{Bridge, Storing};
@@ -930,8 +931,8 @@ async fn a_client_follows_a_run_question_by_question_with_run_wait() {
     let other_store =
         crate::support::redis_store_on(&fixture.server, StoreOptions::default()).await;
     let (watcher, _) = bridge_over(Arc::new(other_store)).await;
-    let driver_base = serve(app(AppState::new(driver.clone(), None))).await;
-    let watcher_base = serve(app(AppState::new(watcher.clone(), None))).await;
+    let driver_base = serve_api(driver.clone()).await;
+    let watcher_base = serve_api(watcher.clone()).await;
     let run: Value = http()
         .post(format!("{driver_base}/api/runs"))
         .json(&json!({"flow": "release", "input": "2.0"}))
@@ -1030,8 +1031,8 @@ async fn a_client_answers_a_run_step_by_step_in_one_round_trip_each() {
         crate::support::redis_store_on(&fixture.server, StoreOptions::default()).await;
     let (other, _) = bridge_over(Arc::new(other_store)).await;
     let bases = [
-        serve(app(AppState::new(driver.clone(), None))).await,
-        serve(app(AppState::new(other.clone(), None))).await,
+        serve_api(driver.clone()).await,
+        serve_api(other.clone()).await,
     ];
     let post = |url: String, body: Value| async move {
         let response = http().post(url).json(&body).send().await.unwrap();

@@ -1,7 +1,7 @@
 //! The HTTP API: routes called through `app(state)` with `oneshot`, and a real server for the
 //! long-poll and the event stream.
 
-use crate::support::{eventually_some, http, memory_bridge, serve, wait_in_background};
+use crate::support::{eventually_some, http, memory_bridge, serve_api, wait_in_background};
 use askbridge::config::Secret;
 use askbridge::http::{AppState, app};
 use axum::Router;
@@ -524,7 +524,7 @@ async fn the_ops_page_is_served_without_a_token_under_a_strict_policy() {
 /// Serves the app on a real socket for tests that need streaming.
 async fn served() -> (String, askbridge::Bridge) {
     let (bridge, _) = memory_bridge().await;
-    let base = serve(app(AppState::new(bridge.clone(), None))).await;
+    let base = serve_api(bridge.clone()).await;
     (base, bridge)
 }
 

@@ -7,11 +7,10 @@
 //! discord) serve the app in-process over fake channels, since no chat platform is reachable here.
 
 use crate::cdp::{Browser, Page, artifacts_dir};
-use crate::support::{FakeChannel, Process, eventually_some, http, serve};
+use crate::support::{FakeChannel, Process, eventually_some, http, serve_api};
 use askbridge::Bridge;
 use askbridge::bridge::Attempt;
 use askbridge::core::{Actor, Answer, Question, QuestionId, Transition, render};
-use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -122,7 +121,7 @@ async fn in_process_with(
         .channel(FakeChannel::new("telegram"))
         .channel(FakeChannel::new("discord"));
     let bridge = set_up(builder).start().await.unwrap();
-    let base = serve(app(AppState::new(bridge.clone(), None))).await;
+    let base = serve_api(bridge.clone()).await;
     InProcess {
         api: Api::new(&base),
         bridge,
