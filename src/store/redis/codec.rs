@@ -91,6 +91,18 @@ pub(super) fn asked_and_frame(question: &Question) -> (String, Frame) {
     (q, frame)
 }
 
+/// The `question.voted` event's pieces: around the question's `q` (`Frame`), with its votes
+/// (their JSON objects, comma-joined) between the returned text and the frame's tail. The vote
+/// script decides the votes, the stored ones and the new one; everything else is written here.
+pub(super) fn voted_frame() -> (Frame, String) {
+    let frame = Frame {
+        head: format!(r#"{{"kind":"{}","question":"#, EventKind::Voted.name()),
+        tail: "]}}".to_owned(),
+    };
+    let before_votes = format!(r#","status":"{}","votes":["#, Status::Pending.as_str());
+    (frame, before_votes)
+}
+
 /// The event announcing `question` as it is (resolved, for a claim), without its empty fields.
 pub(super) fn question_event(kind: EventKind, question: &Question) -> String {
     let mut value = serde_json::to_value(question).expect("a question always serialises");
@@ -395,6 +407,45 @@ mod tests {
             let read: Event = serde_json::from_str(&event).unwrap();
             assert_eq!(Some(read), Event::of_run(&run));
         }
+    }
+
+    /// The vote script's event, with the votes spliced in as the script keeps them
+    /// (comma-joined), is the one every store publishes.
+    #[test]
+    fn a_framed_vote_event_is_the_store_event() {
+        let mut question = askbridge_core::NewQuestion::ask("Which library?")
+            .options(["dayjs", "luxon"])
+            .quorum(2, ["chat:1", "chat:2"])
+            .session("s")
+            .into_question(
+                QuestionId::random(),
+                Millis(1_000),
+                std::time::Duration::from_secs(60),
+            )
+            .unwrap();
+        let (q, _) = asked_and_frame(&question);
+        let vote = |by: &str| Vote {
+            by: by.into(),
+            by_name: Some(format!("@{by}")),
+            via: "chat".into(),
+            at: Millis(1_500),
+            value: askbridge_core::Answer::Text("dayjs".into()),
+            tally: "dayjs".into(),
+        };
+        question.votes = vec![vote("chat:1"), vote("chat:2")];
+        let joined = question
+            .votes
+            .iter()
+            .map(|v| serde_json::to_string(v).unwrap())
+            .collect::<Vec<_>>()
+            .join(",");
+        let (frame, before_votes) = voted_frame();
+        let spliced = Frame {
+            head: frame.head,
+            tail: format!("{before_votes}{joined}{}", frame.tail),
+        };
+        let read: Event = serde_json::from_str(&spliced.around(&q)).unwrap();
+        assert_eq!(read, Event::voted(&question));
     }
 
     /// A claim's reply builds its question from the claimer's snapshot rather than from the
