@@ -342,6 +342,18 @@ pub(super) fn work_of(shown: Vec<String>, done: Vec<String>) -> Work {
 mod tests {
     use super::*;
 
+    fn which_library() -> Question {
+        askbridge_core::NewQuestion::ask("Which library?")
+            .options(["dayjs", "luxon"])
+            .session("s")
+            .into_question(
+                QuestionId::random(),
+                Millis(1_000),
+                std::time::Duration::from_secs(60),
+            )
+            .unwrap()
+    }
+
     /// Every field of `Run` either goes to its data or is kept apart in its hash: a field added
     /// to `Run` and forgotten by `RunData` fails here instead of vanishing from the store.
     #[test]
@@ -380,15 +392,7 @@ mod tests {
     /// publishes (`Event::of`, `Event::of_run`), read as the event reader reads them.
     #[test]
     fn framed_events_are_the_store_events() {
-        let question = askbridge_core::NewQuestion::ask("Which library?")
-            .options(["dayjs", "luxon"])
-            .session("s")
-            .into_question(
-                QuestionId::random(),
-                Millis(1_000),
-                std::time::Duration::from_secs(60),
-            )
-            .unwrap();
+        let question = which_library();
         let (q, frame) = asked_and_frame(&question);
         let read: Event = serde_json::from_str(&frame.around(&q)).unwrap();
         assert_eq!(read, Event::of(&question));
@@ -413,16 +417,11 @@ mod tests {
     /// (comma-joined), is the one every store publishes.
     #[test]
     fn a_framed_vote_event_is_the_store_event() {
-        let mut question = askbridge_core::NewQuestion::ask("Which library?")
-            .options(["dayjs", "luxon"])
-            .quorum(2, ["chat:1", "chat:2"])
-            .session("s")
-            .into_question(
-                QuestionId::random(),
-                Millis(1_000),
-                std::time::Duration::from_secs(60),
-            )
-            .unwrap();
+        let mut question = which_library();
+        question.quorum = Some(askbridge_core::quorum::Quorum {
+            needs: 2,
+            of: vec!["chat:1".into(), "chat:2".into()],
+        });
         let (q, _) = asked_and_frame(&question);
         let vote = |by: &str| Vote {
             by: by.into(),
@@ -453,15 +452,7 @@ mod tests {
     /// claimer sent when the store kept it, and parsed when another claim's won.
     #[test]
     fn a_claimed_question_from_its_snapshot_is_the_stored_one() {
-        let snapshot = askbridge_core::NewQuestion::ask("Which library?")
-            .options(["dayjs", "luxon"])
-            .session("s")
-            .into_question(
-                QuestionId::random(),
-                Millis(1_000),
-                std::time::Duration::from_secs(60),
-            )
-            .unwrap();
+        let snapshot = which_library();
         let (status, ours) = snapshot.expiry_resolution(Millis(2_000));
         let (_, theirs) = snapshot.expiry_resolution(Millis(3_000));
         let (ours_json, theirs_json) = (
