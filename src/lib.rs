@@ -10,8 +10,8 @@
 //!
 //! The parts, from the bottom up. A part may import every part of the layers below its own, and
 //! the other parts of its own layer only where the layer says so; never a part above it.
-//! `tests/it/architecture.rs` holds the code to this table (its `LAYERS`, the same layers and
-//! parts) and fails on an import that goes up.
+//! `tests/it/architecture/layers.rs` holds the code to this table (its `LAYERS`, the same layers
+//! and parts) and fails on an import that goes up.
 //!
 //! 1. **core**: [`core`] (the `askbridge-core` crate, re-exported): questions, outcomes, the
 //!    claim-once state machine, typed ids and identities, approvals, the command grammar,

@@ -14,12 +14,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod assemble;
 mod parse;
 mod table;
 mod vars;
 
-use parse::default_data_dir;
-use table::Get;
 pub use table::{Setting, Shown};
 pub use vars::*;
 
@@ -219,106 +218,6 @@ impl Config {
         let values = Values::read(&get)?;
         values.check_pairs()?;
         Ok(Config::assemble(values, &get, &lookup))
-    }
-
-    /// `Config`'s shape from the values: stores and chats grouped, lists empty when unset. A
-    /// setting added to the table and used nowhere here is a dead field, which fails the build.
-    fn assemble(v: Values, get: &Get<'_>, lookup: &impl Fn(&str) -> Option<String>) -> Self {
-        // Read by `worker_threads` before the runtime this config is read on, and read again by
-        // `Values::read` only so that a malformed value stops start-up wherever it comes from.
-        let _ = v.worker_threads;
-        let store = match v.redis_url {
-            Some(url) => StoreChoice::Redis {
-                cluster: v.redis_cluster || url.expose().contains(','),
-                url,
-                prefix: v.redis_prefix,
-                replica_wait: v.redis_replica_wait,
-            },
-            None => StoreChoice::Embedded {
-                dir: v.data_dir.unwrap_or_else(|| default_data_dir(lookup)),
-            },
-        };
-        let telegram = v.telegram_bot_token.map(|token| TelegramConfig {
-            token,
-            api_url: v.telegram_api_url,
-            webhook_url: v.telegram_webhook_url,
-            webhook_secret: v.telegram_webhook_secret,
-        });
-        let discord = v.discord_bot_token.map(|token| DiscordConfig {
-            token,
-            api_url: v.discord_api_url,
-            public_key: v.discord_public_key,
-        });
-        // `check_pairs` made sure the reply address and the secret come with the SMTP URL.
-        let email = match (v.email_smtp_url, v.email_reply_address, v.email_secret) {
-            (Some(smtp_url), Some(reply_address), Some(secret)) => Some(EmailConfig {
-                smtp_url,
-                imap_url: v.email_imap_url,
-                from: v.email_from,
-                reply_address,
-                secret,
-                require_dmarc: v.email_require_dmarc,
-                authserv_id: v.email_authserv_id,
-                public_url: v.public_url.clone(),
-                notify_resolved: v.email_notify_resolved,
-            }),
-            _ => None,
-        };
-        // check_pairs has made sure the signing secret comes with the token.
-        let slack = v
-            .slack_bot_token
-            .zip(v.slack_signing_secret)
-            .map(|(token, signing_secret)| SlackConfig {
-                token,
-                signing_secret,
-                api_url: v.slack_api_url,
-            });
-        let mut allowed_hosts = v.allowed_hosts.unwrap_or_default();
-        // Telegram posts its webhook to this name.
-        // Telegram posts its webhook to this name; people open answer links under the other.
-        let host_of = |url: &str| reqwest::Url::parse(url).ok()?.host_str().map(str::to_owned);
-        let named = telegram.as_ref().and_then(|t| t.webhook_url.as_deref());
-        allowed_hosts.extend(
-            named
-                .into_iter()
-                .chain(v.public_url.as_deref())
-                .filter_map(host_of),
-        );
-        Config {
-            http_addr: v.http_addr,
-            api_token: v.api_token,
-            store,
-            default_timeout: v.default_timeout,
-            retention: v.retention,
-            default_targets: v.default_targets.unwrap_or_default(),
-            log: v
-                .log
-                .or_else(|| get("RUST_LOG"))
-                .unwrap_or_else(|| "info".into()),
-            telegram,
-            discord,
-            email,
-            slack,
-            http_flows: v.flows.unwrap_or_default(),
-            flow_secret: v.flow_secret,
-            run_lease: v.run_lease,
-            example_flows: v.example_flows,
-            approvers: v.approvers.unwrap_or_default(),
-            audit_retention: v.audit_retention,
-            flow_starters: v.flow_starters.unwrap_or_default(),
-            allowed_hosts,
-            metrics_public: v.metrics_public,
-            callback_allow: v.callback_allow.unwrap_or_default(),
-            max_connections: v.max_connections,
-            body_timeout: v.body_timeout,
-            write_timeout: v.write_timeout,
-            shed_after: v.shed_after,
-            mcp_progress: v.mcp_progress,
-            max_mcp_sessions: v.max_mcp_sessions,
-            mcp_session_idle: v.mcp_session_idle,
-            reminder_gap: v.reminder_gap,
-            session_lease: v.session_lease,
-        }
     }
 }
 

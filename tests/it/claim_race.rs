@@ -1,9 +1,8 @@
 //! 200 concurrent replies to one question, through HTTP and through the grammar, on two bridges
 //! sharing one Redis (as two askbridge processes would): exactly one wins.
 
-use crate::support::{FakeChannel, RedisServer, http, serve};
+use crate::support::{FakeChannel, RedisServer, http, serve_api};
 use askbridge::bridge::Bridge;
-use askbridge::http::{AppState, app};
 use askbridge::store::StoreOptions;
 use askbridge_core::{Inbound, Inbox, NewQuestion, Status, Tone};
 use serde_json::json;
@@ -16,7 +15,7 @@ async fn process(server: &RedisServer) -> (Bridge, String) {
         .start()
         .await
         .unwrap();
-    let base = serve(app(AppState::new(bridge.clone(), None))).await;
+    let base = serve_api(bridge.clone()).await;
     (bridge, base)
 }
 

@@ -5,11 +5,10 @@
 use crate::fakes::telegram::FakeTelegram;
 use crate::support::{
     Process, askbridge_binary, eventually, eventually_some, http, memory_bridge,
-    pending_in_session, serve,
+    pending_in_session, serve_api,
 };
 use askbridge::BridgeOptions;
 use askbridge::bridge::Bridge;
-use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
 use askbridge_core::Identity;
 use serde_json::{Value, json};
@@ -60,7 +59,7 @@ async fn post(base: &str, path: &str, body: Value) -> u16 {
 
 async fn server() -> String {
     let (bridge, _) = memory_bridge().await;
-    serve(app(AppState::new(bridge, None))).await
+    serve_api(bridge).await
 }
 
 #[tokio::test]
@@ -226,7 +225,7 @@ async fn api_approving_server() -> String {
         .start()
         .await
         .unwrap();
-    serve(app(AppState::new(bridge, None))).await
+    serve_api(bridge).await
 }
 
 #[tokio::test]

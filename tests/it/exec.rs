@@ -5,9 +5,8 @@
 use crate::fakes::telegram::FakeTelegram;
 use crate::support::{
     Process, askbridge_binary, eventually, eventually_some, http, memory_bridge,
-    pending_in_session, serve,
+    pending_in_session, serve_api,
 };
-use askbridge::http::{AppState, app};
 use serde_json::Value;
 use std::process::Stdio;
 use std::time::Duration;
@@ -56,7 +55,7 @@ fn kill_pid_in(file: &std::path::Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grandchild_asking_after_the_command_ended_is_refused() {
     let (bridge, _) = memory_bridge().await;
-    let base = serve(app(AppState::new(bridge, None))).await;
+    let base = serve_api(bridge).await;
     let dir = tempfile::tempdir().unwrap();
     let (out, pid) = (dir.path().join("out"), dir.path().join("pid"));
     let script = format!(
@@ -166,7 +165,7 @@ fn alive(pid: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigint_to_exec_ends_the_commands_background_processes_too() {
     let (bridge, _) = memory_bridge().await;
-    let base = serve(app(AppState::new(bridge, None))).await;
+    let base = serve_api(bridge).await;
     let dir = tempfile::tempdir().unwrap();
     let pid = dir.path().join("pid");
     // A shell's background job ignores SIGINT; exec ends it anyway, after a grace period.
@@ -206,7 +205,7 @@ async fn sigint_to_exec_ends_the_commands_background_processes_too() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigint_to_exec_reaches_the_commands_children_at_once() {
     let (bridge, _) = memory_bridge().await;
-    let base = serve(app(AppState::new(bridge, None))).await;
+    let base = serve_api(bridge).await;
     let dir = tempfile::tempdir().unwrap();
     let pid = dir.path().join("pid");
     // A child of the command in the foreground of its pipeline: it keeps SIGINT's default

@@ -9,7 +9,7 @@
 //! The tests run a bounded form (a 3 s outage). `scripts/fault` runs longer outages and more
 //! rounds: `ASKBRIDGE_FAULT_OUTAGE_S` and `ASKBRIDGE_FAULT_ROUNDS`.
 
-use crate::support::{Process, RedisServer, http};
+use crate::support::{Process, RedisServer, http, serve_api};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -228,10 +228,7 @@ async fn redis_killed_flushed_and_askbridge_killed_under_load_loses_nothing() {
 async fn during_a_redis_outage_health_answers_within_a_second_and_requests_fail_as_json() {
     let mut fixture = crate::support::redis_store().await;
     let (bridge, _) = crate::support::bridge_over(fixture.store.clone()).await;
-    let base = crate::support::serve(askbridge::http::app(askbridge::http::AppState::new(
-        bridge, None,
-    )))
-    .await;
+    let base = serve_api(bridge).await;
     let asked = http()
         .post(format!("{base}/api/questions"))
         .json(&json!({"session_id": "outage", "prompt": "Still there?", "targets": ["chat:1"]}))

@@ -1,7 +1,7 @@
 //! What an attack campaign broke, each kept fixed: cross-site requests, DNS rebinding, callback
 //! URLs that reach internal services, the framework's non-JSON errors, connections that never end.
 
-use crate::support::{Process, http, memory_bridge, raw, serve};
+use crate::support::{Process, http, memory_bridge, raw, serve, serve_api, serve_api_with};
 use askbridge::egress::{Egress, Lookup};
 use askbridge::http::{AppState, HostPolicy, app};
 use askbridge::server::{ServeOptions, serve_with};
@@ -50,7 +50,7 @@ async fn status_of(base: &str, id: &str) -> String {
 #[tokio::test]
 async fn a_web_page_cannot_answer_or_cancel() {
     let (bridge, _) = memory_bridge().await;
-    let base = serve(app(AppState::new(bridge, None))).await;
+    let base = serve_api(bridge).await;
     let host = base.trim_start_matches("http://").to_owned();
     let id = ask(&base).await;
     let reject = format!("/api/questions/{id}/reject");
@@ -137,7 +137,7 @@ async fn only_our_own_names_are_answered() {
 #[tokio::test]
 async fn every_error_is_json() {
     let (bridge, _) = memory_bridge().await;
-    let base = serve(app(AppState::new(bridge, None))).await;
+    let base = serve_api(bridge).await;
     let id = ask(&base).await;
     let client = http();
     let cases = [
@@ -177,7 +177,7 @@ async fn every_error_is_json() {
 #[tokio::test]
 async fn the_openapi_document_matches_the_routes() {
     let (bridge, _) = memory_bridge().await;
-    let base = serve(app(AppState::new(bridge, None))).await;
+    let base = serve_api(bridge).await;
     let spec: Value = http()
         .get(format!("{base}/api/openapi.json"))
         .send()
@@ -256,7 +256,7 @@ async fn callbacks_may_not_reach_internal_addresses() {
         .start()
         .await
         .unwrap();
-    let base = serve(app(AppState::new(bridge, None))).await;
+    let base = serve_api(bridge).await;
     for url in [
         "http://127.0.0.1:6379/",
         "http://127.1/",
@@ -297,7 +297,7 @@ async fn callbacks_may_not_reach_internal_addresses_in_ipv6_clothes() {
         .start()
         .await
         .unwrap();
-    let base = serve(app(AppState::new(bridge, None))).await;
+    let base = serve_api(bridge).await;
     for url in [
         "http://[::127.0.0.1]/",
         "http://[::7f00:1]:6379/",
@@ -334,7 +334,7 @@ async fn callbacks_may_not_reach_internal_addresses_in_ipv6_clothes() {
 async fn metrics_need_the_token_unless_made_public() {
     let (bridge, _) = memory_bridge().await;
     let token = Secret::new("t0k");
-    let closed = serve(app(AppState::new(bridge.clone(), Some(&token)))).await;
+    let closed = serve_api_with(bridge.clone(), Some(&token)).await;
     let status = http()
         .get(format!("{closed}/metrics"))
         .send()
@@ -459,7 +459,7 @@ async fn serve_stops_soon_after_sigterm_whatever_clients_do() {
 #[tokio::test]
 async fn decline_messages_are_bounded() {
     let (bridge, _) = memory_bridge().await;
-    let base = serve(app(AppState::new(bridge, None))).await;
+    let base = serve_api(bridge).await;
     let id = ask(&base).await;
     let response = http()
         .post(format!("{base}/api/questions/{id}/reject"))
@@ -474,7 +474,7 @@ async fn decline_messages_are_bounded() {
 #[tokio::test]
 async fn a_flood_of_refused_replies_is_counted_not_recorded_one_by_one() {
     let (bridge, _) = memory_bridge().await;
-    let base = serve(app(AppState::new(bridge.clone(), None))).await;
+    let base = serve_api(bridge.clone()).await;
     for n in 0..200 {
         let response = http()
             .post(format!("{base}/api/questions/zz{n:08}/reply"))
@@ -530,7 +530,7 @@ async fn serve_outlives_a_telegram_outage_at_start() {
 #[tokio::test]
 async fn the_audit_trail_takes_the_spans_the_cli_documents() {
     let (bridge, _) = memory_bridge().await;
-    let base = serve(app(AppState::new(bridge, None))).await;
+    let base = serve_api(bridge).await;
     for since in ["2h", "90s", "7d", "2026-01-01T00:00:00Z", "1700000000000"] {
         let response = http()
             .get(format!("{base}/api/audit?since={since}"))

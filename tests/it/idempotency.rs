@@ -2,10 +2,9 @@
 //! gets the first question or run back, 200 instead of 201, and nothing is made twice; the same
 //! key on a different request is refused, naming the header.
 
-use crate::support::{bridge_running, http, redis_store, serve};
+use crate::support::{bridge_running, http, redis_store, serve_api};
 use askbridge::Flows;
 use askbridge::flows::FlowContext;
-use askbridge::http::{AppState, app};
 use askbridge::store::embedded::EmbeddedStore;
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::{ListFilter, Store, StoreOptions};
@@ -58,7 +57,7 @@ async fn a_retried_create_makes_one_question_and_one_run_on_redis() {
 
 async fn retried_creates_over(store: Arc<dyn Store>) {
     let (bridge, _) = bridge_running(store, one_ask()).await;
-    let base = serve(app(AppState::new(bridge.clone(), None))).await;
+    let base = serve_api(bridge.clone()).await;
     let ask = json!({"prompt": "Ship?", "options": ["yes", "no"], "session_id": "idem", "targets": ["chat:1"]});
     let (status, first) = create(&base, "/api/questions", "k-1", ask.clone()).await;
     assert_eq!(status, 201, "{first}");

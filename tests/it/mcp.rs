@@ -3,7 +3,7 @@
 
 use crate::support::{
     askbridge_binary, eventually, eventually_some, get_json, http, memory_bridge,
-    pending_in_session, serve,
+    pending_in_session, serve, serve_api, serve_api_with,
 };
 use askbridge::http::{AppState, app};
 use askbridge_core::Secret;
@@ -122,7 +122,7 @@ async fn reply(base: &str, id: &str, body: Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_asks_waits_with_progress_and_gets_the_answer() {
     let (bridge, _) = memory_bridge().await;
-    let base = serve(app(AppState::new(bridge, None))).await;
+    let base = serve_api(bridge).await;
     let mut client = Client::spawn(&base, "agent-1");
     let init = client.initialize("2025-06-18").await;
     assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
@@ -257,7 +257,7 @@ async fn an_agent_asks_waits_with_progress_and_gets_the_answer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_asks_with_reminders_and_a_quorum() {
     let (bridge, _) = memory_bridge().await;
-    let base = serve(app(AppState::new(bridge, None))).await;
+    let base = serve_api(bridge).await;
     let mut client = Client::spawn(&base, "agent-q");
     client.initialize("2025-06-18").await;
     let refused = client
@@ -311,7 +311,7 @@ async fn newer_protocol_versions_are_served_and_an_absent_server_is_named() {
 async fn mcp_over_http_needs_the_token() {
     let (bridge, _) = memory_bridge().await;
     let token = Secret::new("t0k");
-    let base = serve(app(AppState::new(bridge, Some(&token)))).await;
+    let base = serve_api_with(bridge, Some(&token)).await;
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "askbridge-test", "version": "0"}}});

@@ -7,7 +7,9 @@
 use crate::store_conformance::{answer, claim, question, rule};
 use crate::support::RedisServer;
 use askbridge::store::redis::RedisStore;
-use askbridge::store::{ClaimOptions, Event, EventKind, Events, Questions, Rules, StoreOptions};
+use askbridge::store::{
+    ClaimOptions, Event, EventKind, Events, Questions, Rules, StoreOptions, Votes,
+};
 use askbridge_core::QuestionId;
 use askbridge_core::question::DEFAULT_TIMEOUT;
 use std::collections::HashMap;
@@ -114,4 +116,70 @@ async fn each_event_reaches_each_store_once() {
             (EventKind::Asked, &marker_of_a.id),
         ],
     );
+}
+
+/// The events a script puts together from pieces (an ask around the stored question, a vote
+/// with the votes it keeps) read back on another store exactly as the writer handed them to its
+/// own process: the pieces written in Rust and what the script splices in make the same event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_a_script_puts_together_read_back_as_the_writer_delivered_them() {
+    let server = RedisServer::start();
+    let (a, b) = (store(&server).await, store(&server).await);
+    let (mut heard_by_a, mut heard_by_b) = (a.subscribe(), b.subscribe());
+    let asked = askbridge_core::NewQuestion::confirm("Deploy?")
+        .session("s1")
+        .quorum(2, ["chat:1", "chat:2"])
+        .into_question(
+            QuestionId::random(),
+            askbridge_core::Millis::now(),
+            DEFAULT_TIMEOUT,
+        )
+        .unwrap();
+    a.insert(&asked).await.unwrap();
+    let due = askbridge_core::Millis::now();
+    for by in ["chat:1", "chat:2"] {
+        let yes = askbridge_core::Claim::new(
+            askbridge_core::Transition::Answer {
+                value: askbridge_core::Answer::Bool(true),
+            },
+            askbridge_core::Actor::new(by, "test"),
+            askbridge_core::Millis::now(),
+        );
+        let vote = askbridge_core::tally::vote_of(&asked, &yes).unwrap();
+        a.vote(&asked, &vote, due).await.unwrap().unwrap();
+    }
+    let marker = question("s2", &[], DEFAULT_TIMEOUT);
+    a.insert(&marker).await.unwrap();
+    let until_marker = |events: &mut broadcast::Receiver<Event>| {
+        let mut seen = Vec::new();
+        while let Ok(event) = events.try_recv() {
+            let done = about(&event) == marker.id.to_string();
+            seen.push(event);
+            if done {
+                break;
+            }
+        }
+        seen
+    };
+    let delivered = until_marker(&mut heard_by_a);
+    let kinds: Vec<_> = delivered.iter().map(|e| e.kind()).collect();
+    assert_eq!(
+        kinds,
+        [
+            EventKind::Asked,
+            EventKind::Voted,
+            EventKind::Voted,
+            EventKind::Asked
+        ],
+        "what A handed its own process"
+    );
+    let mut decoded = Vec::new();
+    while decoded.len() < delivered.len() {
+        let event = tokio::time::timeout(Duration::from_secs(10), heard_by_b.recv())
+            .await
+            .expect("B's reader decodes A's events")
+            .unwrap();
+        decoded.push(event);
+    }
+    assert_eq!(decoded, delivered);
 }

@@ -408,6 +408,19 @@ pub async fn serve(router: axum::Router) -> String {
     base
 }
 
+/// `bridge`'s HTTP API, with no API token, on a free port: its base URL.
+pub async fn serve_api(bridge: Bridge) -> String {
+    serve_api_with(bridge, None).await
+}
+
+/// `bridge`'s HTTP API behind `token` (none: open), on a free port: its base URL.
+pub async fn serve_api_with(bridge: Bridge, token: Option<&askbridge_core::Secret>) -> String {
+    serve(askbridge::http::app(askbridge::http::AppState::new(
+        bridge, token,
+    )))
+    .await
+}
+
 /// A message from `sender` in `chat` on the fake `chat` surface, named `@<sender>`.
 pub fn message(sender: &str, chat: &str, text: &str) -> askbridge_core::Inbound {
     askbridge_core::Inbound {

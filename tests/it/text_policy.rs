@@ -4,14 +4,13 @@
 //! arguments) are shown escaped; ids no surface can produce are refused; a history page is
 //! bounded in bytes.
 
-use crate::support::{get_json, http, memory_bridge, post_json, serve};
-use askbridge::http::{AppState, app};
+use crate::support::{get_json, http, memory_bridge, post_json, serve, serve_api};
 use askbridge_core::Question;
 use serde_json::{Value, json};
 
 async fn server() -> String {
     let (bridge, _) = memory_bridge().await;
-    serve(app(AppState::new(bridge, None))).await
+    serve_api(bridge).await
 }
 
 /// Posts `body` as a question; returns the status and the JSON body.
@@ -394,7 +393,7 @@ async fn the_cli_escapes_what_the_server_says() {
     entry.message = Some("\u{1b}]0;pwned\u{7}\u{1b}[2J gone\r\u{202E}evil".into());
     entry.via = "api\u{1b}[31m".into();
     bridge.store().append_audit(&entry).await.unwrap();
-    let base = serve(app(AppState::new(bridge, None))).await;
+    let base = serve_api(bridge).await;
     let (code, out, err) = cli(&base, &["audit"]).await;
     assert_eq!(code, 0, "{err}");
     assert!(inert(&out), "{out:?}");

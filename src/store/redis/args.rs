@@ -8,46 +8,48 @@
 //! A value the script does not need is not sent (an `Option` that is `None`, a flag that is
 //! false): it reads as nil there.
 
+use super::codec::Frame;
 use redis::{ScriptInvocation, ToRedisArgs};
 
 /// Where named arguments go: a script invocation, or (in tests) a list of the names.
 pub(super) trait Sink {
     fn pair<T: ToRedisArgs>(&mut self, name: &str, value: T);
+    /// Starts the arguments of one of the script's steps (`lua/lib/args.lua` reads the pair
+    /// `'.', group`).
+    fn group(&mut self, group: &'static str);
 }
 
 impl Sink for ScriptInvocation<'_> {
     fn pair<T: ToRedisArgs>(&mut self, name: &str, value: T) {
         self.arg(name).arg(value);
     }
+
+    fn group(&mut self, group: &'static str) {
+        self.arg(".").arg(group);
+    }
 }
 
-/// Writes named arguments, under a group's prefix for one step of a script made of several.
+/// Writes named arguments: the script's own, then those of each of its steps by group.
 pub(super) struct Named<'s, S: Sink> {
     sink: &'s mut S,
-    group: &'static str,
 }
 
 impl<'s, S: Sink> Named<'s, S> {
     /// The script's own arguments.
     pub(super) fn new(sink: &'s mut S) -> Self {
-        Named { sink, group: "" }
+        Named { sink }
     }
 
-    /// The arguments of one of the script's steps, read as `a.<group>.<name>`.
+    /// The arguments of one of the script's steps, read as `a.<group>.<name>`: they come after
+    /// the script's own (a name written after a group belongs to that group).
     pub(super) fn group(&mut self, group: &'static str) -> Named<'_, S> {
-        Named {
-            sink: self.sink,
-            group,
-        }
+        self.sink.group(group);
+        Named { sink: self.sink }
     }
 
     /// A value the script reads as `a.<name>`.
     pub(super) fn put<T: ToRedisArgs>(&mut self, name: &'static str, value: T) -> &mut Self {
-        if self.group.is_empty() {
-            self.sink.pair(name, value);
-        } else {
-            self.sink.pair(&format!("{}.{name}", self.group), value);
-        }
+        self.sink.pair(name, value);
         self
     }
 
@@ -73,7 +75,8 @@ impl<'s, S: Sink> Named<'s, S> {
 #[derive(Debug, Default)]
 pub(super) struct InsertArgs<'a> {
     pub(super) q: String,
-    pub(super) event: String,
+    /// The `question.asked` event, around `q`.
+    pub(super) event: Frame,
     pub(super) deadline: u64,
     pub(super) asked: u64,
     pub(super) id: &'a str,
@@ -87,7 +90,8 @@ impl InsertArgs<'_> {
     pub(super) fn encode<S: Sink>(&self, named: &mut Named<'_, S>) {
         named
             .put("q", &self.q)
-            .put("event", &self.event)
+            .put("event_head", &self.event.head)
+            .put("event_tail", &self.event.tail)
             .put("deadline", self.deadline)
             .put("asked", self.asked)
             .put("id", self.id)
@@ -113,7 +117,8 @@ pub(super) struct SaveArgs<'a> {
     pub(super) ttl: u64,
     pub(super) lease_score: Option<String>,
     pub(super) id: &'a str,
-    pub(super) event: Option<String>,
+    /// The event announcing it, around `data` (none for a run nobody waits on).
+    pub(super) event: Option<Frame>,
     pub(super) maxlen: usize,
 }
 
@@ -132,7 +137,8 @@ impl SaveArgs<'_> {
             .put("ttl", self.ttl)
             .some("lease_score", self.lease_score.as_ref())
             .put("id", self.id)
-            .some("event", self.event.as_ref())
+            .some("event_head", self.event.as_ref().map(|e| &e.head))
+            .some("event_tail", self.event.as_ref().map(|e| &e.tail))
             .put("maxlen", self.maxlen);
     }
 }
@@ -213,13 +219,23 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
-    /// Records the names written.
+    /// Records the names written, a group's as `group.name`.
     #[derive(Default)]
-    struct Names(BTreeSet<String>);
+    struct Names(BTreeSet<String>, &'static str);
 
     impl Sink for Names {
         fn pair<T: ToRedisArgs>(&mut self, name: &str, _value: T) {
-            assert!(self.0.insert(name.to_owned()), "{name} written twice");
+            let name = match self.1 {
+                "" => name.to_owned(),
+                group => format!("{group}.{name}"),
+            };
+            assert!(!self.0.contains(&name), "{name} written twice");
+            self.0.insert(name);
+        }
+
+        fn group(&mut self, group: &'static str) {
+            assert!(!group.is_empty() && group != ".", "a group needs a name");
+            self.1 = group;
         }
     }
 
@@ -293,7 +309,7 @@ mod tests {
     fn full_save() -> SaveArgs<'static> {
         SaveArgs {
             lease_score: Some("1".into()),
-            event: Some("{}".into()),
+            event: Some(Frame::default()),
             ..SaveArgs::default()
         }
     }

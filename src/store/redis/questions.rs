@@ -4,7 +4,7 @@
 use super::RedisStore;
 use super::args::{InsertArgs, Named};
 use super::claim::ANSWERS_KEPT;
-use super::codec::{ClaimReply, asked_and_event, assemble, split_claim_reply};
+use super::codec::{ClaimReply, asked_and_frame, assemble, split_claim_reply};
 use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, question_bucket};
 use super::scripts::{CLAIM, INSERT};
@@ -117,7 +117,7 @@ impl RedisStore {
         for target in &question.all_targets() {
             invocation.key(self.keys.target(bucket, target.as_str()));
         }
-        let (q, event) = asked_and_event(question);
+        let (q, event) = asked_and_frame(question);
         // A session's set lives as long as its newest question can, and then some.
         let session_ttl = self.options.retention + MAX_TIMEOUT;
         let target_ttl = question.remaining(Millis::now()) + TARGET_GRACE;

@@ -3,7 +3,7 @@
 
 use super::RedisStore;
 use super::args::{Named, SaveArgs, encode_park};
-use super::codec::{RunFields, assemble_run, pairs, run_event};
+use super::codec::{RunFields, assemble_run, pairs, run_frame};
 use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, question_bucket, run_bucket};
 use super::scripts::{ACQUIRE_RUN, INSERT_PARKED, INSERT_RUN, PARK, SAVE_RUN};
@@ -60,7 +60,7 @@ impl RedisStore {
             0
         };
         let fields = RunFields::of(run);
-        let event = run_event(run, &fields.data);
+        let event = run_frame(run);
         SaveArgs {
             owner,
             state: fields.state,

@@ -4,7 +4,7 @@
 //! person and form, in the form's bucket, expiring with it.
 
 use super::RedisStore;
-use super::codec::votes_of;
+use super::codec::{voted_frame, votes_of};
 use super::events::EVENTS_MAXLEN;
 use super::keys::question_bucket;
 use super::scripts::VOTE;
@@ -28,6 +28,7 @@ impl Votes for RedisStore {
         let id = snapshot.id.as_str();
         let needs = snapshot.quorum.as_ref().map_or(1, |q| q.needs);
         let json = serde_json::to_string(vote).expect("a vote serialises");
+        let (event, before_votes) = voted_frame();
         let mut invocation = VOTE.prepare_invoke();
         invocation
             .key(self.keys.question(id))
@@ -39,7 +40,10 @@ impl Votes for RedisStore {
             .arg(needs)
             .arg(due_if_met.0)
             .arg(id)
-            .arg(EVENTS_MAXLEN);
+            .arg(EVENTS_MAXLEN)
+            .arg(&event.head)
+            .arg(&before_votes)
+            .arg(&event.tail);
         self.tag(&mut invocation);
         let reply: Vec<String> = self.invoke("vote", &invocation).await?;
         let (outcome, votes) = match reply.as_slice() {

@@ -6,7 +6,9 @@
 -- comma-joined, so that reading the question and building the event need no decoding here.
 -- KEYS: 1 question, 2 open index, 3 events stream.
 -- ARGV: 1 voter identity, 2 vote JSON, 3 tally, 4 votes needed, 5 due-if-met ms, 6 id,
---       7 events maxlen.
+--       7 events maxlen, 8-10 the `question.voted` event's pieces (codec.rs, `voted_frame`):
+--       8 before the question's members, 9 between them and the votes, 10 after the votes. The
+--       script decides the votes (those stored and this one); the pieces say the rest.
 -- Returns {'missing'}, or {outcome, votes} with outcome 'resolved', 'duplicate', 'counted' or
 -- 'met' and the votes as stored.
 local f = redis.call('HMGET', KEYS[1], 'status', 'q', 'votes')
@@ -22,7 +24,5 @@ if redis.call('HINCRBY', KEYS[1], 't:' .. ARGV[3], 1) >= tonumber(ARGV[4]) then
     outcome = 'met'
     redis.call('ZADD', KEYS[2], ARGV[5], ARGV[6])
 end
-local event = '{"kind":"question.voted","question":' .. string.sub(f[2], 1, -2) ..
-    ',"status":"pending","votes":[' .. votes .. ']}}'
-announce(KEYS[3], ARGV[7], event)
+announce(KEYS[3], ARGV[7], framed(ARGV[8], f[2], ARGV[9] .. votes .. ARGV[10]))
 return {outcome, votes}

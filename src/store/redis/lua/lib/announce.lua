@@ -13,3 +13,11 @@ local function announce(key, maxlen, event)
     redis.call('XADD', key, 'MAXLEN', '~', maxlen, '*', 'data', event, 'o', ORIGIN)
     redis.set_repl(redis.REPL_ALL)
 end
+
+-- The event announcing a record the script stores: the caller's `head`, the record's JSON
+-- object without its closing brace, the caller's `tail` (codec.rs, `Frame`, writes both ends:
+-- nothing here decides what the event says). The record is sent once, for the record and the
+-- event alike.
+local function framed(head, object, tail)
+    return head .. string.sub(object, 1, -2) .. tail
+end

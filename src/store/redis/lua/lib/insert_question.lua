@@ -4,7 +4,8 @@
 --       6.. one target set per target.
 -- A (arguments, by name):
 --   q            the question's JSON as asked (an object without status or resolution)
---   event        the `question.asked` event's JSON (built by the caller: nothing here decides it)
+--   event_head   the `question.asked` event before `q`'s members (see `framed`)
+--   event_tail   the event after them
 --   deadline     the deadline, ms
 --   asked        when it was asked, ms
 --   id           the question's id
@@ -27,6 +28,6 @@ local function insert_question(K, A)
             redis.call('PEXPIRE', K[i], A.target_ttl)
         end
     end
-    announce(K[5], A.maxlen, A.event)
+    announce(K[5], A.maxlen, framed(A.event_head, A.q, A.event_tail))
     return 1
 end

@@ -15,7 +15,8 @@
 --   ttl          its TTL, ms ('0' for none)
 --   lease_score  its score in the lease index (nil when it needs no executor)
 --   id           the run's id
---   event        the event announcing it, JSON (nil for none; built by the caller)
+--   event_head   the event announcing it, before `data`'s members (nil for none: see `framed`)
+--   event_tail   the event after them
 --   maxlen       the events stream's length
 -- `fresh`: the caller has checked that `owner` holds the run and has just stored the question
 -- it waits on (parking with the question, or a claim carrying the run ahead), so neither is
@@ -47,7 +48,9 @@ local function save_run(K, A, fresh, was)
     elseif was ~= 'parked' then
         redis.call('ZADD', K[6], A.created_at, A.id)
     end
-    if A.event then announce(K[4], A.maxlen, A.event) end
+    if A.event_head then
+        announce(K[4], A.maxlen, framed(A.event_head, A.data, A.event_tail))
+    end
     if not fresh and A.state == 'waiting' and K[5] ~= K[1] then
         local status = redis.call('HGET', K[5], 'status')
         if status and status ~= 'pending' then return 2 end

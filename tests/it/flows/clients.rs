@@ -1,0 +1,206 @@
+//! A client following a run: question by question with `run wait`, and step by step with one
+//! round trip each.
+
+use super::*;
+
+/// `GET /api/runs/{id}/wait` hands a client each next question of a run, and its end, without
+/// polling: on the process that drives the run, and on another one sharing the Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_follows_a_run_question_by_question_with_run_wait() {
+    let fixture = crate::support::redis_store().await;
+    let (driver, _) = bridge_running(
+        fixture.store.clone(),
+        askbridge::demo::with_example_flows(Flows::new()).unwrap(),
+    )
+    .await;
+    let other_store =
+        crate::support::redis_store_on(&fixture.server, StoreOptions::default()).await;
+    let (watcher, _) = bridge_over(Arc::new(other_store)).await;
+    let driver_base = serve_api(driver.clone()).await;
+    let watcher_base = serve_api(watcher.clone()).await;
+    let run: Value = http()
+        .post(format!("{driver_base}/api/runs"))
+        .json(&json!({"flow": "release", "input": "2.0"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let mut after = String::new();
+    let mut prompts = Vec::new();
+    for (n, answer) in [json!("beta"), json!("Faster."), json!(true)]
+        .into_iter()
+        .enumerate()
+    {
+        // Alternate between the two processes' endpoints.
+        let base = if n % 2 == 0 {
+            &driver_base
+        } else {
+            &watcher_base
+        };
+        let waited: Value = http()
+            .get(format!(
+                "{base}/api/runs/{run_id}/wait?after={after}&timeout_s=10"
+            ))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(waited["state"], "waiting", "{waited}");
+        let question = &waited["question"];
+        assert_eq!(question["id"], waited["waiting_on"]);
+        prompts.push(question["prompt"].as_str().unwrap().to_owned());
+        after = question["id"].as_str().unwrap().to_owned();
+        let replied = http()
+            .post(format!("{base}/api/questions/{after}/reply"))
+            .json(&json!({"answer": answer}))
+            .send()
+            .await
+            .unwrap();
+        let status = replied.status();
+        assert_eq!(status, 200, "{n}: {}", replied.text().await.unwrap());
+    }
+    let finished: Value = http()
+        .get(format!(
+            "{watcher_base}/api/runs/{run_id}/wait?after={after}&timeout_s=10"
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(finished["state"], "done", "{finished}");
+    assert!(
+        finished["result"]
+            .as_str()
+            .unwrap()
+            .starts_with("Published 2.0 on beta")
+    );
+    assert_eq!(
+        prompts,
+        [
+            "Release 2.0 on which channel?",
+            "One line for the release notes?",
+            "Publish 2.0 on beta?"
+        ]
+    );
+    // A wait that nothing answers returns the run as it is when the time is up.
+    let unknown = http()
+        .get(format!(
+            "{driver_base}/api/runs/r0000000000zz/wait?timeout_s=0"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+}
+
+/// `POST /api/runs` with `wait_s` responds at the run's first question, and
+/// `POST /api/runs/{id}/answer` answers the question the run waits on and responds with its next
+/// step: one round trip per step, on either of two processes sharing the Redis. Bad answers and
+/// stale question ids change nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_answers_a_run_step_by_step_in_one_round_trip_each() {
+    let fixture = crate::support::redis_store().await;
+    let (driver, _) = bridge_running(
+        fixture.store.clone(),
+        askbridge::demo::with_example_flows(Flows::new()).unwrap(),
+    )
+    .await;
+    let other_store =
+        crate::support::redis_store_on(&fixture.server, StoreOptions::default()).await;
+    let (other, _) = bridge_over(Arc::new(other_store)).await;
+    let bases = [
+        serve_api(driver.clone()).await,
+        serve_api(other.clone()).await,
+    ];
+    let post = |url: String, body: Value| async move {
+        let response = http().post(url).json(&body).send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json::<Value>().await.unwrap())
+    };
+    let (status, first) = post(
+        format!("{}/api/runs", bases[0]),
+        json!({"flow": "release", "input": "2.0", "wait_s": 10}),
+    )
+    .await;
+    assert_eq!(status, 201, "{first}");
+    assert_eq!(first["state"], "waiting", "{first}");
+    assert_eq!(first["question"]["prompt"], "Release 2.0 on which channel?");
+    let run_id = first["id"].as_str().unwrap().to_owned();
+    let first_question = first["question"]["id"].as_str().unwrap().to_owned();
+
+    // An answer that does not fit (two values for a one-value question): refused, the run
+    // still waits on the same question.
+    let (status, refused) = post(
+        format!("{}/api/runs/{run_id}/answer", bases[1]),
+        json!({"answer": ["beta", "stable"]}),
+    )
+    .await;
+    assert_eq!(status, 422, "{refused}");
+    // A question id the run does not wait on: refused, nothing answered.
+    let (status, stale) = post(
+        format!("{}/api/runs/{run_id}/answer", bases[1]),
+        json!({"answer": "beta", "question_id": "q000000000"}),
+    )
+    .await;
+    assert_eq!(status, 409, "{stale}");
+    assert_eq!(stale["waiting_on"], first_question.as_str(), "{stale}");
+
+    let mut prompts = Vec::new();
+    let mut step = first;
+    for (n, answer) in [json!("beta"), json!("Faster.")].into_iter().enumerate() {
+        let question_id = step["question"]["id"].clone();
+        let (status, next) = post(
+            format!("{}/api/runs/{run_id}/answer", bases[(n + 1) % 2]),
+            json!({"answer": answer, "question_id": question_id, "timeout_s": 10}),
+        )
+        .await;
+        assert_eq!(status, 200, "{next}");
+        assert_eq!(next["state"], "waiting", "{next}");
+        assert_ne!(next["question"]["id"], question_id);
+        prompts.push(next["question"]["prompt"].as_str().unwrap().to_owned());
+        step = next;
+    }
+    assert_eq!(
+        prompts,
+        ["One line for the release notes?", "Publish 2.0 on beta?"]
+    );
+    // The last answer, without naming the question: the run's end comes back.
+    let (status, done) = post(
+        format!("{}/api/runs/{run_id}/answer", bases[0]),
+        json!({"answer": true, "timeout_s": 10}),
+    )
+    .await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["state"], "done", "{done}");
+    assert!(
+        done["result"]
+            .as_str()
+            .unwrap()
+            .starts_with("Published 2.0 on beta"),
+        "{done}"
+    );
+    // Nothing left to answer.
+    let (status, over) = post(
+        format!("{}/api/runs/{run_id}/answer", bases[1]),
+        json!({"answer": true}),
+    )
+    .await;
+    assert_eq!(status, 409, "{over}");
+    assert!(
+        over["error"].as_str().unwrap().contains("it is done"),
+        "{over}"
+    );
+    let (status, unknown) = post(
+        format!("{}/api/runs/r0000000000zz/answer", bases[0]),
+        json!({"answer": true}),
+    )
+    .await;
+    assert_eq!(status, 404, "{unknown}");
+}
