@@ -43,6 +43,7 @@ mod rules;
 mod runs_crash;
 mod settings;
 mod slack;
+mod slack_socket;
 mod store_conformance;
 mod telegram;
 mod text_policy;
