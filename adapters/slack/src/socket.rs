@@ -9,9 +9,10 @@
 //! makes it count once, whichever replica gets it. Slack spreads envelopes over all of an app's
 //! connections, so every replica connects: no leader, no takeover gap.
 //!
-//! Written on tokio-tungstenite (the version slack-morphism already links) rather than
-//! slack-morphism's listener: that one hands callbacks typed models HTTP mode does not read, so the
-//! two transports could not share one dispatch, and it logs and reconnects on its own terms.
+//! Written on tokio-tungstenite (the version serenity already links, so the binary gains no second
+//! WebSocket and TLS stack) rather than slack-morphism's listener: that one hands callbacks typed
+//! models HTTP mode does not read (so the two transports could not share one dispatch), hides the
+//! envelope and its `retry_attempt`, and runs on tungstenite 0.30, a second WebSocket stack.
 //!
 //! A `disconnect` message (Slack refreshing the connection) opens a new connection at once; the
 //! old one stays long enough to send the acknowledgements still owed on it. A socket that closes or
