@@ -383,3 +383,38 @@ async fn sigkill_of_a_replica_loses_no_click() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_logs_its_socket_mode_and_no_token_or_connection_url() {
+    let (web, socket) = fakes();
+    let mut serve = tokio::process::Command::new(crate::support::askbridge_binary())
+        .args(["serve", "--ephemeral"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", std::env::temp_dir())
+        .env(
+            "ASKBRIDGE_HTTP_ADDR",
+            format!("127.0.0.1:{}", crate::support::free_port()),
+        )
+        .env("ASKBRIDGE_LOG", "debug")
+        .env("SLACK_BOT_TOKEN", TOKEN)
+        .env("SLACK_APP_TOKEN", APP_TOKEN)
+        .env("SLACK_API_URL", web.api_url())
+        .current_dir(std::env::temp_dir())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    connections(&socket, 1).await;
+    serve.start_kill().unwrap();
+    let output = serve.wait_with_output().await.unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        log.contains("connected to Slack (Socket Mode)") && log.contains("mode=\"socket\""),
+        "{log}"
+    );
+    for secret in [TOKEN, APP_TOKEN, "ticket=", socket.url.as_str()] {
+        assert!(!log.contains(secret), "`{secret}` in the log: {log}");
+    }
+}
