@@ -6,7 +6,9 @@
 
 use crate::fakes::slack::{APP_TOKEN, FakeSlack, TOKEN};
 use crate::fakes::slack_socket::{ACK_WITHIN, FakeSocket};
-use crate::support::{Process, RedisServer, eventually, eventually_some, http, redis_store_on};
+use crate::support::{
+    Process, RedisServer, eventually, eventually_some, get_json, post_json, redis_store_on,
+};
 use askbridge::Bridge;
 use askbridge::store::memory::MemoryStore;
 use askbridge::store::{Store, StoreOptions};
@@ -16,6 +18,7 @@ use askbridge_slack::{Slack, SlackOptions};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 const WITHIN: Duration = Duration::from_secs(20);
 const CHANNEL: &str = "C0SOCKET1";
@@ -117,6 +120,25 @@ async fn acked(socket: &FakeSocket, id: &str) -> usize {
     by
 }
 
+/// Asks on `bridge`, clicks option `choice` at `at` over the socket, and waits for the
+/// acknowledgement and the answer. Returns the question as answered, its message's ts and the
+/// envelope's id.
+async fn ask_and_click(
+    socket: &FakeSocket,
+    bridge: &Bridge,
+    choice: usize,
+    at: &str,
+) -> (Question, String, String) {
+    let question = ask(bridge).await;
+    let ts = shown(bridge, &question.id).await;
+    let envelope = socket.send(
+        "interactive",
+        click(ALICE, question.id.as_str(), &ts, choice, at),
+    );
+    acked(socket, &envelope).await;
+    (wait_answered(bridge, &question).await, ts, envelope)
+}
+
 async fn wait_answered(bridge: &Bridge, question: &Question) -> Question {
     eventually_some(WITHIN, "the question is answered", || async {
         let now = bridge.get(&question.id).await.unwrap();
@@ -145,15 +167,7 @@ async fn a_click_over_the_socket_answers_within_the_ack_limit_and_the_message_is
     let (web, socket) = fakes();
     let one = memory_replica(&web).await;
     connections(&socket, 1).await;
-    let question = ask(&one.bridge).await;
-    let ts = shown(&one.bridge, &question.id).await;
-
-    let envelope = socket.send(
-        "interactive",
-        click(ALICE, question.id.as_str(), &ts, 2, "1700000001.000100"),
-    );
-    acked(&socket, &envelope).await;
-    let answered = wait_answered(&one.bridge, &question).await;
+    let (answered, ts, _) = ask_and_click(&socket, &one.bridge, 2, "1700000001.000100").await;
     let resolution = answered.resolution.expect("a resolution");
     assert_eq!(resolution.value, Some(Answer::Text("luxon".into())));
     eventually(
@@ -189,15 +203,7 @@ async fn the_same_envelope_twice_counts_once() {
     let (web, socket) = fakes();
     let one = memory_replica(&web).await;
     let open = connections(&socket, 1).await;
-    let question = ask(&one.bridge).await;
-    let ts = shown(&one.bridge, &question.id).await;
-
-    let envelope = socket.send(
-        "interactive",
-        click(ALICE, question.id.as_str(), &ts, 1, "1700000002.000100"),
-    );
-    acked(&socket, &envelope).await;
-    wait_answered(&one.bridge, &question).await;
+    let (_, _, envelope) = ask_and_click(&socket, &one.bridge, 1, "1700000002.000100").await;
     socket.resend_to(&envelope, open[0]);
     eventually(WITHIN, "the repeat acknowledged too", || async {
         socket.envelope(&envelope).acks.len() == 2
@@ -259,15 +265,7 @@ async fn slacks_socket_down_at_start_is_retried_until_it_is_back() {
     assert!(socket.open().is_empty());
     socket.set_up(true);
     connections(&socket, 1).await;
-
-    let question = ask(&one.bridge).await;
-    let ts = shown(&one.bridge, &question.id).await;
-    let envelope = socket.send(
-        "interactive",
-        click(ALICE, question.id.as_str(), &ts, 1, "1700000004.000100"),
-    );
-    acked(&socket, &envelope).await;
-    wait_answered(&one.bridge, &question).await;
+    ask_and_click(&socket, &one.bridge, 1, "1700000004.000100").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -335,15 +333,10 @@ async fn sigkill_of_a_replica_loses_no_click() {
     let open = connections(&socket, 2).await;
     let survivor_connection = open.into_iter().find(|c| *c != doomed_connection).unwrap();
 
-    let created: Value = http()
-        .post(format!("{}/api/questions", survivor.base))
-        .json(
-            &json!({"session_id": "s1", "prompt": "Deploy?", "options": ["yes", "no"],
-                      "targets": [format!("slack:{CHANNEL}")]}),
-        )
-        .send()
+    let question = json!({"session_id": "s1", "prompt": "Deploy?", "options": ["yes", "no"],
+                          "targets": [format!("slack:{CHANNEL}")]});
+    let created: Value = post_json(&survivor.base, "/api/questions", question)
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -371,14 +364,7 @@ async fn sigkill_of_a_replica_loses_no_click() {
         vec![doomed_connection, survivor_connection]
     );
     eventually(WITHIN, "answered by the surviving replica", || async {
-        let question: Value = http()
-            .get(format!("{}/api/questions/{id}", survivor.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let question = get_json(&survivor.base, &format!("/api/questions/{id}")).await;
         question["status"] == "answered" && question["resolution"]["value"] == "yes"
     })
     .await;
@@ -406,14 +392,24 @@ async fn serve_logs_its_socket_mode_and_no_token_or_connection_url() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
+    let log = Arc::new(std::sync::Mutex::new(String::new()));
+    let mut lines = BufReader::new(serve.stderr.take().unwrap()).lines();
+    let reading = Arc::clone(&log);
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let mut log = reading.lock().unwrap();
+            log.push_str(&line);
+            log.push('\n');
+        }
+    });
     connections(&socket, 1).await;
-    serve.start_kill().unwrap();
-    let output = serve.wait_with_output().await.unwrap();
-    let log = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        log.contains("connected to Slack (Socket Mode)") && log.contains("mode=\"socket\""),
-        "{log}"
-    );
+    eventually(WITHIN, "serve logs its Socket Mode connection", || async {
+        let log = log.lock().unwrap();
+        log.contains("connected to Slack (Socket Mode)") && log.contains("mode=\"socket\"")
+    })
+    .await;
+    serve.kill().await.unwrap();
+    let log = log.lock().unwrap().clone();
     for secret in [TOKEN, APP_TOKEN, "ticket=", socket.url.as_str()] {
         assert!(!log.contains(secret), "`{secret}` in the log: {log}");
     }
