@@ -79,6 +79,7 @@ impl Chats {
             Some(settings) => {
                 let options = SlackOptions {
                     bot_token: settings.token.clone(),
+                    app_token: settings.app_token.clone(),
                     signing_secret: settings.signing_secret.clone(),
                     api_url: settings.api_url.clone(),
                 };
@@ -137,8 +138,17 @@ impl Chats {
             }
             None => {}
         }
-        if let Some(slack) = &self.slack {
+        if let Some(slack) = self.slack {
             state = state.with_routes(slack.routes(Arc::clone(&inbox)));
+            // Every replica connects: Slack spreads envelopes over all of an app's connections.
+            if slack.uses_socket_mode() {
+                let (inbox, shutdown) = (Arc::clone(&inbox), bridge.shutdown_signal());
+                tasks.push(tokio::spawn(async move {
+                    if let Err(error) = slack.run_socket(inbox, shutdown).await {
+                        tracing::error!(error = %Chain(&error), "Slack's Socket Mode is off until askbridge restarts");
+                    }
+                }));
+            }
         }
         if let Some(page) = self
             .email

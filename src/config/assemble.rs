@@ -118,16 +118,13 @@ fn chats(v: &mut Values) -> Chats {
         }),
         _ => None,
     };
-    // check_pairs has made sure the signing secret comes with the token.
-    let slack = v
-        .slack_bot_token
-        .take()
-        .zip(v.slack_signing_secret.take())
-        .map(|(token, signing_secret)| SlackConfig {
-            token,
-            signing_secret,
-            api_url: v.slack_api_url.take(),
-        });
+    // check_pairs has made sure an app token or a signing secret comes with the token.
+    let slack = v.slack_bot_token.take().map(|token| SlackConfig {
+        token,
+        app_token: v.slack_app_token.take(),
+        signing_secret: v.slack_signing_secret.take(),
+        api_url: v.slack_api_url.take(),
+    });
     Chats {
         telegram,
         discord,

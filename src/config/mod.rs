@@ -102,13 +102,15 @@ pub struct EmailConfig {
     pub notify_resolved: bool,
 }
 
-/// Slack settings (HTTP mode).
+/// Slack settings.
 #[derive(Clone, Debug)]
 pub struct SlackConfig {
     /// The bot token.
     pub token: Secret,
-    /// The app's signing secret.
-    pub signing_secret: Secret,
+    /// The app-level token: Socket Mode.
+    pub app_token: Option<Secret>,
+    /// The app's signing secret: HTTP mode.
+    pub signing_secret: Option<Secret>,
     /// Web API base URL, if not Slack's.
     pub api_url: Option<String>,
 }
@@ -236,12 +238,13 @@ impl Values {
         }
         let discord_endpoint =
             self.discord_bot_token.is_some() && self.discord_public_key.is_some();
-        if self.slack_bot_token.is_some() && self.slack_signing_secret.is_none() {
+        let slack_receives = self.slack_app_token.is_some() || self.slack_signing_secret.is_some();
+        if self.slack_bot_token.is_some() && !slack_receives {
             return Err(ConfigError {
-                variable: SLACK_SIGNING_SECRET,
+                variable: SLACK_APP_TOKEN,
                 reason: format!(
-                    "is required with {SLACK_BOT_TOKEN}: Slack reaches askbridge over HTTP (Socket Mode \
-                     is not supported yet), and its requests are checked with the app's signing secret"
+                    "is required with {SLACK_BOT_TOKEN}: Slack reaches askbridge over Socket Mode with the \
+                     app-level token (xapp-...), or set {SLACK_SIGNING_SECRET} for HTTP mode"
                 ),
             });
         }
@@ -249,8 +252,8 @@ impl Values {
             Some(TELEGRAM_WEBHOOK_URL)
         } else if discord_endpoint {
             Some(DISCORD_PUBLIC_KEY)
-        } else if self.slack_bot_token.is_some() {
-            Some(SLACK_BOT_TOKEN)
+        } else if self.slack_bot_token.is_some() && self.slack_signing_secret.is_some() {
+            Some(SLACK_SIGNING_SECRET)
         } else {
             None
         };
@@ -424,17 +427,27 @@ mod tests {
     }
 
     #[test]
-    fn slack_needs_its_signing_secret_and_the_api_token() {
+    fn slack_needs_an_app_token_or_its_signing_secret_and_then_the_api_token() {
         let token = (SLACK_BOT_TOKEN, "xoxb-1");
         let missing = config(&[token]).unwrap_err();
-        assert_eq!(missing.variable, SLACK_SIGNING_SECRET);
-        assert!(missing.reason.contains("Socket Mode"), "{}", missing.reason);
+        assert_eq!(missing.variable, SLACK_APP_TOKEN);
+        assert!(
+            missing.reason.contains(SLACK_SIGNING_SECRET),
+            "{}",
+            missing.reason
+        );
         let with_secret = [token, (SLACK_SIGNING_SECRET, "s")];
         assert_eq!(config(&with_secret).unwrap_err().variable, API_TOKEN);
-        let config = config(&[with_secret[0], with_secret[1], (API_TOKEN, "t")]).unwrap();
-        let slack = config.slack.unwrap();
-        assert_eq!(slack.signing_secret.expose(), "s");
+        let http = config(&[with_secret[0], with_secret[1], (API_TOKEN, "t")]).unwrap();
+        let slack = http.slack.unwrap();
+        assert_eq!(slack.signing_secret.unwrap().expose(), "s");
+        assert!(slack.app_token.is_none());
         assert_eq!(slack.api_url, None);
+        // Socket Mode opens no endpoint: no API token needed.
+        let socket = config(&[token, (SLACK_APP_TOKEN, "xapp-1")]).unwrap();
+        let slack = socket.slack.unwrap();
+        assert_eq!(slack.app_token.unwrap().expose(), "xapp-1");
+        assert!(slack.signing_secret.is_none());
     }
 
     #[test]

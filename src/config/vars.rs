@@ -149,10 +149,13 @@ settings! {
         "authserv-id your receiving server writes in `Authentication-Results` (`mx.example.com`); only its results are trusted";
     SLACK_BOT_TOKEN = "SLACK_BOT_TOKEN",
         slack_bot_token: Option<Secret> = parse::secret, unset "none",
-        "Slack bot token (`xoxb-...`); Slack is on when set (HTTP mode: needs `SLACK_SIGNING_SECRET`)";
+        "Slack bot token (`xoxb-...`); Slack is on when set (with `SLACK_APP_TOKEN` or `SLACK_SIGNING_SECRET`)";
+    SLACK_APP_TOKEN = "SLACK_APP_TOKEN",
+        slack_app_token: Option<Secret> = parse::secret, unset "none",
+        "Slack app-level token (`xapp-...`, scope `connections:write`): Socket Mode, no public URL needed";
     SLACK_SIGNING_SECRET = "SLACK_SIGNING_SECRET",
         slack_signing_secret: Option<Secret> = parse::secret, unset "none",
-        "Slack app signing secret, checked on every request to `/slack/*`";
+        "Slack app signing secret: HTTP mode, checked on every request to `/slack/*`";
     SLACK_API_URL = "SLACK_API_URL",
         slack_api_url: Option<String> = parse::text, unset "Slack's",
         "Slack Web API base URL (for proxies and tests)";

@@ -48,6 +48,7 @@ mod runs_crash;
 mod settings;
 mod slack;
 mod slack_modals;
+mod slack_socket;
 mod store_conformance;
 mod telegram;
 mod text_policy;

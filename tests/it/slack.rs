@@ -42,7 +42,8 @@ impl Rig {
         let fake = FakeSlack::start();
         let slack = Slack::connect(SlackOptions {
             bot_token: Secret::new(TOKEN),
-            signing_secret: Secret::new(SECRET),
+            app_token: None,
+            signing_secret: Some(Secret::new(SECRET)),
             api_url: Some(fake.api_url()),
         })
         .await
@@ -718,7 +719,8 @@ async fn a_channel_without_the_app_is_a_permanent_failure_saying_to_invite_it() 
     fake.not_in_channel(CHANNEL);
     let slack = Slack::connect(SlackOptions {
         bot_token: Secret::new(TOKEN),
-        signing_secret: Secret::new(SECRET),
+        app_token: None,
+        signing_secret: Some(Secret::new(SECRET)),
         api_url: Some(fake.api_url()),
     })
     .await
@@ -747,7 +749,8 @@ async fn slack_unreachable_is_a_retryable_failure_that_names_no_token() {
     let fake = FakeSlack::start();
     let slack = Slack::connect(SlackOptions {
         bot_token: Secret::new(TOKEN),
-        signing_secret: Secret::new(SECRET),
+        app_token: None,
+        signing_secret: Some(Secret::new(SECRET)),
         api_url: Some(fake.api_url()),
     })
     .await

@@ -6,8 +6,10 @@
 //! bridge's [`Inbox`]. When the question is resolved anywhere, the message is updated: the
 //! elements go and the text says what happened.
 //!
-//! Slack reaches askbridge over HTTP (Events API, interactivity and slash commands, each request
-//! signed with the app's signing secret). Socket Mode is not implemented yet.
+//! Slack reaches askbridge over Socket Mode (WebSocket connections opened with the app-level
+//! token: no public URL needed, and every replica connects, Slack spreading deliveries over them)
+//! or over HTTP (Events API, interactivity and slash commands, each request signed with the app's
+//! signing secret). Both hand the same payloads to one dispatch.
 //!
 //! # Layout
 //!
@@ -15,18 +17,24 @@
 //! - `blocks.rs`: the blocks of a question, Slack's limits, mrkdwn escaping.
 //! - `sending.rs`: the [`Channel`] side: posting and updating, with rate limits waited out and
 //!   failures mapped to retryable or permanent errors.
-//! - `http.rs`: the routes Slack posts to, their signature checked, and what each request means.
+//! - `inbound.rs`: what a delivery (click, slash command, event) means, and when it may be
+//!   acknowledged; shared by both transports.
+//! - `http.rs`: the routes Slack posts to in HTTP mode, their signature checked.
+//! - `socket.rs`: Socket Mode: connecting, reconnecting, acknowledging envelopes.
 //! - `modals.rs`: the modals for a rejection's reason and a whole form, and their submissions.
 
 pub mod blocks;
 mod http;
+mod inbound;
 pub mod modals;
 mod sending;
+mod socket;
 
 use askbridge_core::{Channel, Inbox, Secret};
 use slack_morphism::prelude::*;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::watch;
 
 pub use http::{
     COMMANDS_PATH, EVENTS_PATH, INTERACTIONS_PATH, RETRY_HEADER, SIGNATURE_HEADER,
@@ -59,6 +67,11 @@ pub enum Error {
     /// Slack could not be reached (after retries).
     #[error("cannot reach the Slack Web API: {0}")]
     Unreachable(SlackApiError),
+    /// Slack refused the app-level token when asked for a Socket Mode connection.
+    #[error(
+        "Slack refused SLACK_APP_TOKEN ({0}); copy an App-Level Token (xapp-...) with the connections:write scope from the app's Basic Information page"
+    )]
+    AppTokenRefused(SlackApiError),
 }
 
 /// How to reach Slack.
@@ -66,8 +79,11 @@ pub enum Error {
 pub struct SlackOptions {
     /// The bot token (`xoxb-...`).
     pub bot_token: Secret,
-    /// The app's signing secret, which every request Slack posts is signed with.
-    pub signing_secret: Secret,
+    /// The app-level token (`xapp-...`): Socket Mode, when set.
+    pub app_token: Option<Secret>,
+    /// The app's signing secret, which every request Slack posts is signed with: HTTP mode's
+    /// routes, when set.
+    pub signing_secret: Option<Secret>,
     /// A Web API base other than Slack's (a proxy, or a test fake), like `http://127.0.0.1:9/api`.
     pub api_url: Option<String>,
 }
@@ -76,7 +92,11 @@ impl std::fmt::Debug for SlackOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SlackOptions")
             .field("bot_token", &"***")
-            .field("signing_secret", &"***")
+            .field("app_token", &self.app_token.as_ref().map(|_| "***"))
+            .field(
+                "signing_secret",
+                &self.signing_secret.as_ref().map(|_| "***"),
+            )
             .field("api_url", &self.api_url)
             .finish()
     }
@@ -106,7 +126,8 @@ pub struct Slack {
     client: Arc<Client>,
     /// The bot's own user id: its mentions are stripped, its messages ignored.
     bot_user: Arc<str>,
-    signing_secret: Secret,
+    app_token: Option<Secret>,
+    signing_secret: Option<Secret>,
 }
 
 impl std::fmt::Debug for Slack {
@@ -161,10 +182,17 @@ impl Slack {
                 Err(error) => return Err(Error::Unreachable(error)),
             }
         };
-        tracing::info!(bot_user = %me.user_id, team = %me.team, mode = "http", "connected to Slack");
+        let mode = match (&options.app_token, &options.signing_secret) {
+            (Some(_), Some(_)) => "socket and http",
+            (Some(_), None) => "socket",
+            (None, Some(_)) => "http",
+            (None, None) => "sending only",
+        };
+        tracing::info!(bot_user = %me.user_id, team = %me.team, mode, "connected to Slack's Web API");
         Ok(Slack {
             client,
             bot_user: me.user_id.0.into(),
+            app_token: options.app_token,
             signing_secret: options.signing_secret,
         })
     }
@@ -180,9 +208,31 @@ impl Slack {
     }
 
     /// Routes for askbridge's HTTP server: `/slack/events`, `/slack/interactions` and
-    /// `/slack/commands`, each checking Slack's signature.
+    /// `/slack/commands`, each checking Slack's signature; none without a signing secret.
     pub fn routes(&self, inbox: Arc<dyn Inbox>) -> axum::Router {
-        http::router(self.clone(), inbox)
+        match &self.signing_secret {
+            Some(secret) => http::router(self.clone(), secret.clone(), inbox),
+            None => axum::Router::new(),
+        }
+    }
+
+    /// Whether Socket Mode is on (an app-level token was given).
+    pub fn uses_socket_mode(&self) -> bool {
+        self.app_token.is_some()
+    }
+
+    /// Receives over Socket Mode until `shutdown` turns true, reconnecting (with backoff) on
+    /// Slack's `disconnect` and on dropped sockets. Returns at once without an app-level token;
+    /// fails only when Slack refuses the token (retrying cannot fix that).
+    pub async fn run_socket(
+        &self,
+        inbox: Arc<dyn Inbox>,
+        shutdown: watch::Receiver<bool>,
+    ) -> Result<(), Error> {
+        let Some(token) = &self.app_token else {
+            return Ok(());
+        };
+        socket::run(self.clone(), token.clone(), inbox, shutdown).await
     }
 }
 
@@ -194,7 +244,8 @@ mod tests {
     fn debug_output_hides_secrets() {
         let options = SlackOptions {
             bot_token: Secret::new("xoxb-topsecret"),
-            signing_secret: Secret::new("signing-topsecret"),
+            app_token: Some(Secret::new("xapp-topsecret")),
+            signing_secret: Some(Secret::new("signing-topsecret")),
             api_url: None,
         };
         let printed = format!("{options:?}");

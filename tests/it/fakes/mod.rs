@@ -2,6 +2,7 @@
 
 pub mod discord;
 pub mod slack;
+pub mod slack_socket;
 pub mod telegram;
 
 use axum::Router;

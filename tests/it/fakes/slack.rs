@@ -26,6 +26,8 @@ use std::sync::{Arc, Mutex};
 
 /// The bot token the fake accepts.
 pub const TOKEN: &str = "xoxb-1111-2222-fakeSlackTokenSecret";
+/// The app-level token the fake accepts for `apps.connections.open` (Socket Mode), and only there.
+pub const APP_TOKEN: &str = "xapp-1-A0FAKE-3333-fakeAppLevelTokenSecret";
 /// The app's bot user.
 pub const BOT_USER: &str = "UASKBOT";
 
@@ -51,6 +53,8 @@ struct Inner {
     /// Rate limits to answer next: Retry-After seconds.
     limits: VecDeque<u64>,
     not_in: HashSet<String>,
+    /// The Socket Mode server `apps.connections.open` hands out.
+    socket_url: Option<String>,
 }
 
 /// The fake Web API.
@@ -121,6 +125,11 @@ impl FakeSlack {
         self._server.stop();
     }
 
+    /// `apps.connections.open` hands out `url` (a fake Socket Mode server).
+    pub fn socket_mode(&self, url: &str) {
+        self.inner.lock().unwrap().socket_url = Some(url.to_owned());
+    }
+
     /// The app is not a member of `channel`.
     pub fn not_in_channel(&self, channel: &str) {
         self.inner.lock().unwrap().not_in.insert(channel.to_owned());
@@ -150,8 +159,13 @@ async fn api(
         })
     };
     let mut inner = inner.lock().unwrap();
+    let token = if method == "apps.connections.open" {
+        APP_TOKEN
+    } else {
+        TOKEN
+    };
     let authorized = headers.get("authorization").and_then(|v| v.to_str().ok())
-        == Some(&format!("Bearer {TOKEN}"));
+        == Some(&format!("Bearer {token}"));
     let (status, answer, retry_after) = if !authorized {
         let (s, a) = refuse("invalid_auth");
         (s, a, None)
@@ -251,6 +265,12 @@ fn answer(inner: &mut Inner, method: &str, body: &Value) -> (StatusCode, Value) 
             view["state"] = json!({"values": {}});
             ok(json!({"ok": true, "view": view}))
         }
+        "apps.connections.open" => match &inner.socket_url {
+            Some(url) => {
+                ok(json!({"ok": true, "url": format!("{url}?ticket=t{}", inner.calls.len())}))
+            }
+            None => refuse("not_allowed_token_type"),
+        },
         _ => refuse("unknown_method"),
     }
 }
