@@ -1,6 +1,6 @@
 //! One suite, three stores: every test runs against memory, embedded (redb) and Redis, grouped
 //! by the store role it checks (`questions.rs`, `votes.rs`, `outbox.rs`, `runs.rs`, `kept.rs`,
-//! `records.rs`, `listings.rs`), plus Redis-only tests below.
+//! `records.rs`, `rule_index.rs`, `listings.rs`), plus Redis-only tests below.
 
 use crate::support::{RedisServer, redis_store_with};
 use askbridge::store::ClaimOptions;
@@ -40,6 +40,7 @@ mod listings;
 mod outbox;
 mod questions;
 mod records;
+mod rule_index;
 mod runs;
 mod votes;
 
