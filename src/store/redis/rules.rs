@@ -6,7 +6,7 @@
 use super::RedisStore;
 use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, rule_bucket};
-use super::scripts::{PUT_RULE, REVOKE_RULE};
+use super::scripts::{FILE_RULE, PUT_RULE, REVOKE_RULE};
 use crate::store::rule_index::RuleKey;
 use crate::store::{Error, Event, EventKind, Result, Rules};
 use askbridge_core::{Rule, RuleId};
@@ -22,6 +22,63 @@ fn lex_range(prefix: &str) -> (Vec<u8>, Vec<u8>) {
     let from = [b"[", prefix.as_bytes()].concat();
     let to = [from.as_slice(), &[0xff]].concat();
     (from, to)
+}
+
+impl RedisStore {
+    /// Files the rules stored before rules were filed by action (by an older askbridge), so
+    /// that approvals find them. At start-up: a bucket whose rules are all filed costs one
+    /// command (two counts, in one pipeline for all buckets); any process may do it, and doing
+    /// it twice files nothing twice. Returns how many it filed.
+    pub(super) async fn file_unfiled_rules(&self) -> Result<usize> {
+        let mut pipe = redis::pipe();
+        for bucket in 0..BUCKETS {
+            pipe.hlen(self.keys.rules(bucket))
+                .hlen(self.keys.rules_filed(bucket));
+        }
+        let counts: Vec<usize> = self.query_pipe("count filed rules", &pipe).await?;
+        let mut filed = 0;
+        for (bucket, pair) in counts.chunks(2).enumerate() {
+            if pair[0] != pair[1] {
+                filed += self.file_bucket(bucket).await?;
+            }
+        }
+        if filed > 0 {
+            tracing::info!(
+                filed,
+                "rules stored before the rules' index filed by action"
+            );
+        }
+        Ok(filed)
+    }
+
+    async fn file_bucket(&self, bucket: usize) -> Result<usize> {
+        let mut pipe = redis::pipe();
+        pipe.hgetall(self.keys.rules(bucket))
+            .hkeys(self.keys.rules_filed(bucket));
+        let (rules, done): (Vec<(String, String)>, Vec<String>) =
+            self.query_pipe("unfiled rules", &pipe).await?;
+        let done: std::collections::HashSet<String> = done.into_iter().collect();
+        let mut filed = 0;
+        for (id, json) in rules.iter().filter(|(id, _)| !done.contains(id)) {
+            let rule: Rule = match serde_json::from_str(json) {
+                Ok(rule) => rule,
+                Err(error) => {
+                    tracing::warn!(rule_id = %id, error = %error, "a stored rule cannot be read; not filed");
+                    continue;
+                }
+            };
+            let mut invocation = FILE_RULE.prepare_invoke();
+            invocation
+                .key(self.keys.rules(bucket))
+                .key(self.keys.rules_by_action(bucket))
+                .key(self.keys.rules_filed(bucket))
+                .arg(id)
+                .arg(json)
+                .arg(format!("{}{id}", RuleKey::of(&rule).prefix()));
+            filed += self.invoke::<usize>("file a rule", &invocation).await?;
+        }
+        Ok(filed)
+    }
 }
 
 #[async_trait]

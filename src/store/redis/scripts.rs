@@ -31,6 +31,7 @@ scripts! {
     HOLD_LEASE => [] "hold_lease.lua",
     RELEASE_LEASE => [] "release_lease.lua",
     PUT_RULE => ["announce.lua"] "put_rule.lua",
+    FILE_RULE => [] "file_rule.lua",
     REVOKE_RULE => ["announce.lua"] "revoke_rule.lua",
     VOTE => ["announce.lua"] "vote.lua",
 }
