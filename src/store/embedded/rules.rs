@@ -95,3 +95,50 @@ impl Rules for EmbeddedStore {
         Ok(removed)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tables::{META, create_all};
+    use super::*;
+    use askbridge_core::{Action, Millis, Scope};
+
+    /// A file written before rules were filed by action (layout 2: the rule, no entry) gets
+    /// its rules filed when it is opened.
+    #[test]
+    fn rules_of_an_older_file_are_filed_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("old.redb")).unwrap();
+        let rule = Rule {
+            id: "rule-1".into(),
+            action: Action::new("shell", serde_json::json!({"command": "make"})),
+            scope: Scope::Everywhere,
+            created_by: "telegram:1".into(),
+            created_at: Millis(5),
+            question_id: None,
+            quorum: 0,
+        };
+        let txn = db.begin_write().unwrap();
+        create_all(&txn).unwrap();
+        let json = serde_json::to_string(&rule).unwrap();
+        txn.open_table(RULES)
+            .unwrap()
+            .insert("rule-1", json.as_str())
+            .unwrap();
+        txn.open_table(META).unwrap().insert("layout", 2).unwrap();
+        txn.commit().unwrap();
+        let key = RuleKey::of(&rule);
+        let filed = |db: &redb::Database| {
+            let txn = redb::ReadableDatabase::begin_read(db).unwrap();
+            let table = txn.open_table(RULES_BY_KEY).unwrap();
+            let entry = table
+                .get((key.digest.as_str(), key.scope.as_str(), "rule-1"))
+                .unwrap();
+            entry.is_some()
+        };
+        assert!(!filed(&db));
+        let txn = db.begin_write().unwrap();
+        create_all(&txn).unwrap();
+        txn.commit().unwrap();
+        assert!(filed(&db));
+    }
+}
