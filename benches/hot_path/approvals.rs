@@ -138,6 +138,9 @@ pub async fn approvals(redis_url: &str, base: &str, rules: usize, concurrency: u
         "approvals: filled {rules} rules through the store in {:.0} s",
         started.elapsed().as_secs_f64()
     );
+    // The fill's AOF rewrite done, and askbridge's reader through the fill's events.
+    crate::probe::rewrite_aof(redis_url).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
     let (asked_many, created_many) = rates(base, concurrency, "many").await;
     println!(
         "approvals asked/s        with 0 rules {asked_none:>8.0}   with {rules} rules {asked_many:>8.0}   ratio {:.3} (goal >= 0.90)",
