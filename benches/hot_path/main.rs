@@ -23,7 +23,9 @@
 //!    replicas, with and without the replica wait, and asks' latencies through a master's
 //!    failover (`cluster.rs`);
 //! 10. (`--only views`) the ops page's runs, rules, audit and history first pages with
-//!     `--pending` items of each, beside the same pages with five.
+//!     `--pending` items of each, beside the same pages with five;
+//! 11. (`--only approvals`) approvals asked/s and rules created/s with no rule and with
+//!     `--approval-rules` (100,000), side by side (`approvals.rs`).
 //!
 //! ```text
 //! scripts/bench                                    # everything, as the README gives it
@@ -34,6 +36,7 @@
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod anchors;
+mod approvals;
 mod cluster;
 mod lean;
 mod load;
@@ -61,6 +64,8 @@ struct Options {
     runs: usize,
     pending: usize,
     rules: usize,
+    /// Rules of `--only approvals`.
+    approval_rules: usize,
     /// Failover runs of `--only cluster`.
     failovers: usize,
     only: Vec<String>,
@@ -83,6 +88,7 @@ fn options() -> Options {
         runs: number("--runs", 2_000),
         pending: number("--pending", 100_000),
         rules: number("--rules", 10_000),
+        approval_rules: number("--approval-rules", 100_000),
         failovers: number("--failovers", 1),
         only: value("--only")
             .map(|v| v.split(',').map(str::to_owned).collect())
@@ -340,6 +346,11 @@ async fn main() {
         let redis = redis_server::RedisServer::start_with(&["--appendfsync", "everysec"]);
         let server = serve(&redis);
         views::views(&server.base, o.pending, o.rules, o.concurrency).await;
+    }
+    if o.only.iter().any(|s| s == "approvals") {
+        let redis = redis_server::RedisServer::start_with(&["--appendfsync", "everysec"]);
+        let server = serve(&redis);
+        approvals::approvals(&redis.url(), &server.base, o.approval_rules, o.concurrency).await;
     }
     if o.wants("process") {
         let dir = tempfile::tempdir().unwrap();

@@ -98,6 +98,27 @@ async fn info(url: &str, section: &str) -> String {
         .unwrap()
 }
 
+/// Rewrites Redis's AOF now and returns once it is done, so that a rewrite the writes before
+/// called for does not run (a forked child, on the shared cores) during what is measured next.
+pub async fn rewrite_aof(url: &str) {
+    let client = redis::Client::open(url).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    // Refused while one is already running: that one is waited for all the same.
+    let _: redis::RedisResult<()> = redis::cmd("BGREWRITEAOF")
+        .query_async(&mut connection)
+        .await;
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let persistence = info(url, "persistence").await;
+        let busy = ["aof_rewrite_in_progress:1", "aof_rewrite_scheduled:1"]
+            .iter()
+            .any(|flag| persistence.lines().any(|l| l.trim() == *flag));
+        if !busy {
+            return;
+        }
+    }
+}
+
 /// Redis's `used_memory`.
 pub async fn used_memory(url: &str) -> u64 {
     info(url, "memory")

@@ -1,8 +1,8 @@
 //! The ops page's views with many items (`--only views`): the first page of runs, rules, the
 //! audit trail and history, each with `--pending` items (100,000 by default) of its kind in
 //! Redis, beside the same page with a handful: a page must cost O(page), not O(all). Rules are
-//! fewer (`--rules`, 10,000 by default): each approval asked reads every rule to find one that
-//! decides it, so creating 100,000 through askbridge takes too long to be part of a benchmark.
+//! fewer (`--rules`, 10,000 by default): each is an approval asked and answered through
+//! askbridge, two requests and two audit records (`--only approvals` measures 100,000 rules).
 
 use crate::load;
 use serde_json::json;

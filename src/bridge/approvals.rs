@@ -222,7 +222,11 @@ impl Approvals {
         else {
             return Ok(None);
         };
-        let rules = self.store.rules.rules().await?;
+        let rules = self
+            .store
+            .rules
+            .rules_for(&action.digest(), &question.session_id)
+            .await?;
         let Some(rule) = rules.iter().find(|rule| decides(rule, question, action)) else {
             return Ok(None);
         };

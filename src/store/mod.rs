@@ -52,6 +52,7 @@ pub mod prelude {
 }
 
 mod listing;
+mod rule_index;
 
 pub use claim::{AheadRun, ClaimOptions, Claimed, TakeRun};
 pub use event::{EVENT_BUFFER, Event, EventKind};

@@ -283,6 +283,11 @@ pub trait Rules: Send + Sync {
     /// Every rule.
     async fn rules(&self) -> Result<Vec<Rule>>;
 
+    /// The rules for the action whose digest is `digest` that apply in session `session_id`
+    /// (that session's and those everywhere), whoever made them: found through an index, at a
+    /// cost that does not grow with the number of rules. Any order.
+    async fn rules_for(&self, digest: &str, session_id: &str) -> Result<Vec<Rule>>;
+
     /// Deletes a rule and returns it; `None` when there was none.
     async fn delete_rule(&self, id: &RuleId) -> Result<Option<Rule>>;
 }

@@ -1,5 +1,6 @@
 //! The embedded store's tables, the codecs of its records, and the index helpers every role uses.
 
+use crate::store::rule_index::RuleKey;
 use crate::store::{Error, Inserted, Result, Shown, Work};
 use askbridge_core::run::Run;
 use askbridge_core::{Question, Rule, Target};
@@ -19,6 +20,9 @@ pub(super) const RUNS: TableDefinition<&str, &str> = TableDefinition::new("runs"
 pub(super) const RUN_LEASES: TableDefinition<(u64, &str), ()> = TableDefinition::new("run_leases");
 pub(super) const RUN_LEASE_AT: TableDefinition<&str, u64> = TableDefinition::new("run_lease_at");
 pub(super) const RULES: TableDefinition<&str, &str> = TableDefinition::new("rules");
+/// Rules by where an approval looks for them, (digest, scope, id) (`rule_index.rs`).
+pub(super) const RULES_BY_KEY: TableDefinition<(&str, &str, &str), ()> =
+    TableDefinition::new("rules_by_key");
 /// Pending questions by (asked at, id): listing the newest pending ones reads only a page.
 pub(super) const CREATED: TableDefinition<(u64, &str), ()> = TableDefinition::new("created");
 /// Resolved questions by (status, resolved at, id): counts and pages by outcome and time.
@@ -37,7 +41,7 @@ pub(super) const IDEMPOTENCY: TableDefinition<&str, (u64, &str)> =
 /// Facts about the file itself (`layout`: the version of the tables above).
 pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// The current table layout; older files get their indexes rebuilt once on open.
-pub(super) const LAYOUT: u64 = 2;
+pub(super) const LAYOUT: u64 = 3;
 /// Audit records by (time, sequence): ordered, and unique within a time.
 pub(super) const AUDIT: TableDefinition<(u64, u64), &str> = TableDefinition::new("audit");
 
@@ -59,6 +63,7 @@ pub(super) fn create_all(txn: &WriteTransaction) -> Result<()> {
     txn.open_table(RUN_LEASES)?;
     txn.open_table(RUN_LEASE_AT)?;
     txn.open_table(RULES)?;
+    txn.open_table(RULES_BY_KEY)?;
     txn.open_table(AUDIT)?;
     txn.open_table(CREATED)?;
     txn.open_table(DONE)?;
@@ -76,8 +81,8 @@ pub(super) fn create_all(txn: &WriteTransaction) -> Result<()> {
     Ok(())
 }
 
-/// Fills the pending and resolved indexes from the questions themselves (a file written before
-/// they existed).
+/// Fills the pending and resolved indexes from the questions themselves, and the rules' index
+/// from the rules (a file written before they existed).
 fn rebuild_indexes(txn: &WriteTransaction) -> Result<()> {
     let questions = txn.open_table(QUESTIONS)?;
     let mut created = txn.open_table(CREATED)?;
@@ -86,6 +91,16 @@ fn rebuild_indexes(txn: &WriteTransaction) -> Result<()> {
         let (id, json) = entry?;
         let question = decode(json.value())?;
         index_state(&mut created, &mut done, &question, id.value())?;
+    }
+    let rules = txn.open_table(RULES)?;
+    let mut by_key = txn.open_table(RULES_BY_KEY)?;
+    for entry in rules.iter()? {
+        let rule = decode_rule(entry?.1.value())?;
+        let key = RuleKey::of(&rule);
+        by_key.insert(
+            (key.digest.as_str(), key.scope.as_str(), rule.id.as_str()),
+            (),
+        )?;
     }
     Ok(())
 }

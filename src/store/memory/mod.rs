@@ -19,6 +19,7 @@ mod votes;
 use super::local_leases::LocalLeases;
 
 use super::claim::ClaimTxn;
+use super::rule_index::RuleKey;
 use super::{Admin, EVENT_BUFFER, Event, Events, Inserted, Result, Shown, StoreOptions, Work};
 use askbridge_core::Identity;
 use askbridge_core::audit::AuditEntry;
@@ -53,6 +54,8 @@ pub(super) struct State {
     seen: HashMap<String, Millis>,
     runs: HashMap<RunId, Run>,
     rules: BTreeMap<RuleId, Rule>,
+    /// The rules by where an approval looks for them (`rule_index.rs`).
+    rules_by_key: HashMap<RuleKey, BTreeSet<RuleId>>,
     audit: Vec<AuditEntry>,
 }
 

@@ -196,6 +196,7 @@ impl RedisStore {
             round_trips: super::RoundTrips::default(),
         };
         store.ping().await?;
+        store.file_unfiled_rules().await?;
         store
             .start_event_reader(reader, Arc::downgrade(&alive))
             .await?;

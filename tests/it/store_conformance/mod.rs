@@ -1,6 +1,6 @@
 //! One suite, three stores: every test runs against memory, embedded (redb) and Redis, grouped
 //! by the store role it checks (`questions.rs`, `votes.rs`, `outbox.rs`, `runs.rs`, `kept.rs`,
-//! `records.rs`, `listings.rs`), plus Redis-only tests below.
+//! `records.rs`, `rule_index.rs`, `listings.rs`), plus Redis-only tests below.
 
 use crate::support::{RedisServer, redis_store_with};
 use askbridge::store::ClaimOptions;
@@ -40,6 +40,7 @@ mod listings;
 mod outbox;
 mod questions;
 mod records;
+mod rule_index;
 mod runs;
 mod votes;
 
@@ -228,4 +229,47 @@ async fn redis_keys_of_a_question_share_one_hash_tag() {
             .unwrap();
         assert!(ttl > 0, "{key} has no TTL ({ttl})");
     }
+}
+
+/// Redis only: rules an older askbridge stored (no index entries) are filed by action when a
+/// store connects, so approvals keep finding them; a rule revoked meanwhile is not filed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_rules_stored_before_the_index_are_filed_on_connect() {
+    let fixture = redis_store_with(StoreOptions::default()).await;
+    let kept = Rule {
+        id: askbridge_core::RuleId::for_question(&QuestionId::random()),
+        ..rule("x")
+    };
+    fixture.store.put_rule(&kept).await.unwrap();
+    // As an older askbridge left it: the rule, without its entries.
+    let mut connection = fixture.server.connection().await;
+    for pattern in ["*rules:by-action", "*rules:filed"] {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(pattern)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        assert_eq!(keys.len(), 1, "{pattern}: {keys:?}");
+        let _: () = redis::cmd("DEL")
+            .arg(&keys)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+    }
+    let digest = kept.action.digest();
+    assert!(
+        fixture
+            .store
+            .rules_for(&digest, "s1")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let restarted = crate::support::redis_store_on(&fixture.server, StoreOptions::default()).await;
+    assert_eq!(
+        restarted.rules_for(&digest, "s1").await.unwrap(),
+        vec![kept.clone()]
+    );
+    restarted.delete_rule(&kept.id).await.unwrap().unwrap();
+    assert!(restarted.rules_for(&digest, "s1").await.unwrap().is_empty());
 }
