@@ -56,6 +56,7 @@ pub(crate) async fn exec(args: ExecArgs) -> u8 {
     if let Some(token) = api.token() {
         command.env("ASKBRIDGE_API_TOKEN", token);
     }
+    let interrupted = interrupts();
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(error) => {
@@ -76,7 +77,7 @@ pub(crate) async fn exec(args: ExecArgs) -> u8 {
                 ExitCode::ERROR
             }
         },
-        signal = interrupted() => {
+        signal = interrupted => {
             stop_group(&mut child, group, signal).await;
             128 + signal as u8
         }
@@ -204,26 +205,33 @@ fn exit_code(status: std::process::ExitStatus) -> u8 {
     status.code().map_or(ExitCode::ERROR, |code| code as u8)
 }
 
-/// Completes on SIGINT or SIGTERM, with the signal's number.
-async fn interrupted() -> i32 {
+/// Listens for SIGINT and SIGTERM from now on; the future completes with the signal's number.
+/// Called before the command starts: a signal that came between the start and the first poll
+/// would otherwise take its default action, ending exec alone and leaving the command's group.
+fn interrupts() -> impl std::future::Future<Output = i32> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match (
+        let listening = (
             signal(SignalKind::interrupt()),
             signal(SignalKind::terminate()),
-        ) {
-            (Ok(mut int), Ok(mut term)) => tokio::select! {
-                _ = int.recv() => 2,
-                _ = term.recv() => 15,
-            },
-            _ => std::future::pending().await,
+        );
+        async move {
+            match listening {
+                (Ok(mut int), Ok(mut term)) => tokio::select! {
+                    _ = int.recv() => 2,
+                    _ = term.recv() => 15,
+                },
+                _ => std::future::pending().await,
+            }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
-        2
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+            2
+        }
     }
 }
 

@@ -36,7 +36,8 @@ fn need(binary: &str) {
 }
 
 fn wait_for_port(port: u16, what: &str, log: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(15);
+    // Generous: a loaded CI machine starts Dovecot and Postfix slowly.
+    let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
         if TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return;

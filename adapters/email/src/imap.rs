@@ -8,7 +8,7 @@
 //! every [`POLL_EVERY`], a connection each time. A dropped connection (a restarted server) is
 //! opened again after a pause that doubles while it fails.
 
-use crate::mailbox::{Abilities, read_new};
+use crate::mailbox::{Abilities, Folders, read_new};
 use crate::{Email, Error, masked_url, percent_decode};
 use askbridge_core::{Inbox, Secret};
 use async_imap::extensions::idle::IdleResponse;
@@ -255,8 +255,12 @@ where
     if !abilities.moves {
         tracing::info!(host = %options.host, "the IMAP server has no MOVE: read mail stays in {}, flagged", options.mailbox);
     }
+    let folders = Folders {
+        watched: &options.mailbox,
+        processed: &options.processed,
+    };
     let Some(shutdown) = shutdown else {
-        let read = read_new(email, options, inbox, &mut session, &mut abilities).await?;
+        let read = read_new(email, &folders, inbox, &mut session, &mut abilities).await?;
         logout(session).await;
         return Ok(Outcome::Read(read));
     };
@@ -264,7 +268,7 @@ where
         tracing::info!(host = %options.host, "the IMAP server has no IDLE: polling every {POLL_EVERY:?}");
     }
     loop {
-        read_new(email, options, inbox, &mut session, &mut abilities).await?;
+        read_new(email, &folders, inbox, &mut session, &mut abilities).await?;
         if !idles {
             logout(session).await;
             return Ok(Outcome::Polled);

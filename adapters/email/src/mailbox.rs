@@ -21,7 +21,6 @@
 //! point of the first mail read, the reader writes the mail's UID into `<file>` and waits
 //! forever, so a test can SIGKILL askbridge exactly there.
 
-use crate::imap::ImapOptions;
 use crate::inbound::to_a_reply_address;
 use crate::{Email, Ignored, Received};
 use askbridge_core::Inbox;
@@ -43,10 +42,18 @@ pub(crate) struct Abilities {
     pub(crate) folder_made: bool,
 }
 
+/// The mailbox read and the folder read replies are moved to (from the IMAP URL).
+pub(crate) struct Folders<'a> {
+    /// The mailbox watched.
+    pub(crate) watched: &'a str,
+    /// Where read replies are moved.
+    pub(crate) processed: &'a str,
+}
+
 /// Reads, hands over, flags and moves every mail not read yet; returns how many were read.
 pub(crate) async fn read_new<T>(
     email: &Email,
-    options: &ImapOptions,
+    folders: &Folders<'_>,
     inbox: &dyn Inbox,
     session: &mut async_imap::Session<T>,
     abilities: &mut Abilities,
@@ -89,7 +96,7 @@ where
             .map_err(|error| format!("cannot flag a read mail: {error}"))?;
         hold(Point::Flagged, *uid).await;
     }
-    move_read(options, session, abilities).await?;
+    move_read(folders, session, abilities).await?;
     Ok(uids.len())
 }
 
@@ -149,14 +156,14 @@ where
 
 /// Moves every read reply left in the mailbox to the processed folder.
 async fn move_read<T>(
-    options: &ImapOptions,
+    folders: &Folders<'_>,
     session: &mut async_imap::Session<T>,
     abilities: &mut Abilities,
 ) -> Result<(), String>
 where
     T: AsyncRead + AsyncWrite + Unpin + std::fmt::Debug + Send,
 {
-    if !abilities.moves || options.processed.eq_ignore_ascii_case(&options.mailbox) {
+    if !abilities.moves || folders.processed.eq_ignore_ascii_case(folders.watched) {
         return Ok(());
     }
     let mut read: Vec<u32> = search(session, &format!("KEYWORD {REPLY_KEYWORD}"))
@@ -170,8 +177,8 @@ where
     if !abilities.folder_made {
         // Fails when the folder exists (Dovecot: NO [ALREADYEXISTS]); the move below says
         // whether it is really missing.
-        if let Err(error) = session.create(&options.processed).await {
-            tracing::debug!(%error, folder = %options.processed, "CREATE of the processed folder");
+        if let Err(error) = session.create(&folders.processed).await {
+            tracing::debug!(%error, folder = %folders.processed, "CREATE of the processed folder");
         }
         abilities.folder_made = true;
     }
@@ -181,9 +188,9 @@ where
         .collect::<Vec<_>>()
         .join(",");
     session
-        .uid_mv(&set, &options.processed)
+        .uid_mv(&set, &folders.processed)
         .await
-        .map_err(|error| format!("cannot move read mail to {}: {error}", options.processed))
+        .map_err(|error| format!("cannot move read mail to {}: {error}", folders.processed))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
