@@ -91,3 +91,64 @@ async fn two_hundred_concurrent_replies_one_winner() {
     let stored = b.get(&q.id).await.unwrap();
     assert_eq!(stored.status, Status::Answered);
 }
+
+/// A delivery is remembered only once its claim is recorded. Here Redis refuses the claim's
+/// script (an ACL stands in for a process that died between the two steps) while it still takes
+/// plain writes: the redelivery must be handled, not dropped as a duplicate of an answer that
+/// was never recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_whose_claim_was_not_recorded_is_handled_when_delivered_again() {
+    let server = RedisServer::start();
+    let (bridge, _) = process(&server).await;
+    let q = bridge
+        .create(
+            NewQuestion::ask("Which?")
+                .session("redelivered")
+                .options(["dayjs", "luxon"])
+                .targets(["chat:1"]),
+        )
+        .await
+        .unwrap();
+    let delivery = || Inbound {
+        via: "chat".into(),
+        chat: "chat:1".into(),
+        sender: "chat:7".into(),
+        sender_name: None,
+        text: format!("/answer {} 2", q.id),
+        private: false,
+        delivery_id: Some("update-41".into()),
+        in_reply_to: None,
+    };
+    let mut connection = server.connection().await;
+    let acl = |rule: &'static str| {
+        redis::cmd("ACL")
+            .arg("SETUSER")
+            .arg("default")
+            .arg(rule)
+            .clone()
+    };
+    let _: () = acl("-@scripting")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    let refused = bridge.handle(delivery()).await;
+    let _: () = acl("+@all").query_async(&mut connection).await.unwrap();
+    assert!(
+        refused
+            .as_ref()
+            .is_none_or(|reply| reply.tone != Tone::Done),
+        "the claim could not be recorded: {refused:?}"
+    );
+    assert_eq!(bridge.get(&q.id).await.unwrap().status, Status::Pending);
+
+    let reply = bridge
+        .handle(delivery())
+        .await
+        .expect("a reply to the redelivery");
+    assert_eq!(reply.tone, Tone::Done, "{}", reply.text);
+    let answered = bridge.get(&q.id).await.unwrap();
+    assert_eq!(answered.status, Status::Answered);
+
+    // Now that it is recorded, the same delivery again is a duplicate: no reply, no change.
+    assert!(bridge.handle(delivery()).await.is_none());
+}

@@ -234,9 +234,18 @@ impl Turn {
 
     /// Does what was planned, once per delivery.
     async fn commit(self, plan: Plan) -> Option<Reply> {
-        if self.is_duplicate().await {
+        // A claim's delivery is marked only once the claim is recorded: marked first, a crash in
+        // between would drop the redelivery as a duplicate and lose the answer. A redelivery that
+        // races the first meets the claim, which is once-only anyway. Whatever else a message
+        // does is not once-only by itself (a run started, a field filled), so it is marked first.
+        let claims = matches!(plan, Plan::Claim { .. });
+        if self.is_duplicate(claims).await {
             return None;
         }
+        self.carry_out(plan).await
+    }
+
+    async fn carry_out(&self, plan: Plan) -> Option<Reply> {
         match plan {
             Plan::Reply(reply) => reply,
             Plan::Claim { checked, attempted } => {
@@ -246,6 +255,9 @@ impl Turn {
                     .commit(&self.bridge, checked)
                     .await
                     .map_err(Refusal::from);
+                if result.is_ok() {
+                    self.mark_delivered().await;
+                }
                 Some(
                     match self
                         .bridge
@@ -292,25 +304,33 @@ impl Turn {
         }
     }
 
-    /// True for a delivery already handled (a re-delivered update, a double click).
-    async fn is_duplicate(&self) -> bool {
-        let Some(delivery) = &self.message.delivery_id else {
+    /// The key a delivery is remembered by, when it has an id.
+    fn delivery_key(&self) -> Option<String> {
+        let delivery = self.message.delivery_id.as_ref()?;
+        Some(format!("{}:{delivery}", self.message.via))
+    }
+
+    /// True for a delivery already handled (a re-delivered update, a double click). `peek`
+    /// only looks; otherwise this delivery is marked as handled in the same step.
+    async fn is_duplicate(&self, peek: bool) -> bool {
+        let Some(key) = self.delivery_key() else {
             return false;
         };
-        let key = format!("{}:{delivery}", self.message.via);
-        match self
-            .bridge
-            .inbox()
-            .store
-            .dedupe
-            .first_sighting(&key, DUPLICATE_WINDOW)
-            .await
-        {
-            Ok(first) => {
-                if !first {
+        let dedupe = &self.bridge.inbox().store.dedupe;
+        let seen = if peek {
+            dedupe.seen(&key).await
+        } else {
+            dedupe
+                .first_sighting(&key, DUPLICATE_WINDOW)
+                .await
+                .map(|first| !first)
+        };
+        match seen {
+            Ok(seen) => {
+                if seen {
                     tracing::debug!(delivery = %key, "duplicate delivery dropped");
                 }
-                !first
+                seen
             }
             // Better to risk handling a duplicate (claims are once-only anyway) than to drop a
             // person's message.
@@ -318,6 +338,17 @@ impl Turn {
                 tracing::warn!(error = %Chain(&error), "cannot check for duplicate deliveries");
                 false
             }
+        }
+    }
+
+    /// Remembers this delivery as handled (after its claim was recorded).
+    async fn mark_delivered(&self) {
+        let Some(key) = self.delivery_key() else {
+            return;
+        };
+        let dedupe = &self.bridge.inbox().store.dedupe;
+        if let Err(error) = dedupe.first_sighting(&key, DUPLICATE_WINDOW).await {
+            tracing::warn!(error = %Chain(&error), delivery = %key, "cannot remember a delivery");
         }
     }
 

@@ -104,4 +104,9 @@ impl Dedupe for MemoryStore {
             }
         }
     }
+
+    async fn seen(&self, key: &str) -> Result<bool> {
+        let now = Millis::now();
+        Ok(self.state().seen.get(key).is_some_and(|until| *until > now))
+    }
 }

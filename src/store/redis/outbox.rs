@@ -158,4 +158,11 @@ impl Dedupe for RedisStore {
         let set: Option<String> = self.query("set nx", &command).await?;
         Ok(set.is_some())
     }
+
+    async fn seen(&self, key: &str) -> Result<bool> {
+        let mut command = redis::cmd("EXISTS");
+        command.arg(self.keys.seen(key));
+        let found: i64 = self.query("exists", &command).await?;
+        Ok(found > 0)
+    }
 }
