@@ -59,6 +59,7 @@ use connection::Connection;
 use keys::{BUCKETS, Keys};
 use redis::aio::ConnectionManagerConfig;
 use replica_wait::ReplicaWait;
+pub use replica_wait::UNREPLICATED_PAUSE;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{broadcast, watch};

@@ -33,7 +33,7 @@ use tokio::sync::watch;
 /// How long writes to a master whose replica did not confirm in time skip the wait: long enough
 /// that a master left without a replica (after a failover) costs one timed-out wait per pause,
 /// not one per write; short enough to notice soon when a replica is back.
-pub(super) const UNREPLICATED_PAUSE: Duration = Duration::from_secs(10);
+pub const UNREPLICATED_PAUSE: Duration = Duration::from_secs(10);
 
 /// Waits for a replica after writes; cheap to clone (one per store).
 #[derive(Clone)]
