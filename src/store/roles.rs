@@ -153,9 +153,9 @@ pub trait Dedupe: Send + Sync {
     /// True the first time `key` is seen within `ttl`.
     async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<bool>;
 
-    /// Whether `key` was seen (and has not expired), marking nothing: for a delivery that is
-    /// marked only once its claim is recorded, so that a crash in between loses no answer.
-    async fn seen(&self, key: &str) -> Result<bool>;
+    /// Forgets `key`: a delivery whose handling failed in the store may be handled when it
+    /// comes again.
+    async fn forget(&self, key: &str) -> Result<()>;
 }
 
 /// Sessions run by `askbridge exec`: a lease its holder renews and a mark once it is closed, in

@@ -92,12 +92,12 @@ async fn two_hundred_concurrent_replies_one_winner() {
     assert_eq!(stored.status, Status::Answered);
 }
 
-/// A delivery is remembered only once its claim is recorded. Here Redis refuses the claim's
-/// script (an ACL stands in for a process that died between the two steps) while it still takes
-/// plain writes: the redelivery must be handled, not dropped as a duplicate of an answer that
-/// was never recorded.
+/// A delivery whose claim the store failed to record is forgotten. Here Redis refuses the
+/// claim's script (an ACL) while it still takes plain writes, so the delivery's mark is written
+/// and the claim is not: the redelivery must be handled, not dropped as a duplicate of an answer
+/// that was never recorded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_delivery_whose_claim_was_not_recorded_is_handled_when_delivered_again() {
+async fn a_delivery_whose_claim_the_store_failed_is_handled_when_delivered_again() {
     let server = RedisServer::start();
     let (bridge, _) = process(&server).await;
     let q = bridge

@@ -234,12 +234,9 @@ impl Turn {
 
     /// Does what was planned, once per delivery.
     async fn commit(self, plan: Plan) -> Option<Reply> {
-        // A claim's delivery is marked only once the claim is recorded: marked first, a crash in
-        // between would drop the redelivery as a duplicate and lose the answer. A redelivery that
-        // races the first meets the claim, which is once-only anyway. Whatever else a message
-        // does is not once-only by itself (a run started, a field filled), so it is marked first.
-        let claims = matches!(plan, Plan::Claim { .. });
-        if self.is_duplicate(claims).await {
+        // Marked before it is carried out, in one step, so that a delivery twice at once (a
+        // platform's retry racing the first) is carried out once and answered once.
+        if self.is_duplicate().await {
             return None;
         }
         self.carry_out(plan).await
@@ -255,8 +252,10 @@ impl Turn {
                     .commit(&self.bridge, checked)
                     .await
                     .map_err(Refusal::from);
-                if result.is_ok() {
-                    self.mark_delivered().await;
+                if result.as_ref().is_err_and(Refusal::is_store_failure) {
+                    // Nothing was recorded: the platform's redelivery must be handled, not
+                    // dropped as a duplicate of an answer that does not exist.
+                    self.forget_delivery().await;
                 }
                 Some(
                     match self
@@ -310,27 +309,19 @@ impl Turn {
         Some(format!("{}:{delivery}", self.message.via))
     }
 
-    /// True for a delivery already handled (a re-delivered update, a double click). `peek`
-    /// only looks; otherwise this delivery is marked as handled in the same step.
-    async fn is_duplicate(&self, peek: bool) -> bool {
+    /// True for a delivery already handled (a re-delivered update, a double click); marks this
+    /// one as handled in the same step.
+    async fn is_duplicate(&self) -> bool {
         let Some(key) = self.delivery_key() else {
             return false;
         };
         let dedupe = &self.bridge.inbox().store.dedupe;
-        let seen = if peek {
-            dedupe.seen(&key).await
-        } else {
-            dedupe
-                .first_sighting(&key, DUPLICATE_WINDOW)
-                .await
-                .map(|first| !first)
-        };
-        match seen {
-            Ok(seen) => {
-                if seen {
+        match dedupe.first_sighting(&key, DUPLICATE_WINDOW).await {
+            Ok(first) => {
+                if !first {
                     tracing::debug!(delivery = %key, "duplicate delivery dropped");
                 }
-                seen
+                !first
             }
             // Better to risk handling a duplicate (claims are once-only anyway) than to drop a
             // person's message.
@@ -341,14 +332,14 @@ impl Turn {
         }
     }
 
-    /// Remembers this delivery as handled (after its claim was recorded).
-    async fn mark_delivered(&self) {
+    /// Forgets this delivery, so that it is handled when it comes again.
+    async fn forget_delivery(&self) {
         let Some(key) = self.delivery_key() else {
             return;
         };
         let dedupe = &self.bridge.inbox().store.dedupe;
-        if let Err(error) = dedupe.first_sighting(&key, DUPLICATE_WINDOW).await {
-            tracing::warn!(error = %Chain(&error), delivery = %key, "cannot remember a delivery");
+        if let Err(error) = dedupe.forget(&key).await {
+            tracing::warn!(error = %Chain(&error), delivery = %key, "cannot forget a failed delivery");
         }
     }
 

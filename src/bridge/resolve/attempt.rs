@@ -151,6 +151,13 @@ pub(crate) struct Refusal {
     pub(crate) question: Option<Question>,
 }
 
+impl Refusal {
+    /// The store failed, so nothing was decided (unlike a refusal, which is an answer).
+    pub(crate) fn is_store_failure(&self) -> bool {
+        matches!(self.error, Error::Store(_))
+    }
+}
+
 impl From<Error> for Refusal {
     fn from(error: Error) -> Self {
         let question = match &error {

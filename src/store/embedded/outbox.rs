@@ -158,12 +158,11 @@ impl Dedupe for EmbeddedStore {
         .await
     }
 
-    async fn seen(&self, key: &str) -> Result<bool> {
+    async fn forget(&self, key: &str) -> Result<()> {
         let key = key.to_owned();
-        self.read(move |txn| {
-            let seen = txn.open_table(SEEN)?;
-            let until = seen.get(key.as_str())?.map(|until| until.value());
-            Ok(until.is_some_and(|until| until > Millis::now().0))
+        self.write(move |txn| {
+            txn.open_table(SEEN)?.remove(key.as_str())?;
+            Ok(())
         })
         .await
     }

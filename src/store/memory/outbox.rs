@@ -105,8 +105,8 @@ impl Dedupe for MemoryStore {
         }
     }
 
-    async fn seen(&self, key: &str) -> Result<bool> {
-        let now = Millis::now();
-        Ok(self.state().seen.get(key).is_some_and(|until| *until > now))
+    async fn forget(&self, key: &str) -> Result<()> {
+        self.state().seen.remove(key);
+        Ok(())
     }
 }

@@ -159,10 +159,9 @@ impl Dedupe for RedisStore {
         Ok(set.is_some())
     }
 
-    async fn seen(&self, key: &str) -> Result<bool> {
-        let mut command = redis::cmd("EXISTS");
+    async fn forget(&self, key: &str) -> Result<()> {
+        let mut command = redis::cmd("DEL");
         command.arg(self.keys.seen(key));
-        let found: i64 = self.query("exists", &command).await?;
-        Ok(found > 0)
+        self.query::<i64>("del", &command).await.map(drop)
     }
 }
