@@ -239,10 +239,6 @@ impl Turn {
         if self.is_duplicate().await {
             return None;
         }
-        self.carry_out(plan).await
-    }
-
-    async fn carry_out(&self, plan: Plan) -> Option<Reply> {
         match plan {
             Plan::Reply(reply) => reply,
             Plan::Claim { checked, attempted } => {
