@@ -5,6 +5,7 @@
 
 use crate::approvals::{pending_approval, setup};
 use crate::fakes::telegram::{FakeTelegram, Sent};
+use crate::flows::waiting_question;
 use crate::support::{
     FakeChannel, Process, RedisServer, answered_over_http, ask_when_connected, eventually_some,
     found, get_json, http, message,
@@ -487,17 +488,7 @@ async fn a_flow_runs_the_edited_arguments_after_its_replay() {
         .handle(message("chat:7", "chat:1", "/deploy"))
         .await
         .unwrap();
-    let q = eventually_some(WITHIN, "the flow's approval", || {
-        let bridge = bridge.clone();
-        async move {
-            let pending = bridge
-                .list(&askbridge::store::ListFilter::pending())
-                .await
-                .unwrap();
-            pending.into_iter().find(|q| q.prompt == "May I deploy?")
-        }
-    })
-    .await;
+    let q = waiting_question(&bridge, "chat:1", "May I deploy?").await;
     let typed = format!(
         "/answer {} edit {{\"env\": \"production\", \"replicas\": 5}}",
         q.id

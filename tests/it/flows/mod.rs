@@ -90,7 +90,7 @@ fn trip(counters: &Counters) -> Flows {
         .unwrap()
 }
 
-async fn waiting_question(bridge: &Bridge, chat: &str, prompt_start: &str) -> Question {
+pub(crate) async fn waiting_question(bridge: &Bridge, chat: &str, prompt_start: &str) -> Question {
     let filter = ListFilter {
         target: Some(chat.into()),
         ..ListFilter::pending()
