@@ -38,7 +38,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use health::{RoundTrips, Topology};
 pub use roles::{
     Admin, AuditLog, Dedupe, Deliveries, Drafts, Events, Idempotency, Leases, Listings, Outbox,
-    Questions, Rules, Runs, Sessions, Votes,
+    Questions, Rules, Runs, Sessions, Sighting, Votes,
 };
 
 /// Every role trait, for code that calls a concrete store's methods (`use

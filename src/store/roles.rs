@@ -153,9 +153,30 @@ pub trait Dedupe: Send + Sync {
     /// True the first time `key` is seen within `ttl`.
     async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<bool>;
 
+    /// Takes delivery `key` in hand for `lease`, unless it was handled already or another
+    /// holder's lease on it has not lapsed, in one step. A holder that dies before it
+    /// [settles](Dedupe::settle) leaves only a lease, so the delivery's next coming is handled
+    /// once the lease lapses, instead of being dropped as a duplicate of what never happened.
+    async fn take_in_hand(&self, key: &str, lease: Duration) -> Result<Sighting>;
+
+    /// Marks delivery `key`, taken in hand, as handled for `ttl`.
+    async fn settle(&self, key: &str, ttl: Duration) -> Result<()>;
+
     /// Forgets `key`: a delivery whose handling failed in the store may be handled when it
     /// comes again.
     async fn forget(&self, key: &str) -> Result<()>;
+}
+
+/// What [`Dedupe::take_in_hand`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Sighting {
+    /// Not handled and not in anyone's hand: the caller holds it now.
+    First,
+    /// Handled already (settled, or seen by [`Dedupe::first_sighting`]).
+    Handled,
+    /// In another holder's hand, whose lease has not lapsed.
+    InHand,
 }
 
 /// Sessions run by `askbridge exec`: a lease its holder renews and a mark once it is closed, in

@@ -152,3 +152,83 @@ async fn a_delivery_whose_claim_the_store_failed_is_handled_when_delivered_again
     // Now that it is recorded, the same delivery again is a duplicate: no reply, no change.
     assert!(bridge.handle(delivery()).await.is_none());
 }
+
+fn reply_to(id: &askbridge_core::QuestionId, delivery: &str) -> Inbound {
+    Inbound {
+        via: "chat".into(),
+        chat: "chat:1".into(),
+        sender: "chat:7".into(),
+        sender_name: None,
+        text: format!("/answer {id} 2"),
+        private: false,
+        delivery_id: Some(delivery.into()),
+        in_reply_to: None,
+    }
+}
+
+/// A process killed after it took a delivery in hand and before it claimed leaves the delivery
+/// in hand, under a lease. Here a second store on the same Redis takes `chat:update-42` in hand
+/// (as the inbox keys a delivery: surface, then the platform's id) and is never heard of again:
+/// the delivery's next coming, on a live process, is handled once that lease lapses, not dropped
+/// as a duplicate of an answer that was never recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_whose_holder_died_is_handled_when_its_lease_lapses() {
+    use askbridge::store::prelude::*;
+    let server = RedisServer::start();
+    let (bridge, _) = process(&server).await;
+    let q = bridge
+        .create(
+            NewQuestion::ask("Which?")
+                .session("holder-died")
+                .options(["dayjs", "luxon"])
+                .targets(["chat:1"]),
+        )
+        .await
+        .unwrap();
+    let dead = crate::support::redis_store_on(&server, StoreOptions::default()).await;
+    let lease = std::time::Duration::from_millis(1500);
+    assert_eq!(
+        dead.take_in_hand("chat:update-42", lease).await.unwrap(),
+        askbridge::store::Sighting::First
+    );
+    drop(dead);
+
+    let reply = bridge
+        .handle(reply_to(&q.id, "update-42"))
+        .await
+        .expect("a reply once the dead holder's lease lapsed");
+    assert_eq!(reply.tone, Tone::Done, "{}", reply.text);
+    assert_eq!(bridge.get(&q.id).await.unwrap().status, Status::Answered);
+    assert!(
+        bridge.handle(reply_to(&q.id, "update-42")).await.is_none(),
+        "handled now: a duplicate"
+    );
+}
+
+/// The same delivery on two processes at once (a platform's retry racing the first): one
+/// carries it out and replies, the other waits for it and stays silent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_delivery_on_two_processes_at_once_is_answered_once() {
+    let server = RedisServer::start();
+    let (a, _) = process(&server).await;
+    let (b, _) = process(&server).await;
+    for round in 0..20 {
+        let q = a
+            .create(
+                NewQuestion::ask("Which?")
+                    .session("twice")
+                    .options(["dayjs", "luxon"])
+                    .targets(["chat:1"]),
+            )
+            .await
+            .unwrap();
+        let delivery = format!("update-{round}");
+        let (first, second) = tokio::join!(
+            a.handle(reply_to(&q.id, &delivery)),
+            b.handle(reply_to(&q.id, &delivery))
+        );
+        let replies: Vec<_> = [first, second].into_iter().flatten().collect();
+        assert_eq!(replies.len(), 1, "round {round}: {replies:?}");
+        assert_eq!(replies[0].tone, Tone::Done, "{}", replies[0].text);
+    }
+}

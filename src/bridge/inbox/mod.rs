@@ -24,14 +24,11 @@ use askbridge_core::{
 use async_trait::async_trait;
 use commands::{Turn, done, refusal_reply};
 use forms::Filling;
-use std::time::Duration;
 
 mod commands;
+mod delivery;
 mod forms;
 mod plain;
-
-/// How long a delivery id is remembered to drop re-deliveries.
-const DUPLICATE_WINDOW: Duration = Duration::from_secs(24 * 3600);
 
 /// What a prepared message will do when committed. One is made and moved once per message, so
 /// the size of its largest variant costs nothing worth boxing for.
@@ -232,47 +229,53 @@ impl Turn {
         }
     }
 
-    /// Does what was planned, once per delivery.
+    /// Does what was planned, once per delivery. The delivery is taken in hand before it is
+    /// carried out, in one step, so that a delivery twice at once (a platform's retry racing the
+    /// first) is carried out once and answered once; it is settled after, so that a process
+    /// killed in between leaves only a lease, and the delivery's next coming (the platform's
+    /// retry, a mail still in the inbox) is handled once the lease lapses.
     async fn commit(self, plan: Plan) -> Option<Reply> {
-        // Marked before it is carried out, in one step, so that a delivery twice at once (a
-        // platform's retry racing the first) is carried out once and answered once.
-        if self.is_duplicate().await {
+        let key = self.delivery_key();
+        if let Some(key) = &key
+            && self.handled_already(key).await
+        {
             return None;
         }
-        match plan {
+        let (reply, recorded) = self.carry_out(plan).await;
+        if let Some(key) = &key {
+            self.settle_delivery(key, recorded).await;
+        }
+        reply
+    }
+
+    /// Carries out `plan`: the reply, and false when the store failed to record what the
+    /// delivery asked for (its next coming must then be handled, not dropped).
+    async fn carry_out(&self, plan: Plan) -> (Option<Reply>, bool) {
+        let reply = match plan {
             Plan::Reply(reply) => reply,
             Plan::Claim { checked, attempted } => {
-                let result = self
-                    .bridge
-                    .resolver()
+                let resolver = self.bridge.resolver();
+                let result = resolver
                     .commit(&self.bridge, checked)
                     .await
                     .map_err(Refusal::from);
-                if result.as_ref().is_err_and(Refusal::is_store_failure) {
-                    // Nothing was recorded: the platform's redelivery must be handled, not
-                    // dropped as a duplicate of an answer that does not exist.
-                    self.forget_delivery().await;
-                }
-                Some(
-                    match self
-                        .bridge
-                        .resolver()
-                        .conclude(&self.actor, Some(attempted), result)
-                        .await
-                    {
-                        Ok(resolved) => done(resolved),
-                        Err(error) => refusal_reply(&error),
-                    },
-                )
+                let recorded = !result.as_ref().is_err_and(Refusal::is_store_failure);
+                let reply = match resolver
+                    .conclude(&self.actor, Some(attempted), result)
+                    .await
+                {
+                    Ok(resolved) => done(resolved),
+                    Err(error) => refusal_reply(&error),
+                };
+                return (Some(reply), recorded);
             }
             Plan::Refuse {
                 refusal,
                 attempted,
                 reply,
             } => {
-                let _ = self
-                    .bridge
-                    .resolver()
+                let resolver = self.bridge.resolver();
+                let _ = resolver
                     .conclude(&self.actor, attempted, Err(refusal))
                     .await;
                 Some(reply)
@@ -296,47 +299,8 @@ impl Turn {
                     Err(error) => refusal_reply(&error),
                 },
             ),
-        }
-    }
-
-    /// The key a delivery is remembered by, when it has an id.
-    fn delivery_key(&self) -> Option<String> {
-        let delivery = self.message.delivery_id.as_ref()?;
-        Some(format!("{}:{delivery}", self.message.via))
-    }
-
-    /// True for a delivery already handled (a re-delivered update, a double click); marks this
-    /// one as handled in the same step.
-    async fn is_duplicate(&self) -> bool {
-        let Some(key) = self.delivery_key() else {
-            return false;
         };
-        let dedupe = &self.bridge.inbox().store.dedupe;
-        match dedupe.first_sighting(&key, DUPLICATE_WINDOW).await {
-            Ok(first) => {
-                if !first {
-                    tracing::debug!(delivery = %key, "duplicate delivery dropped");
-                }
-                !first
-            }
-            // Better to risk handling a duplicate (claims are once-only anyway) than to drop a
-            // person's message.
-            Err(error) => {
-                tracing::warn!(error = %Chain(&error), "cannot check for duplicate deliveries");
-                false
-            }
-        }
-    }
-
-    /// Forgets this delivery, so that it is handled when it comes again.
-    async fn forget_delivery(&self) {
-        let Some(key) = self.delivery_key() else {
-            return;
-        };
-        let dedupe = &self.bridge.inbox().store.dedupe;
-        if let Err(error) = dedupe.forget(&key).await {
-            tracing::warn!(error = %Chain(&error), delivery = %key, "cannot forget a failed delivery");
-        }
+        (reply, true)
     }
 
     fn has_flow(&self, name: &str) -> bool {

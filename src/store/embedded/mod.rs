@@ -248,6 +248,8 @@ impl Admin for EmbeddedStore {
             txn.open_table(DRAFTS)?
                 .retain(|(id, _), _| !matches!(questions.get(id), Ok(None)))?;
             txn.open_table(SEEN)?.retain(|_, until| until > now.0)?;
+            txn.open_table(tables::IN_HAND)?
+                .retain(|_, until| until > now.0)?;
             txn.open_table(tables::SESSIONS_CLOSED)?
                 .retain(|_, until| until > now.0)?;
             txn.open_table(tables::IDEMPOTENCY)?

@@ -2,8 +2,10 @@
 //! dedupe, in the embedded store.
 
 use super::EmbeddedStore;
-use super::tables::{DUE, DUE_AT, EFFECTS, ID_END, SEEN, SHOWN, remove_open, set_due, work_in};
-use crate::store::{Dedupe, Deliveries, Error, Outbox, Result, Shown, Work};
+use super::tables::{
+    DUE, DUE_AT, EFFECTS, ID_END, IN_HAND, SEEN, SHOWN, remove_open, set_due, work_in,
+};
+use crate::store::{Dedupe, Deliveries, Error, Outbox, Result, Shown, Sighting, Work};
 use askbridge_core::{Millis, Question, QuestionId};
 use async_trait::async_trait;
 use redb::{ReadableDatabase as _, ReadableTable};
@@ -158,10 +160,42 @@ impl Dedupe for EmbeddedStore {
         .await
     }
 
+    async fn take_in_hand(&self, key: &str, lease: Duration) -> Result<Sighting> {
+        let key = key.to_owned();
+        self.write(move |txn| {
+            let now = Millis::now();
+            let live = |until: Option<redb::AccessGuard<'_, u64>>| {
+                until.is_some_and(|until| until.value() > now.0)
+            };
+            if live(txn.open_table(SEEN)?.get(key.as_str())?) {
+                return Ok(Sighting::Handled);
+            }
+            let mut in_hand = txn.open_table(IN_HAND)?;
+            if live(in_hand.get(key.as_str())?) {
+                return Ok(Sighting::InHand);
+            }
+            in_hand.insert(key.as_str(), now.after(lease).0)?;
+            Ok(Sighting::First)
+        })
+        .await
+    }
+
+    async fn settle(&self, key: &str, ttl: Duration) -> Result<()> {
+        let key = key.to_owned();
+        self.write(move |txn| {
+            txn.open_table(IN_HAND)?.remove(key.as_str())?;
+            let until = Millis::now().after(ttl).0;
+            txn.open_table(SEEN)?.insert(key.as_str(), until)?;
+            Ok(())
+        })
+        .await
+    }
+
     async fn forget(&self, key: &str) -> Result<()> {
         let key = key.to_owned();
         self.write(move |txn| {
             txn.open_table(SEEN)?.remove(key.as_str())?;
+            txn.open_table(IN_HAND)?.remove(key.as_str())?;
             Ok(())
         })
         .await

@@ -16,6 +16,8 @@ pub(super) const DUE_AT: TableDefinition<&str, u64> = TableDefinition::new("due_
 pub(super) const BY_SESSION: TableDefinition<(&str, &str), ()> = TableDefinition::new("by_session");
 pub(super) const BY_TARGET: TableDefinition<(&str, &str), ()> = TableDefinition::new("by_target");
 pub(super) const SEEN: TableDefinition<&str, u64> = TableDefinition::new("seen");
+/// Deliveries taken in hand, and when their lease lapses (`Dedupe::take_in_hand`).
+pub(super) const IN_HAND: TableDefinition<&str, u64> = TableDefinition::new("in_hand");
 pub(super) const RUNS: TableDefinition<&str, &str> = TableDefinition::new("runs");
 pub(super) const RUN_LEASES: TableDefinition<(u64, &str), ()> = TableDefinition::new("run_leases");
 pub(super) const RUN_LEASE_AT: TableDefinition<&str, u64> = TableDefinition::new("run_lease_at");
@@ -59,6 +61,7 @@ pub(super) fn create_all(txn: &WriteTransaction) -> Result<()> {
     txn.open_table(BY_SESSION)?;
     txn.open_table(BY_TARGET)?;
     txn.open_table(SEEN)?;
+    txn.open_table(IN_HAND)?;
     txn.open_table(RUNS)?;
     txn.open_table(RUN_LEASES)?;
     txn.open_table(RUN_LEASE_AT)?;

@@ -52,6 +52,8 @@ pub(super) struct State {
     due_at: HashMap<QuestionId, Millis>,
     /// Delivery keys and when they may be forgotten.
     seen: HashMap<String, Millis>,
+    /// Deliveries taken in hand and when their lease lapses.
+    in_hand: HashMap<String, Millis>,
     runs: HashMap<RunId, Run>,
     rules: BTreeMap<RuleId, Rule>,
     /// The rules by where an approval looks for them (`rule_index.rs`).
@@ -221,6 +223,7 @@ impl Admin for MemoryStore {
             .unwrap_or_else(|p| p.into_inner())
             .retain(|(id, _), _| state.questions.contains_key(id));
         state.seen.retain(|_, until| *until > now);
+        state.in_hand.retain(|_, until| *until > now);
         let audit_retention = self.options.audit_retention;
         state.audit.retain(|e| e.at.after(audit_retention) > now);
         state.runs.retain(|_, run| {

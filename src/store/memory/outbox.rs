@@ -2,7 +2,7 @@
 //! dedupe, in memory.
 
 use super::MemoryStore;
-use crate::store::{Dedupe, Deliveries, Outbox, Result, Shown, Work};
+use crate::store::{Dedupe, Deliveries, Outbox, Result, Shown, Sighting, Work};
 use askbridge_core::{Millis, Question, QuestionId};
 use async_trait::async_trait;
 use std::time::Duration;
@@ -105,8 +105,30 @@ impl Dedupe for MemoryStore {
         }
     }
 
+    async fn take_in_hand(&self, key: &str, lease: Duration) -> Result<Sighting> {
+        let now = Millis::now();
+        let mut state = self.state();
+        if state.seen.get(key).is_some_and(|until| *until > now) {
+            return Ok(Sighting::Handled);
+        }
+        if state.in_hand.get(key).is_some_and(|until| *until > now) {
+            return Ok(Sighting::InHand);
+        }
+        state.in_hand.insert(key.to_owned(), now.after(lease));
+        Ok(Sighting::First)
+    }
+
+    async fn settle(&self, key: &str, ttl: Duration) -> Result<()> {
+        let mut state = self.state();
+        state.in_hand.remove(key);
+        state.seen.insert(key.to_owned(), Millis::now().after(ttl));
+        Ok(())
+    }
+
     async fn forget(&self, key: &str) -> Result<()> {
-        self.state().seen.remove(key);
+        let mut state = self.state();
+        state.seen.remove(key);
+        state.in_hand.remove(key);
         Ok(())
     }
 }

@@ -5,10 +5,13 @@ use super::RedisStore;
 use super::codec::work_of;
 use super::keys::{BUCKETS, question_bucket};
 use super::scripts::{FINISH, LEASE, MARK_EFFECT, RECORD_SHOWN};
-use crate::store::{Dedupe, Deliveries, Error, Outbox, Result, Shown, Work};
+use crate::store::{Dedupe, Deliveries, Error, Outbox, Result, Shown, Sighting, Work};
 use askbridge_core::{Millis, Question, QuestionId};
 use async_trait::async_trait;
 use std::time::Duration;
+
+/// What a delivery key holds while its delivery is in someone's hand.
+const IN_HAND: &str = "in-hand";
 
 fn parse_ids(ids: &[String], index: &str) -> Result<Vec<QuestionId>> {
     ids.iter()
@@ -157,6 +160,37 @@ impl Dedupe for RedisStore {
             .arg(ttl.as_millis() as u64);
         let set: Option<String> = self.query("set nx", &command).await?;
         Ok(set.is_some())
+    }
+
+    async fn take_in_hand(&self, key: &str, lease: Duration) -> Result<Sighting> {
+        // One key, one command (`SET … NX GET`, Redis 7): the mark a settled or first-sighted
+        // delivery holds is anything but `IN_HAND`.
+        let mut command = redis::cmd("SET");
+        command
+            .arg(self.keys.seen(key))
+            .arg(IN_HAND)
+            .arg("NX")
+            .arg("PX")
+            .arg(lease.as_millis().max(1) as u64)
+            .arg("GET");
+        let held: Option<String> = self.query("take in hand", &command).await?;
+        Ok(match held.as_deref() {
+            None => Sighting::First,
+            Some(IN_HAND) => Sighting::InHand,
+            Some(_) => Sighting::Handled,
+        })
+    }
+
+    async fn settle(&self, key: &str, ttl: Duration) -> Result<()> {
+        let mut command = redis::cmd("SET");
+        command
+            .arg(self.keys.seen(key))
+            .arg(1)
+            .arg("PX")
+            .arg(ttl.as_millis().max(1) as u64);
+        self.query::<Option<String>>("settle", &command)
+            .await
+            .map(drop)
     }
 
     async fn forget(&self, key: &str) -> Result<()> {

@@ -3,7 +3,7 @@
 
 use super::{Fixture, SETTLE, claim, question};
 use askbridge::store::ClaimOptions;
-use askbridge::store::{ListFilter, Shown};
+use askbridge::store::{ListFilter, Shown, Sighting};
 use askbridge_core::question::DEFAULT_TIMEOUT;
 use askbridge_core::{Millis, NewQuestion, QuestionId, Transition};
 use std::time::Duration;
@@ -153,6 +153,48 @@ async fn duplicate_deliveries_are_recognised(f: Fixture) {
     );
 }
 
+/// A delivery taken in hand is in hand for others until its holder settles it (then it is
+/// handled) or its lease lapses (then the next to come takes it); a forgotten one is new again,
+/// and a key marked by `first_sighting` counts as handled.
+async fn a_delivery_in_hand_is_settled_or_its_lease_lapses(f: Fixture) {
+    let lease = Duration::from_secs(60);
+    let window = Duration::from_secs(600);
+    let take = |key: &'static str, lease: Duration| {
+        let store = f.store.clone();
+        async move { store.take_in_hand(key, lease).await.unwrap() }
+    };
+    assert_eq!(take("telegram:7", lease).await, Sighting::First);
+    assert_eq!(take("telegram:7", lease).await, Sighting::InHand);
+    f.store.settle("telegram:7", window).await.unwrap();
+    assert_eq!(take("telegram:7", lease).await, Sighting::Handled);
+
+    let short = Duration::from_millis(40);
+    assert_eq!(take("telegram:8", short).await, Sighting::First);
+    assert_eq!(take("telegram:8", lease).await, Sighting::InHand);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        take("telegram:8", lease).await,
+        Sighting::First,
+        "the dead holder's lease lapsed"
+    );
+    f.store.forget("telegram:8").await.unwrap();
+    assert_eq!(
+        take("telegram:8", lease).await,
+        Sighting::First,
+        "forgotten"
+    );
+
+    assert!(f.store.first_sighting("telegram:9", window).await.unwrap());
+    assert_eq!(take("telegram:9", lease).await, Sighting::Handled);
+    f.store.settle("telegram:10", short).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        take("telegram:10", lease).await,
+        Sighting::First,
+        "forgotten after the window"
+    );
+}
+
 /// A question with a reminder and an escalation step: due at its first nudge, not its deadline;
 /// listed under the step's target too (a plain reply there finds it); a nudge's mark is new once;
 /// and the step's target leaves the index with the question.
@@ -224,4 +266,5 @@ conformance!(
     due_entries_are_leased_rescheduled_and_settled,
     deliveries_and_effects_are_recorded,
     duplicate_deliveries_are_recognised,
+    a_delivery_in_hand_is_settled_or_its_lease_lapses,
 );
