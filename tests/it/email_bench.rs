@@ -34,7 +34,7 @@ const GIVE_UP: Duration = Duration::from_secs(30);
 
 /// Waits on a blocking thread until `ready`, checking every [`WATCH_EVERY`]; returns when it was
 /// first seen.
-async fn seen(mut ready: impl FnMut() -> bool + Send + 'static) -> Instant {
+pub(crate) async fn seen(mut ready: impl FnMut() -> bool + Send + 'static) -> Instant {
     tokio::task::spawn_blocking(move || {
         let deadline = Instant::now() + GIVE_UP;
         while !ready() {
@@ -48,7 +48,7 @@ async fn seen(mut ready: impl FnMut() -> bool + Send + 'static) -> Instant {
 }
 
 /// `GET /api/questions/{id}/wait` parked (a moment to reach the server), and when it returned.
-async fn parked_wait(base: &str, id: &str) -> tokio::task::JoinHandle<(Instant, Value)> {
+pub(crate) async fn parked_wait(base: &str, id: &str) -> tokio::task::JoinHandle<(Instant, Value)> {
     let url = format!("{base}/api/questions/{id}/wait?timeout_s=30");
     let waiter = tokio::spawn(async move {
         let response = http().get(url).send().await.unwrap();
@@ -59,7 +59,7 @@ async fn parked_wait(base: &str, id: &str) -> tokio::task::JoinHandle<(Instant, 
     waiter
 }
 
-async fn ask(base: &str, target: &str, answerer: &str) -> String {
+pub(crate) async fn ask(base: &str, target: &str, answerer: &str) -> String {
     let body = json!({
         "session_id": "bench", "prompt": "Which library?", "options": ["dayjs", "date-fns"],
         "targets": [target], "answerers": [answerer],
@@ -72,7 +72,7 @@ async fn ask(base: &str, target: &str, answerer: &str) -> String {
     created["id"].as_str().unwrap().to_owned()
 }
 
-fn line(what: &str, samples: &mut [Duration]) -> String {
+pub(crate) fn line(what: &str, samples: &mut [Duration]) -> String {
     samples.sort_unstable();
     let at = |p: f64| {
         let rank = ((p * samples.len() as f64).ceil() as usize).clamp(1, samples.len());
@@ -149,7 +149,7 @@ async fn email_round(servers: &Arc<MailServers>, base: &str, round: usize) -> (D
 }
 
 /// One Telegram round: (POST -> sendMessage, update queued -> wait released).
-async fn telegram_round(fake: &FakeTelegram, base: &str) -> (Duration, Duration) {
+pub(crate) async fn telegram_round(fake: &FakeTelegram, base: &str) -> (Duration, Duration) {
     let asked = Instant::now();
     let id = ask(base, &format!("telegram:{GROUP}"), "telegram:7").await;
     let shown = {

@@ -47,6 +47,7 @@ mod rules;
 mod runs_crash;
 mod settings;
 mod slack;
+mod slack_bench;
 mod slack_modals;
 mod slack_socket;
 mod store_conformance;

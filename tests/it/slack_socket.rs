@@ -21,11 +21,11 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 const WITHIN: Duration = Duration::from_secs(20);
-const CHANNEL: &str = "C0SOCKET1";
-const ALICE: &str = "U0ALICE01";
+pub(crate) const CHANNEL: &str = "C0SOCKET1";
+pub(crate) const ALICE: &str = "U0ALICE01";
 
 /// The two fakes, the Web API handing out the socket's URL.
-fn fakes() -> (FakeSlack, FakeSocket) {
+pub(crate) fn fakes() -> (FakeSlack, FakeSocket) {
     let (web, socket) = (FakeSlack::start(), FakeSocket::start());
     web.socket_mode(&socket.url);
     (web, socket)
@@ -83,7 +83,7 @@ async fn shown(bridge: &Bridge, id: &QuestionId) -> String {
 }
 
 /// A click by `user` on option `choice` of question `id`, shown in message `ts`, at `at`.
-fn click(user: &str, id: &str, ts: &str, choice: usize, at: &str) -> Value {
+pub(crate) fn click(user: &str, id: &str, ts: &str, choice: usize, at: &str) -> Value {
     json!({
         "type": "block_actions",
         "user": {"id": user, "username": user.to_lowercase()},

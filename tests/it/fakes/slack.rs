@@ -130,6 +130,14 @@ impl FakeSlack {
         self.inner.lock().unwrap().socket_url = Some(url.to_owned());
     }
 
+    /// The ts of the first message in `channel` whose text or blocks hold `needle`.
+    pub fn find(&self, channel: &str, needle: &str) -> Option<String> {
+        let inner = self.inner.lock().unwrap();
+        inner.messages.iter().find_map(|((c, ts), message)| {
+            (c == channel && message.to_string().contains(needle)).then(|| ts.clone())
+        })
+    }
+
     /// The app is not a member of `channel`.
     pub fn not_in_channel(&self, channel: &str) {
         self.inner.lock().unwrap().not_in.insert(channel.to_owned());

@@ -1,0 +1,146 @@
+//! Slack's latency, beside Telegram's in the same run and the same `askbridge serve` (a
+//! benchmark, not a test: it asserts only that each step happened):
+//!
+//! ```sh
+//! cargo test --test it slack_latency -- --ignored --nocapture
+//! ASKBRIDGE_BINARY=target/release/askbridge cargo test --test it slack_latency -- --ignored --nocapture
+//! ```
+//!
+//! One process on a real redis-server with Slack (Socket Mode: the fake Web API and the fake
+//! socket of `fakes/`) and Telegram (the fake Bot API, long polling) on at once. Over [`ROUNDS`]
+//! questions each, alternating: from `POST /api/questions` to the fake's `chat.postMessage` (or
+//! `sendMessage`), and from a click sent down the socket (or an update queued) to `GET …/wait`
+//! released. It prints the first round's Slack calls as the fakes recorded them: the question,
+//! the click's envelope and its acknowledgement, the withdrawal.
+
+use crate::email_bench::{ask, line, parked_wait, seen, telegram_round};
+use crate::fakes::slack::{FakeSlack, TOKEN};
+use crate::fakes::slack_socket::FakeSocket;
+use crate::fakes::telegram::FakeTelegram;
+use crate::redis_server::RedisServer;
+use crate::slack_socket::{ALICE, CHANNEL, click, fakes};
+use crate::support::{Process, askbridge_binary};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const ROUNDS: usize = 200;
+
+/// One Slack round: (POST -> chat.postMessage, click sent -> wait released), and the envelope.
+async fn slack_round(
+    web: &Arc<FakeSlack>,
+    socket: &FakeSocket,
+    base: &str,
+    round: usize,
+) -> (Duration, Duration, String) {
+    let asked = Instant::now();
+    let id = ask(base, &format!("slack:{CHANNEL}"), &format!("slack:{ALICE}")).await;
+    let (finder, needle) = (web.clone(), id.clone());
+    let shown = seen(move || finder.find(CHANNEL, &needle).is_some()).await;
+    let ts = web.find(CHANNEL, &id).unwrap();
+    let waiter = parked_wait(base, &id).await;
+    let clicked = Instant::now();
+    let at = format!("1800000000.{round:06}");
+    let envelope = socket.send("interactive", click(ALICE, &id, &ts, 2, &at));
+    let (released, question) = waiter.await.unwrap();
+    assert_eq!(question["status"], "answered", "{question}");
+    (shown - asked, released - clicked, envelope)
+}
+
+/// Every text and button value in a message's blocks, in order.
+fn shown_text(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, inner) in map {
+                match (key.as_str(), inner) {
+                    ("text" | "value", serde_json::Value::String(text)) => out.push(text.clone()),
+                    _ => shown_text(inner, out),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|i| shown_text(i, out)),
+        _ => {}
+    }
+}
+
+/// The first round as the fakes recorded it.
+fn transcript(web: &FakeSlack, socket: &FakeSocket, envelope: &str) {
+    println!("--- one question on Slack, as the fakes recorded it");
+    for call in web.calls() {
+        if !call.method.starts_with("chat.") {
+            continue;
+        }
+        let mut text = Vec::new();
+        shown_text(&call.body["blocks"], &mut text);
+        println!(
+            "web  {} -> {}: {}",
+            call.method,
+            call.status,
+            text.join(" | ")
+        );
+    }
+    let sent = socket.envelope(envelope);
+    println!(
+        "sock {} envelope {envelope}: {} by {}, sent to connection(s) {:?}, acknowledged {:?}",
+        sent.kind,
+        sent.payload["actions"][0]["value"],
+        sent.payload["user"]["id"],
+        sent.sent_to,
+        sent.acked
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: cargo test --test it slack_latency -- --ignored --nocapture"]
+async fn slack_latency_beside_telegram() {
+    let redis = RedisServer::start();
+    let (web, socket) = fakes();
+    let (web, socket) = (Arc::new(web), Arc::new(socket));
+    let telegram = FakeTelegram::start();
+    let mut env = telegram.serve_env(&redis);
+    env.extend([
+        ("SLACK_BOT_TOKEN", TOKEN.to_owned()),
+        ("SLACK_APP_TOKEN", crate::fakes::slack::APP_TOKEN.to_owned()),
+        ("SLACK_API_URL", web.api_url()),
+    ]);
+    let process = Process::spawn(&["serve"], &env);
+    let base = process.base.clone();
+    let open = socket.clone();
+    seen(move || !open.open().is_empty()).await;
+
+    // A round each first, not counted; the first Slack round is the transcript's.
+    let (_, _, envelope) = slack_round(&web, &socket, &base, 0).await;
+    let (withdrawn, acked, id) = (web.clone(), socket.clone(), envelope.clone());
+    seen(move || !withdrawn.calls_of("chat.update").is_empty()).await;
+    seen(move || acked.envelope(&id).acked.is_some()).await;
+    transcript(&web, &socket, &envelope);
+    telegram_round(&telegram, &base).await;
+    let (mut posted, mut slack_released) = (Vec::new(), Vec::new());
+    let (mut shown, mut telegram_released) = (Vec::new(), Vec::new());
+    // Alternating, so both see the same moments of this shared machine.
+    for round in 1..=ROUNDS {
+        let (to_posted, to_release, _) = slack_round(&web, &socket, &base, round).await;
+        posted.push(to_posted);
+        slack_released.push(to_release);
+        let (to_shown, to_release) = telegram_round(&telegram, &base).await;
+        shown.push(to_shown);
+        telegram_released.push(to_release);
+    }
+    println!("askbridge: {}", askbridge_binary());
+    for (what, samples) in [
+        (
+            "slack: POST /api/questions -> chat.postMessage",
+            &mut posted,
+        ),
+        (
+            "slack: click sent down the socket -> wait released",
+            &mut slack_released,
+        ),
+        ("telegram: POST /api/questions -> sendMessage", &mut shown),
+        (
+            "telegram: update queued -> wait released",
+            &mut telegram_released,
+        ),
+    ] {
+        println!("{}", line(what, samples));
+    }
+}
