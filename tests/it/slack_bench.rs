@@ -75,7 +75,7 @@ fn transcript(web: &FakeSlack, socket: &FakeSocket, envelope: &str) {
             "web  {} -> {}: {}",
             call.method,
             call.status,
-            text.join(" | ")
+            text.join(" | ").replace("\n\n", " / ").replace('\n', " / ")
         );
     }
     let sent = socket.envelope(envelope);
