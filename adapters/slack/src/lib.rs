@@ -21,12 +21,14 @@
 //!   acknowledged; shared by both transports.
 //! - `http.rs`: the routes Slack posts to in HTTP mode, their signature checked.
 //! - `socket.rs`: Socket Mode: connecting, reconnecting, acknowledging envelopes.
-//! - `modals.rs`: the modals for a rejection's reason and a whole form, and their submissions.
+//! - `modals.rs`: the modals for a rejection's reason, an approval's edited arguments and a whole
+//!   form, and their submissions; `prefill.rs`: their inputs' initial values.
 
 pub mod blocks;
 mod http;
 mod inbound;
 pub mod modals;
+mod prefill;
 mod sending;
 mod socket;
 

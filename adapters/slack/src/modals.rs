@@ -1,4 +1,5 @@
-//! Slack modals: an approval rejected with a reason, and a form answered whole.
+//! Slack modals: an approval rejected with a reason, an approval's arguments edited, and a form
+//! answered whole.
 //!
 //! Buttons stay commands (`blocks.rs` draws them): "Reject with a reason…" carries the Reject button's own command and
 //! the modal only adds the reason typed into it; "Fill in the form…" carries `/show <id>`. A
@@ -11,13 +12,19 @@
 //! ended) replaces the modal with the line saying why. Filling a form field by field in the
 //! thread stays available: the message keeps its field buttons.
 //!
+//! An approval's Edit button, when its `args_schema` is flat, opens the same inputs for the
+//! arguments, prefilled with the proposed values (core's `Question::edit_form`), and carries its
+//! own command (`/answer <id> edit #digest`): the submission is that command with the arguments'
+//! JSON, the typed edit, checked by the same grammar. Without a flat schema the button stays a
+//! command and the arguments are typed as JSON.
+//!
 //! Slack refuses a whole view that breaks a limit, so they are kept here, and the fake Slack
 //! checks them: a title, submit and close text of at most 24 characters, at most 100 blocks, a
 //! label or hint of at most 2,000, a placeholder of at most 150, an option's value of at most
 //! 150, at most 10 checkboxes, a text input's `max_length` of at most 3,000, `private_metadata`
 //! of at most 3,000.
 
-use crate::blocks::{OPTION_TEXT_CHARS, REASON_ACTION, SECTION_CHARS, escaped_within};
+use crate::blocks::{EDIT_ACTION, OPTION_TEXT_CHARS, REASON_ACTION, SECTION_CHARS, escaped_within};
 use crate::sending::SlackChannel;
 use crate::{SURFACE, Slack};
 use askbridge_core::command::{Command, CommandLine};
@@ -32,6 +39,8 @@ use std::sync::Arc;
 pub const REASON_CALLBACK: &str = "askbridge-reason";
 /// The callback id of the form modal.
 pub const FORM_CALLBACK: &str = "askbridge-form";
+/// The callback id of the modal editing an approval's arguments.
+pub const EDIT_CALLBACK: &str = "askbridge-edit";
 /// Slack's limit on a view's title, submit and close texts, in characters.
 pub const TITLE_CHARS: usize = 24;
 /// Slack's limit on a modal's blocks.
@@ -103,6 +112,30 @@ pub fn reason_view(question: &Question, meta: String) -> Value {
 
 /// The form modal: the question, then one input block per field, of the field's type.
 pub fn form_view(question: &Question, form: &FormSchema, meta: String) -> Value {
+    modal(
+        FORM_CALLBACK,
+        "Answer",
+        "Submit",
+        meta,
+        inputs(question, form),
+    )
+}
+
+/// The modal editing an approval's arguments: its edit form's inputs, each prefilled with the
+/// proposed value; submitting approves the action with these arguments.
+pub fn edit_view(question: &Question, form: &FormSchema, meta: String) -> Value {
+    let blocks = inputs(question, form);
+    modal(
+        EDIT_CALLBACK,
+        "Edit before approving",
+        "Approve",
+        meta,
+        blocks,
+    )
+}
+
+/// The question, then one input block per field of `form`, of the field's type.
+fn inputs(question: &Question, form: &FormSchema) -> Vec<Value> {
     let mut blocks = vec![prompt_section(question)];
     for (index, (name, field)) in form.properties.iter().enumerate().take(VIEW_BLOCKS - 1) {
         let mut block = json!({
@@ -116,7 +149,7 @@ pub fn form_view(question: &Question, form: &FormSchema, meta: String) -> Value 
         }
         blocks.push(block);
     }
-    modal(FORM_CALLBACK, "Answer", "Submit", meta, blocks)
+    blocks
 }
 
 fn options(field: &Field) -> Vec<Value> {
@@ -168,6 +201,7 @@ fn element(field: &Field) -> Value {
             }
         },
     };
+    crate::prefill::prefill(field, &mut element);
     element["action_id"] = json!(VALUE);
     element
 }
@@ -263,12 +297,17 @@ pub(crate) async fn open(slack: &Slack, inbox: &dyn Inbox, click: Click<'_>) {
             Err("You can't answer this question.")
         }
         Some(q) => {
-            let reason = click.action == REASON_ACTION;
-            let meta = metadata(click.channel, &q.id, reason.then_some(click.command));
-            match &q.form {
-                _ if reason => Ok(reason_view(q, meta)),
-                Some(form) => Ok(form_view(q, form, meta)),
-                None => Err("That question is not a form."),
+            // The reason and the edit complete the command their button carries.
+            let completes = click.action == REASON_ACTION || click.action == EDIT_ACTION;
+            let meta = metadata(click.channel, &q.id, completes.then_some(click.command));
+            match (click.action, &q.form) {
+                (REASON_ACTION, _) => Ok(reason_view(q, meta)),
+                (EDIT_ACTION, _) => match q.edit_form().filter(|_| q.edits_in_fields()) {
+                    Some(form) => Ok(edit_view(q, &form, meta)),
+                    None => Err("This approval's arguments are edited as JSON: edit {...}."),
+                },
+                (_, Some(form)) => Ok(form_view(q, form, meta)),
+                (_, None) => Err("That question is not a form."),
             }
         }
     };
@@ -317,13 +356,27 @@ pub(crate) async fn submitted(inbox: Arc<dyn Inbox>, by: Submitter, view: &Value
                 return json!({"response_action": "errors", "errors": {REASON: "A reason is needed."}});
             }
         },
-        Some(FORM_CALLBACK) => {
-            let Some(form) = inbox.current(&id).await.and_then(|q| q.form) else {
+        Some(callback @ (FORM_CALLBACK | EDIT_CALLBACK)) => {
+            let edit = callback == EDIT_CALLBACK;
+            let question = inbox.current(&id).await;
+            let form = match &question {
+                Some(q) if edit => q.edit_form(),
+                Some(q) => q.form.clone(),
+                None => None,
+            };
+            let (Some(form), command) = (form, meta["command"].as_str()) else {
                 return said("This question no longer exists.");
             };
-            match form.read_submitted(&submitted_fields(&form, values)) {
-                Ok(answer) => format!("/answer {id} {}", Value::Object(answer)),
-                Err(errors) => return field_errors(&form, &errors),
+            match (
+                form.read_submitted(&submitted_fields(&form, values)),
+                command,
+            ) {
+                (Ok(args), Some(command)) if edit => format!("{command} {}", Value::Object(args)),
+                (Ok(answer), _) if !edit => format!("/answer {id} {}", Value::Object(answer)),
+                (Ok(_), _) => {
+                    return said("This form cannot be read; open it again from the question.");
+                }
+                (Err(errors), _) => return field_errors(&form, &errors),
             }
         }
         _ => return said("This form cannot be read; open it again from the question."),
