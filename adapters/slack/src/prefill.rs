@@ -26,11 +26,10 @@ pub(crate) fn prefill(field: &Field, element: &mut Value) {
         element["options"].get(at).cloned()
     };
     match (element["type"].as_str().unwrap_or_default(), field.kind) {
-        ("checkboxes", FieldType::Boolean) => {
-            if default == &Value::Bool(true) {
-                element["initial_options"] = json!([element["options"][0].clone()]);
-            }
+        ("checkboxes", FieldType::Boolean) if default == &Value::Bool(true) => {
+            element["initial_options"] = json!([element["options"][0].clone()]);
         }
+        ("checkboxes", FieldType::Boolean) => {}
         ("checkboxes" | "multi_static_select", _) => {
             let chosen: Option<Vec<Value>> = default
                 .as_array()
