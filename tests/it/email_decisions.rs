@@ -4,6 +4,7 @@
 //! surface shares; an edit breaking the schema and a decision the approval does not offer each
 //! get a polite refusal in the thread and decide nothing.
 
+use crate::approvals_edit::{assert_edited, deploy, deploy_schema};
 use crate::email::{ALICE, BRIDGE, Held, Setup, reply_mail, setup_with};
 use serde_json::{Value, json};
 
@@ -12,12 +13,9 @@ fn approval(allowed: &[&str]) -> Value {
         "session_id": "mail",
         "kind": "approval",
         "prompt": "Deploy the invoice service?",
-        "action": {"tool": "deploy", "args": {"env": "staging", "replicas": 2}},
+        "action": {"tool": "deploy", "args": deploy().args},
         "allowed": allowed,
-        "args_schema": {"type": "object", "properties": {
-            "env": {"type": "string", "enum": ["staging", "production"]},
-            "replicas": {"type": "integer", "minimum": 1, "maximum": 10}},
-          "required": ["env", "replicas"]},
+        "args_schema": deploy_schema(),
         "targets": [format!("email:{ALICE}")],
         "answerers": [format!("email:{ALICE}")],
     })
@@ -92,17 +90,8 @@ async fn an_approval_is_edited_responded_or_refused_by_mail_reply() {
     println!("edit with replicas 3 -> {confirmation}");
     let q = s.question(&id).await;
     assert_eq!(q["status"], "answered", "{q}");
-    assert_eq!(q["resolution"]["value"], "edit", "{q}");
-    assert_eq!(q["resolution"]["by"], format!("email:{ALICE}"));
-    let edited = &q["resolution"]["edited"];
-    assert_eq!(
-        edited["approved"]["args"],
-        json!({"env": "production", "replicas": 3})
-    );
-    assert_eq!(
-        edited["proposed"]["args"],
-        json!({"env": "staging", "replicas": 2})
-    );
+    let approved = json!({"env": "production", "replicas": 3});
+    assert_edited(&q["resolution"], &format!("email:{ALICE}"), approved);
     assert!(
         confirmation.contains("Approved with changes"),
         "{confirmation}"

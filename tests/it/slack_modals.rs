@@ -4,6 +4,7 @@
 //! one refused. Submissions are posted to `/slack/interactions` signed, as Slack posts them,
 //! with the view the fake recorded; Slack reads what to do with the modal in the answer's body.
 
+use crate::approvals_edit::{assert_edited, deploy, deploy_schema};
 use crate::slack::{ALICE, BOB, Rig, WITHIN, elements, ephemerals};
 use crate::support::eventually_some;
 use askbridge_core::{Question, Status};
@@ -203,16 +204,9 @@ async fn a_submission_after_the_question_ended_is_refused_politely() {
 
 fn approval_to_edit(args_schema: Value) -> Value {
     json!({"prompt": "Deploy?", "kind": "approval",
-           "action": {"tool": "deploy", "args": {"env": "staging", "replicas": 2}},
+           "action": {"tool": "deploy", "args": deploy().args},
            "allowed": ["once", "edit", "reject"], "args_schema": args_schema,
            "answerers": [format!("slack:{ALICE}")]})
-}
-
-fn deploy_schema() -> Value {
-    json!({"type": "object", "properties": {
-        "env": {"type": "string", "title": "Environment", "enum": ["staging", "production"]},
-        "replicas": {"type": "integer", "title": "Replicas", "minimum": 1, "maximum": 10}},
-      "required": ["env", "replicas"]})
 }
 
 fn edit_values(env: &str, replicas: &str) -> Value {
@@ -259,17 +253,8 @@ async fn an_approvals_edit_opens_a_prefilled_modal_a_bad_value_is_shown_on_its_f
     assert_eq!(good, json!({"response_action": "clear"}));
     let answered = rig.wait_status(&q.id, Status::Answered).await;
     let resolution = serde_json::to_value(answered.resolution.unwrap()).unwrap();
-    assert_eq!(resolution["value"], "edit", "{resolution}");
-    assert_eq!(resolution["by"], format!("slack:{ALICE}"));
-    let edited = &resolution["edited"];
-    assert_eq!(
-        edited["approved"]["args"],
-        json!({"env": "production", "replicas": 3})
-    );
-    assert_eq!(
-        edited["proposed"]["args"],
-        json!({"env": "staging", "replicas": 2})
-    );
+    let approved = json!({"env": "production", "replicas": 3});
+    assert_edited(&resolution, &format!("slack:{ALICE}"), approved);
 }
 
 #[tokio::test]
