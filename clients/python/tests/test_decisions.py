@@ -24,6 +24,9 @@ SCHEMA = {
 }
 PROPOSED = {"env": "staging", "replicas": 2}
 ALL: list[Decision] = ["once", "edit", "respond", "reject"]
+#: How long an ask waits for the person's thread: a thread that failed ends the test (TimedOut)
+#: instead of hanging it.
+WAIT = 30.0
 
 
 def deciding(
@@ -34,10 +37,9 @@ def deciding(
     results: list[object] = []
 
     def run() -> None:
-        question_id = person.pending(session)["id"]
         with Client(server.url) as client:
             try:
-                results.append(decide(client, question_id))
+                results.append(decide(client, person.pending(session)["id"]))
             except Exception as error:
                 results.append(error)
 
@@ -64,7 +66,9 @@ def test_an_edit_is_checked_against_the_schema_and_comes_back_to_run(
         return breaking, unknown, still, edited
 
     thread, results = deciding(server, person, api.session, decide)
-    approval = api.approve("deploy", PROPOSED, allowed=ALL, args_schema=SCHEMA, answerers=["api"])
+    approval = api.approve(
+        "deploy", PROPOSED, allowed=ALL, args_schema=SCHEMA, answerers=["api"], timeout_s=WAIT
+    )
     thread.join(10)
     [(breaking, unknown, still, edited)] = cast(
         list[tuple[ApiError, ApiError, Question, Question]], results
@@ -101,7 +105,7 @@ def test_a_response_is_the_tools_result(api: Api, server: Server, person: Person
         lambda client, q: client.decide(q, "respond", text="use the blue one"),
     )
     approval = api.approve(
-        "ask_user", {"question": "Which colour?"}, allowed=ALL, answerers=["api"]
+        "ask_user", {"question": "Which colour?"}, allowed=ALL, answerers=["api"], timeout_s=WAIT
     )
     thread.join(10)
     assert isinstance(results[0], Question), results
@@ -113,7 +117,7 @@ def test_a_response_is_the_tools_result(api: Api, server: Server, person: Person
 
 def test_once_still_runs_the_proposed_arguments(api: Api, server: Server, person: Person) -> None:
     thread, _ = deciding(server, person, api.session, lambda c, q: c.decide(q, "once"))
-    approval = api.approve("deploy", PROPOSED, allowed=ALL, answerers=["api"])
+    approval = api.approve("deploy", PROPOSED, allowed=ALL, answerers=["api"], timeout_s=WAIT)
     thread.join(10)
     assert approval.decision == "once"
     assert approval.args == PROPOSED
@@ -151,7 +155,9 @@ def test_a_decorated_function_runs_with_the_edited_arguments(
     client = Client(server.url, session="decorator-edit")
     ran: list[tuple[str, int]] = []
 
-    @require_approval(client=client, answerers=["api"], allowed=ALL[:2], args_schema=SCHEMA)
+    @require_approval(
+        client=client, answerers=["api"], allowed=ALL[:2], args_schema=SCHEMA, timeout_s=WAIT
+    )
     def deploy(env: str, replicas: int = 2) -> str:
         ran.append((env, replicas))
         return env
