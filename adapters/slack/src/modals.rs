@@ -24,11 +24,11 @@
 //! 150, at most 10 checkboxes, a text input's `max_length` of at most 3,000, `private_metadata`
 //! of at most 3,000.
 
-use crate::blocks::{EDIT_ACTION, OPTION_TEXT_CHARS, REASON_ACTION, SECTION_CHARS, escaped_within};
+use crate::blocks::{EDIT_ACTION, REASON_ACTION, SECTION_CHARS, escaped_within};
 use crate::sending::SlackChannel;
 use crate::{SURFACE, Slack};
 use askbridge_core::command::{Command, CommandLine};
-use askbridge_core::form::{Field, FieldType, FormSchema};
+use askbridge_core::form::{FieldType, FormSchema};
 use askbridge_core::render;
 use askbridge_core::{IdRef, Identity, Inbound, Inbox, Millis, Question, QuestionId, Target, Tone};
 use serde_json::{Map, Value, json};
@@ -58,7 +58,7 @@ const REASON: &str = "reason";
 /// The action id of every form field's input (its block id tells the fields apart).
 const VALUE: &str = "value";
 
-fn plain(text: &str, max: usize) -> Value {
+pub(crate) fn plain(text: &str, max: usize) -> Value {
     json!({"type": "plain_text", "text": render::shorten(text, max)})
 }
 
@@ -140,7 +140,7 @@ fn inputs(question: &Question, form: &FormSchema) -> Vec<Value> {
     for (index, (name, field)) in form.properties.iter().enumerate().take(VIEW_BLOCKS - 1) {
         let mut block = json!({
             "type": "input", "block_id": field_block(index),
-            "label": plain(form.title(name), LABEL_CHARS), "element": element(field),
+            "label": plain(form.title(name), LABEL_CHARS), "element": crate::inputs::element(field, VALUE),
             // A boolean's unchecked box is an answer ("no"), so Slack must not insist on it.
             "optional": !form.is_required(name) || field.kind == FieldType::Boolean,
         });
@@ -150,60 +150,6 @@ fn inputs(question: &Question, form: &FormSchema) -> Vec<Value> {
         blocks.push(block);
     }
     blocks
-}
-
-fn options(field: &Field) -> Vec<Value> {
-    // Values are the choices' numbers, which read back as those choices (see `Field::read`),
-    // whatever the choices' length.
-    (0..field.choices().len())
-        .map(|i| {
-            json!({"text": plain(field.choice_label(i), OPTION_TEXT_CHARS),
-                   "value": (i + 1).to_string()})
-        })
-        .collect()
-}
-
-/// A field's input element.
-fn element(field: &Field) -> Value {
-    let mut element = match field.kind {
-        FieldType::Boolean => json!({"type": "checkboxes",
-            "options": [{"text": plain("Yes", OPTION_TEXT_CHARS), "value": "yes"}]}),
-        FieldType::Array if field.choices().len() <= CHECKBOXES => {
-            json!({"type": "checkboxes", "options": options(field)})
-        }
-        FieldType::Array => json!({"type": "multi_static_select", "options": options(field)}),
-        FieldType::String if !field.choices().is_empty() => {
-            json!({"type": "static_select", "options": options(field)})
-        }
-        FieldType::Integer | FieldType::Number => {
-            let mut number = json!({"type": "number_input",
-                                    "is_decimal_allowed": field.kind == FieldType::Number});
-            if let Some(min) = field.minimum {
-                number["min_value"] = json!(min.to_string());
-            }
-            if let Some(max) = field.maximum {
-                number["max_value"] = json!(max.to_string());
-            }
-            number
-        }
-        FieldType::String => match field.format.as_deref() {
-            Some("email") => json!({"type": "email_text_input"}),
-            Some("uri") => json!({"type": "url_text_input"}),
-            Some("date") => json!({"type": "datepicker"}),
-            _ => {
-                let longest = field
-                    .max_length
-                    .unwrap_or(askbridge_core::form::DEFAULT_MAX_LENGTH)
-                    .min(INPUT_CHARS);
-                json!({"type": "plain_text_input", "max_length": longest,
-                       "multiline": longest > 150,
-                       "placeholder": plain(&field.expects(), OPTION_VALUE_CHARS)})
-            }
-        },
-    };
-    crate::prefill::prefill(field, &mut element);
-    element["action_id"] = json!(VALUE);
-    element
 }
 
 /// The inputs of a submitted form modal (`view.state.values`), field by field, as core reads

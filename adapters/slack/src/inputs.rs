@@ -1,20 +1,78 @@
-//! A modal input's initial value: the field's default, which for an approval's edit is the
-//! proposed argument (core's `Question::edit_form`), so the person changes what should differ
-//! and submits the rest as proposed.
+//! A modal's input for one form field: the element of the field's type (a select for a choice,
+//! checkboxes for several choices or a yes/no, a number input with the bounds, a date picker, an
+//! email or URL input, a text input with the length bound), starting at the field's default,
+//! which for an approval's edit is the proposed argument (core's `Question::edit_form`): the
+//! person changes what should differ and submits the rest as proposed.
 //!
 //! Apart from the modal's layout because Slack refuses the whole view (`invalid_arguments`) for
-//! one bad initial value, and each element takes its own kind: a select's `initial_option` must
-//! be one of its options exactly, checkboxes and multi-selects take `initial_options`, a number
-//! its text, a date `YYYY-MM-DD`, a text at most its `max_length`. A default that cannot be
-//! shown that way is left out: the input starts empty, and an empty optional field still
-//! submits as its default (`FormSchema::read_submitted`).
+//! one bad element, and each element takes its initial value in its own kind: a select's
+//! `initial_option` must be one of its options exactly, checkboxes and multi-selects take
+//! `initial_options`, a number its text, a date `YYYY-MM-DD`, a text at most its `max_length`. A
+//! default that cannot be shown that way is left out: the input starts empty, and an empty
+//! optional field still submits as its default (`FormSchema::read_submitted`).
 
+use crate::blocks::OPTION_TEXT_CHARS;
+use crate::modals::{CHECKBOXES, INPUT_CHARS, OPTION_VALUE_CHARS, plain};
 use askbridge_core::form::{Field, FieldType};
 use serde_json::{Value, json};
 
+fn options(field: &Field) -> Vec<Value> {
+    // Values are the choices' numbers, which read back as those choices (see `Field::read`),
+    // whatever the choices' length.
+    (0..field.choices().len())
+        .map(|i| {
+            json!({"text": plain(field.choice_label(i), OPTION_TEXT_CHARS),
+                   "value": (i + 1).to_string()})
+        })
+        .collect()
+}
+
+/// A field's input element, its action id `action`, starting at the field's default.
+pub(crate) fn element(field: &Field, action: &str) -> Value {
+    let mut element = match field.kind {
+        FieldType::Boolean => json!({"type": "checkboxes",
+            "options": [{"text": plain("Yes", OPTION_TEXT_CHARS), "value": "yes"}]}),
+        FieldType::Array if field.choices().len() <= CHECKBOXES => {
+            json!({"type": "checkboxes", "options": options(field)})
+        }
+        FieldType::Array => json!({"type": "multi_static_select", "options": options(field)}),
+        FieldType::String if !field.choices().is_empty() => {
+            json!({"type": "static_select", "options": options(field)})
+        }
+        FieldType::Integer | FieldType::Number => {
+            let mut number = json!({"type": "number_input",
+                                    "is_decimal_allowed": field.kind == FieldType::Number});
+            if let Some(min) = field.minimum {
+                number["min_value"] = json!(min.to_string());
+            }
+            if let Some(max) = field.maximum {
+                number["max_value"] = json!(max.to_string());
+            }
+            number
+        }
+        FieldType::String => match field.format.as_deref() {
+            Some("email") => json!({"type": "email_text_input"}),
+            Some("uri") => json!({"type": "url_text_input"}),
+            Some("date") => json!({"type": "datepicker"}),
+            _ => {
+                let longest = field
+                    .max_length
+                    .unwrap_or(askbridge_core::form::DEFAULT_MAX_LENGTH)
+                    .min(INPUT_CHARS);
+                json!({"type": "plain_text_input", "max_length": longest,
+                       "multiline": longest > 150,
+                       "placeholder": plain(&field.expects(), OPTION_VALUE_CHARS)})
+            }
+        },
+    };
+    prefill(field, &mut element);
+    element["action_id"] = json!(action);
+    element
+}
+
 /// `element` (made for `field` by the modal, with its `options`) given the field's default as
 /// its initial value, where it can carry it.
-pub(crate) fn prefill(field: &Field, element: &mut Value) {
+fn prefill(field: &Field, element: &mut Value) {
     let Some(default) = &field.default else {
         return;
     };
