@@ -22,15 +22,25 @@ use std::time::Duration;
 
 const WITHIN: Duration = Duration::from_secs(10);
 
-fn deploy() -> Action {
+pub(crate) fn deploy() -> Action {
     Action::new("deploy", json!({"env": "staging", "replicas": 2}))
 }
 
-fn deploy_schema() -> Value {
+pub(crate) fn deploy_schema() -> Value {
     json!({"type": "object", "properties": {
         "env": {"type": "string", "enum": ["staging", "production"]},
         "replicas": {"type": "integer", "minimum": 1, "maximum": 10}
     }, "required": ["env", "replicas"]})
+}
+
+/// Asserts `resolution` (as JSON) is `deploy()` edited by `by` to run with `approved`, the
+/// proposed arguments kept beside them.
+pub(crate) fn assert_edited(resolution: &Value, by: &str, approved: Value) {
+    assert_eq!(resolution["value"], "edit", "{resolution}");
+    assert_eq!(resolution["by"], by, "{resolution}");
+    let edited = &resolution["edited"];
+    assert_eq!(edited["approved"]["args"], approved, "{resolution}");
+    assert_eq!(edited["proposed"]["args"], deploy().args, "{resolution}");
 }
 
 fn all() -> Vec<Decision> {

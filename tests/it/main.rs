@@ -27,6 +27,7 @@ mod discord;
 mod email;
 mod email_bench;
 mod email_crash;
+mod email_decisions;
 mod email_life;
 mod email_links;
 mod exec;

@@ -4,6 +4,7 @@
 //! one refused. Submissions are posted to `/slack/interactions` signed, as Slack posts them,
 //! with the view the fake recorded; Slack reads what to do with the modal in the answer's body.
 
+use crate::approvals_edit::{assert_edited, deploy, deploy_schema};
 use crate::slack::{ALICE, BOB, Rig, WITHIN, elements, ephemerals};
 use crate::support::eventually_some;
 use askbridge_core::{Question, Status};
@@ -199,4 +200,82 @@ async fn a_submission_after_the_question_ended_is_refused_politely() {
     assert!(line.starts_with("This question was withdrawn."), "{line}");
     assert_eq!(rig.get(&q.id).await.status, Status::Cancelled);
     assert!(crate::fakes::slack::check_view(&answer["view"]).is_ok());
+}
+
+fn approval_to_edit(args_schema: Value) -> Value {
+    json!({"prompt": "Deploy?", "kind": "approval",
+           "action": {"tool": "deploy", "args": deploy().args},
+           "allowed": ["once", "edit", "reject"], "args_schema": args_schema,
+           "answerers": [format!("slack:{ALICE}")]})
+}
+
+fn edit_values(env: &str, replicas: &str) -> Value {
+    json!({
+        "field-0": {"value": {"type": "static_select",
+                              "selected_option": {"text": {"type": "plain_text", "text": env}, "value": env}}},
+        "field-1": {"value": {"type": "number_input", "value": replicas}},
+    })
+}
+
+#[tokio::test]
+async fn an_approvals_edit_opens_a_prefilled_modal_a_bad_value_is_shown_on_its_field_then_it_edits()
+{
+    let rig = Rig::start().await;
+    let q = rig.ask(approval_to_edit(deploy_schema())).await;
+    let opener = element(&rig, &q, "askbridge-modal-edit").await;
+    assert_eq!(opener["text"]["text"], "Edit");
+    let view = open(&rig, ALICE, &opener, "trigger-edit").await;
+    println!("views.open: {view:#}");
+    assert_eq!(view["callback_id"], "askbridge-edit");
+    assert_eq!(block_ids(&view), ["field-0", "field-1"]);
+    // Prefilled with the proposed arguments (the fake refused an initial option not offered).
+    let env = &view["blocks"][1]["element"];
+    assert_eq!(env["initial_option"]["text"]["text"], "staging");
+    assert_eq!(view["blocks"][2]["element"]["initial_value"], "2");
+    assert!(rig.get(&q.id).await.is_pending(), "opening changes nothing");
+
+    let production = env["options"][1]["value"].as_str().unwrap();
+    let bad = submit(&rig, ALICE, &view, edit_values(production, "11")).await;
+    println!("submission with replicas 11 -> {bad}");
+    assert_eq!(bad["response_action"], "errors", "{bad}");
+    let errors = bad["errors"].as_object().unwrap();
+    assert_eq!(errors.keys().collect::<Vec<_>>(), ["field-1"]);
+    assert!(
+        errors["field-1"].as_str().unwrap().contains("out of range"),
+        "{bad}"
+    );
+    assert!(
+        rig.get(&q.id).await.is_pending(),
+        "a refused edit changes nothing"
+    );
+
+    let good = submit(&rig, ALICE, &view, edit_values(production, "3")).await;
+    assert_eq!(good, json!({"response_action": "clear"}));
+    let answered = rig.wait_status(&q.id, Status::Answered).await;
+    let resolution = serde_json::to_value(answered.resolution.unwrap()).unwrap();
+    let approved = json!({"env": "production", "replicas": 3});
+    assert_edited(&resolution, &format!("slack:{ALICE}"), approved);
+}
+
+#[tokio::test]
+async fn without_a_flat_schema_edit_stays_a_command_for_the_json() {
+    let rig = Rig::start().await;
+    let nested = json!({"type": "object", "properties": {
+        "env": {"anyOf": [{"type": "string"}, {"type": "null"}]}}});
+    let q = rig.ask(approval_to_edit(nested)).await;
+    let (_, posted) = rig.shown(&q).await;
+    let edit = elements(&posted)
+        .into_iter()
+        .find(|e| e["text"]["text"] == "Edit")
+        .unwrap_or_else(|| panic!("no Edit button in {posted}"));
+    assert_ne!(edit["action_id"], "askbridge-modal-edit", "{edit}");
+    rig.act(ALICE, edit, "trigger-json").await;
+    let line = eventually_some(WITHIN, "the line asking for JSON", || async {
+        ephemerals(&rig).into_iter().next()
+    })
+    .await;
+    let text = line.body["text"].as_str().unwrap();
+    assert!(text.contains("as JSON"), "{text}");
+    assert!(rig.fake.calls_of("views.open").is_empty());
+    assert!(rig.get(&q.id).await.is_pending());
 }

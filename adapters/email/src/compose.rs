@@ -43,11 +43,12 @@ fn single_line(text: &str) -> String {
 }
 
 /// How to answer by mail, in words.
-fn how_to_answer(question: &Question) -> String {
+pub(crate) fn how_to_answer(question: &Question) -> String {
     let id = &question.id;
     let what = match question.kind {
         Kind::Confirm => "yes or no".to_owned(),
-        Kind::Approval => "once, always or reject".to_owned(),
+        // Exactly the decisions this approval offers.
+        Kind::Approval => askbridge_core::decision::words(question.decisions()),
         Kind::Form => "the value of the field asked".to_owned(),
         Kind::Ask if question.options.is_empty() => "your answer".to_owned(),
         Kind::Ask if question.multi => "the numbers (e.g. 1,3)".to_owned(),

@@ -14,7 +14,8 @@
 //!
 //! - `lib.rs`: [`Email`], settings, and receiving one mail.
 //! - `address.rs`: the signed reply addresses.
-//! - `inbound.rs`: reading a raw mail: the checks, and the reply's own text (`quote.rs`).
+//! - `inbound.rs`: reading a raw mail: the checks, and the reply's own text (`quote.rs`);
+//!   `reply_command.rs`: the command that text stands for.
 //! - `compose.rs`: the mails' subjects and bodies.
 //! - `sending.rs`: the [`Channel`] side over SMTP.
 //! - `links.rs` and `page.rs`: one-click links (with a public URL) and the confirmation page
@@ -33,6 +34,7 @@ mod links;
 mod mailbox;
 mod page;
 mod quote;
+mod reply_command;
 mod sending;
 
 pub use address::{BadReplyAddress, ReplyAddresses, canonical};
@@ -41,8 +43,10 @@ pub use imap::{ImapError, ImapOptions, PROCESSED};
 pub use inbound::{Ignored, MailReply, Policy, SURFACE, dmarc_pass, read};
 pub use links::{BadPublicUrl, Link, OneClick, PAGE_PATH, Refused};
 pub use quote::{html_to_text, own_text};
+pub use reply_command::command_for;
+use reply_command::command_text;
 
-use askbridge_core::{Channel, Inbound, Inbox, Kind, Millis, Question, Secret, Target, Tone};
+use askbridge_core::{Channel, Inbound, Inbox, Millis, Question, Secret, Target, Tone};
 use lettre::message::Mailbox;
 use lettre::{AsyncSmtpTransport, Tokio1Executor};
 use sending::Sender;
@@ -309,7 +313,7 @@ impl Email {
             inbox.handle(inbound).await
         };
         let mailed = match &answer {
-            Some(answer) if may_answer => self.mail_back(&reply, answer).await,
+            Some(answer) if may_answer => self.mail_back(&reply, answer, question.as_ref()).await,
             Some(answer) => {
                 tracing::info!(
                     question_id = %reply.question,
@@ -366,7 +370,12 @@ impl Email {
         tracing::debug!(question_id = %reply.question, ?refused, "unverified reply recorded");
     }
 
-    async fn mail_back(&self, reply: &MailReply, answer: &askbridge_core::Reply) -> bool {
+    async fn mail_back(
+        &self,
+        reply: &MailReply,
+        answer: &askbridge_core::Reply,
+        question: Option<&Question>,
+    ) -> bool {
         if !self.sender.may_reply(&reply.address) {
             tracing::warn!(question_id = %reply.question, sender = %reply.sender, "too many replies to this address this minute: not mailed");
             return false;
@@ -374,10 +383,15 @@ impl Email {
         let subject = compose::reply_subject(reply.subject.as_deref());
         let mut body = answer.text.clone();
         if answer.tone == Tone::Refused {
-            body.push_str(&format!(
-                "\n\nReply to this mail with the number, the option, or /answer {} <choice>.",
-                reply.question
-            ));
+            // What would work: for the question at hand, what it takes (an approval's decisions).
+            let how = match answer.question.as_ref().or(question) {
+                Some(question) => compose::how_to_answer(question),
+                None => format!(
+                    "Reply to this mail with the number, the option, or /answer {} <choice>.",
+                    reply.question
+                ),
+            };
+            body.push_str(&format!("\n\n{how}"));
         }
         body.push('\n');
         match self
@@ -429,33 +443,6 @@ pub(crate) fn chat_for(question: Option<&Question>, address: &str) -> Target {
         })
         .cloned()
         .unwrap_or_else(|| Target::compose(SURFACE, address))
-}
-
-/// The command a reply's text stands for on `question`: a command as written; a choice read from
-/// the first line; free text (an open question, a custom answer) whole.
-pub fn command_for(question: &Question, text: &str) -> String {
-    let choice = match question.kind {
-        Kind::Ask => !question.options.is_empty() && !question.allow_custom,
-        Kind::Confirm | Kind::Approval | Kind::Form => true,
-    };
-    let first = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or_default();
-    if choice || first.trim_start().starts_with('/') {
-        command_text(&question.id, first)
-    } else {
-        command_text(&question.id, text)
-    }
-}
-
-fn command_text(id: &askbridge_core::QuestionId, text: &str) -> String {
-    let text = text.trim();
-    if text.starts_with('/') {
-        text.to_owned()
-    } else {
-        format!("/answer {id} {text}")
-    }
 }
 
 #[cfg(test)]

@@ -9,10 +9,13 @@
 //! select, and a multi-choice question a multi-static select, whose options' values are the
 //! plain-text commands for each option (`/answer <id> 2`): a chosen option is a typed command, and
 //! several chosen ones make one command with their numbers joined (see [`select_command`]).
+//! An approval's Edit button keeps its command but, with a flat `args_schema`, its own action id
+//! ([`EDIT_ACTION`]): the click opens the modal that edits the arguments (`modals.rs`).
 //!
 //! Text from outside (a prompt, a detail, an option, a name) is escaped for mrkdwn, so that a
 //! question cannot ping `@channel` (`<!channel>`) or show a link other than what it says.
 
+use askbridge_core::command::{Command, CommandLine};
 use askbridge_core::render::{self, Button, ButtonRole};
 use askbridge_core::{Kind, Question};
 use slack_morphism::prelude::*;
@@ -39,6 +42,8 @@ pub const MAX_OPTION_BUTTONS: usize = 5;
 pub const REASON_ACTION: &str = "askbridge-modal-reason";
 /// The action id of "Fill in the form…".
 pub const FORM_ACTION: &str = "askbridge-modal-form";
+/// The action id of an approval's Edit button when its arguments are edited in a modal.
+pub const EDIT_ACTION: &str = "askbridge-modal-edit";
 /// Characters of the prompt in a message's notification text.
 const FALLBACK_CHARS: usize = 150;
 
@@ -137,7 +142,24 @@ fn action_id(index: usize) -> SlackActionId {
     SlackActionId(format!("askbridge-{index}"))
 }
 
-fn button(index: usize, button: Button, kind: Kind) -> SlackActionBlockElement {
+/// True when `button` is an approval's Edit and its arguments are edited in a modal (a flat
+/// `args_schema`): the button then opens the modal, carrying its command for the submission.
+/// Without one it stays a command (edit as JSON).
+pub fn opens_edit(question: &Question, button: &Button) -> bool {
+    question.edits_in_fields()
+        && matches!(
+            CommandLine::parse(&button.payload),
+            Ok(Some(line)) if matches!(&line.command, Command::Answer(a) if question.starts_edit(&a.choice))
+        )
+}
+
+fn button(index: usize, button: Button, question: &Question) -> SlackActionBlockElement {
+    let kind = question.kind;
+    let action = if opens_edit(question, &button) {
+        SlackActionId(EDIT_ACTION.to_owned())
+    } else {
+        action_id(index)
+    };
     let text = match button.number {
         Some(number) => format!("{number}. {}", button.label),
         None => button.label,
@@ -153,7 +175,7 @@ fn button(index: usize, button: Button, kind: Kind) -> SlackActionBlockElement {
         &text,
         BUTTON_TEXT_CHARS,
     )))
-    .with_action_id(action_id(index))
+    .with_action_id(action)
     .with_value(button.payload);
     SlackActionBlockElement::Button(match style {
         Some(style) => element.with_style(style),
@@ -200,7 +222,7 @@ fn elements(question: &Question) -> Elements {
         let mut elements: Vec<_> = buttons
             .into_iter()
             .enumerate()
-            .map(|(index, b)| button(index, b, question.kind))
+            .map(|(index, b)| button(index, b, question))
             .collect();
         // A modal for a rejection's reason or a whole form, beside the buttons.
         elements.extend(opener(question));
@@ -224,7 +246,7 @@ fn elements(question: &Question) -> Elements {
             )
         })
         .collect();
-    let decline = decline.map(|d| button(1, d, question.kind));
+    let decline = decline.map(|d| button(1, d, question));
     if question.multi {
         // Slack takes a multi-select in a section (or an input), not in an actions block.
         let select = SlackBlockMultiStaticSelectElement::new()

@@ -160,7 +160,12 @@ impl Interaction {
 fn modal_click(interaction: &Interaction) -> Option<crate::modals::Click<'_>> {
     let action = interaction.actions.first()?;
     let id = action.action_id.as_deref()?;
-    if id != crate::blocks::REASON_ACTION && id != crate::blocks::FORM_ACTION {
+    let openers = [
+        crate::blocks::REASON_ACTION,
+        crate::blocks::FORM_ACTION,
+        crate::blocks::EDIT_ACTION,
+    ];
+    if !openers.contains(&id) {
         return None;
     }
     Some(crate::modals::Click {

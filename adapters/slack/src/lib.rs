@@ -21,11 +21,13 @@
 //!   acknowledged; shared by both transports.
 //! - `http.rs`: the routes Slack posts to in HTTP mode, their signature checked.
 //! - `socket.rs`: Socket Mode: connecting, reconnecting, acknowledging envelopes.
-//! - `modals.rs`: the modals for a rejection's reason and a whole form, and their submissions.
+//! - `modals.rs`: the modals for a rejection's reason, an approval's edited arguments and a whole
+//!   form, and their submissions; `inputs.rs`: a form field's input, at its initial value.
 
 pub mod blocks;
 mod http;
 mod inbound;
+mod inputs;
 pub mod modals;
 mod sending;
 mod socket;

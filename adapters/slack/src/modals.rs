@@ -1,4 +1,5 @@
-//! Slack modals: an approval rejected with a reason, and a form answered whole.
+//! Slack modals: an approval rejected with a reason, an approval's arguments edited, and a form
+//! answered whole.
 //!
 //! Buttons stay commands (`blocks.rs` draws them): "Reject with a reason…" carries the Reject button's own command and
 //! the modal only adds the reason typed into it; "Fill in the form…" carries `/show <id>`. A
@@ -11,17 +12,23 @@
 //! ended) replaces the modal with the line saying why. Filling a form field by field in the
 //! thread stays available: the message keeps its field buttons.
 //!
+//! An approval's Edit button, when its `args_schema` is flat, opens the same inputs for the
+//! arguments, prefilled with the proposed values (core's `Question::edit_form`), and carries its
+//! own command (`/answer <id> edit #digest`): the submission is that command with the arguments'
+//! JSON, the typed edit, checked by the same grammar. Without a flat schema the button stays a
+//! command and the arguments are typed as JSON.
+//!
 //! Slack refuses a whole view that breaks a limit, so they are kept here, and the fake Slack
 //! checks them: a title, submit and close text of at most 24 characters, at most 100 blocks, a
 //! label or hint of at most 2,000, a placeholder of at most 150, an option's value of at most
 //! 150, at most 10 checkboxes, a text input's `max_length` of at most 3,000, `private_metadata`
 //! of at most 3,000.
 
-use crate::blocks::{OPTION_TEXT_CHARS, REASON_ACTION, SECTION_CHARS, escaped_within};
+use crate::blocks::{EDIT_ACTION, REASON_ACTION, SECTION_CHARS, escaped_within};
 use crate::sending::SlackChannel;
 use crate::{SURFACE, Slack};
 use askbridge_core::command::{Command, CommandLine};
-use askbridge_core::form::{Field, FieldType, FormSchema};
+use askbridge_core::form::{FieldType, FormSchema};
 use askbridge_core::render;
 use askbridge_core::{IdRef, Identity, Inbound, Inbox, Millis, Question, QuestionId, Target, Tone};
 use serde_json::{Map, Value, json};
@@ -32,6 +39,8 @@ use std::sync::Arc;
 pub const REASON_CALLBACK: &str = "askbridge-reason";
 /// The callback id of the form modal.
 pub const FORM_CALLBACK: &str = "askbridge-form";
+/// The callback id of the modal editing an approval's arguments.
+pub const EDIT_CALLBACK: &str = "askbridge-edit";
 /// Slack's limit on a view's title, submit and close texts, in characters.
 pub const TITLE_CHARS: usize = 24;
 /// Slack's limit on a modal's blocks.
@@ -49,7 +58,7 @@ const REASON: &str = "reason";
 /// The action id of every form field's input (its block id tells the fields apart).
 const VALUE: &str = "value";
 
-fn plain(text: &str, max: usize) -> Value {
+pub(crate) fn plain(text: &str, max: usize) -> Value {
     json!({"type": "plain_text", "text": render::shorten(text, max)})
 }
 
@@ -103,11 +112,35 @@ pub fn reason_view(question: &Question, meta: String) -> Value {
 
 /// The form modal: the question, then one input block per field, of the field's type.
 pub fn form_view(question: &Question, form: &FormSchema, meta: String) -> Value {
+    modal(
+        FORM_CALLBACK,
+        "Answer",
+        "Submit",
+        meta,
+        inputs(question, form),
+    )
+}
+
+/// The modal editing an approval's arguments: its edit form's inputs, each prefilled with the
+/// proposed value; submitting approves the action with these arguments.
+pub fn edit_view(question: &Question, form: &FormSchema, meta: String) -> Value {
+    let blocks = inputs(question, form);
+    modal(
+        EDIT_CALLBACK,
+        "Edit before approving",
+        "Approve",
+        meta,
+        blocks,
+    )
+}
+
+/// The question, then one input block per field of `form`, of the field's type.
+fn inputs(question: &Question, form: &FormSchema) -> Vec<Value> {
     let mut blocks = vec![prompt_section(question)];
     for (index, (name, field)) in form.properties.iter().enumerate().take(VIEW_BLOCKS - 1) {
         let mut block = json!({
             "type": "input", "block_id": field_block(index),
-            "label": plain(form.title(name), LABEL_CHARS), "element": element(field),
+            "label": plain(form.title(name), LABEL_CHARS), "element": crate::inputs::element(field, VALUE),
             // A boolean's unchecked box is an answer ("no"), so Slack must not insist on it.
             "optional": !form.is_required(name) || field.kind == FieldType::Boolean,
         });
@@ -116,60 +149,7 @@ pub fn form_view(question: &Question, form: &FormSchema, meta: String) -> Value 
         }
         blocks.push(block);
     }
-    modal(FORM_CALLBACK, "Answer", "Submit", meta, blocks)
-}
-
-fn options(field: &Field) -> Vec<Value> {
-    // Values are the choices' numbers, which read back as those choices (see `Field::read`),
-    // whatever the choices' length.
-    (0..field.choices().len())
-        .map(|i| {
-            json!({"text": plain(field.choice_label(i), OPTION_TEXT_CHARS),
-                   "value": (i + 1).to_string()})
-        })
-        .collect()
-}
-
-/// A field's input element.
-fn element(field: &Field) -> Value {
-    let mut element = match field.kind {
-        FieldType::Boolean => json!({"type": "checkboxes",
-            "options": [{"text": plain("Yes", OPTION_TEXT_CHARS), "value": "yes"}]}),
-        FieldType::Array if field.choices().len() <= CHECKBOXES => {
-            json!({"type": "checkboxes", "options": options(field)})
-        }
-        FieldType::Array => json!({"type": "multi_static_select", "options": options(field)}),
-        FieldType::String if !field.choices().is_empty() => {
-            json!({"type": "static_select", "options": options(field)})
-        }
-        FieldType::Integer | FieldType::Number => {
-            let mut number = json!({"type": "number_input",
-                                    "is_decimal_allowed": field.kind == FieldType::Number});
-            if let Some(min) = field.minimum {
-                number["min_value"] = json!(min.to_string());
-            }
-            if let Some(max) = field.maximum {
-                number["max_value"] = json!(max.to_string());
-            }
-            number
-        }
-        FieldType::String => match field.format.as_deref() {
-            Some("email") => json!({"type": "email_text_input"}),
-            Some("uri") => json!({"type": "url_text_input"}),
-            Some("date") => json!({"type": "datepicker"}),
-            _ => {
-                let longest = field
-                    .max_length
-                    .unwrap_or(askbridge_core::form::DEFAULT_MAX_LENGTH)
-                    .min(INPUT_CHARS);
-                json!({"type": "plain_text_input", "max_length": longest,
-                       "multiline": longest > 150,
-                       "placeholder": plain(&field.expects(), OPTION_VALUE_CHARS)})
-            }
-        },
-    };
-    element["action_id"] = json!(VALUE);
-    element
+    blocks
 }
 
 /// The inputs of a submitted form modal (`view.state.values`), field by field, as core reads
@@ -263,12 +243,17 @@ pub(crate) async fn open(slack: &Slack, inbox: &dyn Inbox, click: Click<'_>) {
             Err("You can't answer this question.")
         }
         Some(q) => {
-            let reason = click.action == REASON_ACTION;
-            let meta = metadata(click.channel, &q.id, reason.then_some(click.command));
-            match &q.form {
-                _ if reason => Ok(reason_view(q, meta)),
-                Some(form) => Ok(form_view(q, form, meta)),
-                None => Err("That question is not a form."),
+            // The reason and the edit complete the command their button carries.
+            let completes = click.action == REASON_ACTION || click.action == EDIT_ACTION;
+            let meta = metadata(click.channel, &q.id, completes.then_some(click.command));
+            match (click.action, &q.form) {
+                (REASON_ACTION, _) => Ok(reason_view(q, meta)),
+                (EDIT_ACTION, _) => match q.edit_form().filter(|_| q.edits_in_fields()) {
+                    Some(form) => Ok(edit_view(q, &form, meta)),
+                    None => Err("This approval's arguments are edited as JSON: edit {...}."),
+                },
+                (_, Some(form)) => Ok(form_view(q, form, meta)),
+                (_, None) => Err("That question is not a form."),
             }
         }
     };
@@ -317,13 +302,27 @@ pub(crate) async fn submitted(inbox: Arc<dyn Inbox>, by: Submitter, view: &Value
                 return json!({"response_action": "errors", "errors": {REASON: "A reason is needed."}});
             }
         },
-        Some(FORM_CALLBACK) => {
-            let Some(form) = inbox.current(&id).await.and_then(|q| q.form) else {
+        Some(callback @ (FORM_CALLBACK | EDIT_CALLBACK)) => {
+            let edit = callback == EDIT_CALLBACK;
+            let question = inbox.current(&id).await;
+            let form = match &question {
+                Some(q) if edit => q.edit_form(),
+                Some(q) => q.form.clone(),
+                None => None,
+            };
+            let (Some(form), command) = (form, meta["command"].as_str()) else {
                 return said("This question no longer exists.");
             };
-            match form.read_submitted(&submitted_fields(&form, values)) {
-                Ok(answer) => format!("/answer {id} {}", Value::Object(answer)),
-                Err(errors) => return field_errors(&form, &errors),
+            match (
+                form.read_submitted(&submitted_fields(&form, values)),
+                command,
+            ) {
+                (Ok(args), Some(command)) if edit => format!("{command} {}", Value::Object(args)),
+                (Ok(answer), _) if !edit => format!("/answer {id} {}", Value::Object(answer)),
+                (Ok(_), _) => {
+                    return said("This form cannot be read; open it again from the question.");
+                }
+                (Err(errors), _) => return field_errors(&form, &errors),
             }
         }
         _ => return said("This form cannot be read; open it again from the question."),

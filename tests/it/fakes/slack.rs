@@ -349,7 +349,7 @@ fn check_input(element: &Value) -> Result<(), String> {
         Some(
             "plain_text_input" | "number_input" | "email_text_input" | "url_text_input"
             | "datepicker" | "timepicker" | "datetimepicker",
-        ) => return Ok(()),
+        ) => return check_initial_text(element),
         other => return Err(format!("input element {other:?} unknown")),
     };
     let options = element["options"].as_array().ok_or("options missing")?;
@@ -360,6 +360,42 @@ fn check_input(element: &Value) -> Result<(), String> {
         if chars(&option["text"]["text"]) > 75 || chars(&option["value"]) > 150 {
             return Err("option text over 75 or value over 150".into());
         }
+    }
+    // An initial option must be one of the options, exactly; initial options one or more.
+    let initial = match (&element["initial_option"], &element["initial_options"]) {
+        (Value::Null, Value::Null) => vec![],
+        (one, Value::Null) => vec![one],
+        (Value::Null, Value::Array(many)) if !many.is_empty() => many.iter().collect(),
+        _ => return Err("initial_option(s) of the wrong shape".into()),
+    };
+    if initial.iter().any(|i| !options.contains(i)) {
+        return Err("an initial option that is not one of the options".into());
+    }
+    Ok(())
+}
+
+/// A text-like input's initial value: a string within `max_length`, a number input's a number,
+/// a date picker's `YYYY-MM-DD`.
+fn check_initial_text(element: &Value) -> Result<(), String> {
+    if let Some(date) = element.get("initial_date") {
+        let date = date.as_str().unwrap_or_default();
+        let digits = date.chars().filter(char::is_ascii_digit).count();
+        if date.len() != 10 || digits != 8 || &date[4..5] != "-" || &date[7..8] != "-" {
+            return Err(format!("initial_date {date:?} is not YYYY-MM-DD"));
+        }
+    }
+    let Some(value) = element.get("initial_value") else {
+        return Ok(());
+    };
+    let text = value.as_str().ok_or("initial_value is not a string")?;
+    let longest = element["max_length"].as_u64().unwrap_or(3000);
+    if text.chars().count() as u64 > longest {
+        return Err("initial_value over max_length".into());
+    }
+    if element["type"] == "number_input" && text.parse::<f64>().is_err() {
+        return Err(format!(
+            "number_input initial_value {text:?} is not a number"
+        ));
     }
     Ok(())
 }

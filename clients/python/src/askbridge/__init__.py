@@ -9,7 +9,7 @@ raised (all :class:`NoAnswer`); failures are :class:`AskbridgeError`.
 """
 
 from ._async import AsyncClient
-from ._core import AskOptions
+from ._core import AskOptions, DecisionReply
 from ._sync import Client
 from .approval import require_approval
 from .errors import (
@@ -28,6 +28,7 @@ from .models import (
     AnswerValue,
     Approval,
     AuditEntry,
+    Decision,
     Event,
     Question,
     Resolution,
@@ -47,6 +48,8 @@ __all__ = [
     "AuditEntry",
     "Cancelled",
     "Client",
+    "Decision",
+    "DecisionReply",
     "Declined",
     "Event",
     "NoAnswer",

@@ -14,6 +14,7 @@ from . import _http
 from ._core import (
     AskOptions,
     Core,
+    DecisionReply,
     EventFilter,
     Op,
     Reconnect,
@@ -25,7 +26,16 @@ from ._core import (
     parse_event,
     settings,
 )
-from .models import AnswerValue, Approval, AuditEntry, Event, Question, Rule, Run
+from .models import (
+    AnswerValue,
+    Approval,
+    AuditEntry,
+    Decision,
+    Event,
+    Question,
+    Rule,
+    Run,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -163,11 +173,24 @@ class AsyncClient:
         return await self._run(self._core.confirm(prompt, default, opts))
 
     async def approve(
-        self, tool: str, args: Any, *, prompt: str | None = None, **opts: Unpack[AskOptions]
+        self,
+        tool: str,
+        args: Any,
+        *,
+        prompt: str | None = None,
+        allowed: Sequence[Decision] | None = None,
+        args_schema: Mapping[str, Any] | None = None,
+        **opts: Unpack[AskOptions],
     ) -> Approval:
         """Approval of the action ``{tool, args}``, bound to the server's digest of it. Raises
-        :class:`~askbridge.Rejected` (a :class:`~askbridge.Declined`) with the feedback."""
-        return await self._run(self._core.approve(tool, args, prompt, opts))
+        :class:`~askbridge.Rejected` (a :class:`~askbridge.Declined`) with the feedback.
+
+        ``allowed`` names the decisions offered (default once, always, reject); with ``edit``
+        the approval may come back ``edited`` (run with ``approval.args``, checked against
+        ``args_schema`` when given), with ``respond`` ``responded`` (``approval.text`` is the
+        tool's result; run nothing)."""
+        op = self._core.approve(tool, args, prompt, allowed, args_schema, opts)
+        return await self._run(op)
 
     @overload
     async def form(self, prompt: str, fields: type[T], **opts: Unpack[AskOptions]) -> T: ...
@@ -219,6 +242,15 @@ class AsyncClient:
         """Answers a question as the identity ``api`` (``by`` is a display name)."""
         return await self._run(self._core.reply(question_id, answer, by, digest, message))
 
+    async def decide(
+        self, question_id: str, decision: Decision, **reply: Unpack[DecisionReply]
+    ) -> Question:
+        """Decides an approval as the identity ``api``: ``decide(id, "edit", args={...})``,
+        ``decide(id, "respond", text="...")``, ``decide(id, "reject", message="...")``. A decision
+        the approval does not offer, or arguments breaking its schema, raise
+        :class:`~askbridge.ApiError` (422, naming the field) and decide nothing."""
+        return await self._run(self._core.decide(question_id, decision, reply))
+
     async def reject(
         self, question_id: str, message: str | None = None, *, by: str | None = None
     ) -> Question:
@@ -258,9 +290,14 @@ class AsyncClient:
         message: str | None = None,
         digest: str | None = None,
         timeout_s: float | None = None,
+        args: Any = None,
+        text: str | None = None,
     ) -> Run:
-        """Answers the question the run waits on; gives the run at its next step."""
-        op = self._core.answer_run(run_id, answer, question_id, message, digest, timeout_s)
+        """Answers the question the run waits on; gives the run at its next step. An approval's
+        ``edit`` takes ``args``, its ``respond`` ``text``."""
+        op = self._core.answer_run(
+            run_id, answer, question_id, message, digest, timeout_s, args, text
+        )
         return await self._run(op)
 
     # --- rules, audit, events ----------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Any, Literal, TypedDict, TypeVar, cast
 
 from . import forms
 from .errors import ApiError, AskbridgeError, Unreachable
-from .models import Approval, AuditEntry, Event, JsonObject, Question, Rule, Run
+from .models import Approval, AuditEntry, Decision, Event, JsonObject, Question, Rule, Run
 
 T = TypeVar("T")
 
@@ -73,6 +73,18 @@ Op = Generator[Step, Response | None, T]
 
 #: What interrupts a blocking ask: Ctrl-C, or (async) the task's cancellation.
 INTERRUPTS = (KeyboardInterrupt, asyncio.CancelledError)
+
+
+class DecisionReply(TypedDict, total=False):
+    """What goes with an approval's decision: ``args`` (edit: the arguments to run with instead),
+    ``text`` (respond: the tool's result), ``message`` (reject: the feedback), ``digest`` (the
+    action as the person saw it), ``by`` (a display name)."""
+
+    args: Any
+    text: str
+    message: str
+    digest: str
+    by: str
 
 
 class AskOptions(TypedDict, total=False):
@@ -318,15 +330,23 @@ class Core:
         question = yield from self.ask_and_wait(body)
         return question.answer() is True
 
-    def approve(self, tool: str, args: Any, prompt: str | None, opts: AskOptions) -> Op[Approval]:
+    def approve(
+        self,
+        tool: str,
+        args: Any,
+        prompt: str | None,
+        allowed: Sequence[Decision] | None,
+        args_schema: Mapping[str, Any] | None,
+        opts: AskOptions,
+    ) -> Op[Approval]:
         body = self.question_body(prompt or f"Allow {tool}?", "approval", opts)
         body["action"] = {"tool": tool, "args": args}
+        if allowed is not None:
+            body["allowed"] = list(allowed)
+        if args_schema is not None:
+            body["args_schema"] = dict(args_schema)
         question = yield from self.ask_and_wait(body)
-        value = question.answer()
-        resolution = question.resolution
-        rule_id = resolution.rule_id if resolution else None
-        decision = "rule" if resolution is not None and resolution.via == "rule" else str(value)
-        return Approval(decision=decision, rule_id=rule_id, question=question)
+        return Approval.of(question)
 
     def form(self, prompt: str, fields: Any, opts: AskOptions) -> Op[Any]:
         as_class = isinstance(fields, type)
@@ -384,6 +404,18 @@ class Core:
         request = Request("POST", f"/api/questions/{question_id}/reply", body=body)
         return Question.from_json((yield from self.call(request)))
 
+    def decide(
+        self,
+        question_id: str,
+        decision: Decision,
+        reply: DecisionReply,
+    ) -> Op[Question]:
+        """An approval's decision as LangChain words it: ``{"decision": ..., "args"?, "text"?}``."""
+        body: JsonObject = {"decision": decision}
+        body.update({k: v for k, v in reply.items() if v is not None})
+        request = Request("POST", f"/api/questions/{question_id}/reply", body=body)
+        return Question.from_json((yield from self.call(request)))
+
     def reject(self, question_id: str, message: str | None, by: str | None) -> Op[Question]:
         body = {k: v for k, v in (("message", message), ("by", by)) if v is not None}
         request = Request("POST", f"/api/questions/{question_id}/reject", body=body)
@@ -438,6 +470,8 @@ class Core:
         message: str | None,
         digest: str | None,
         timeout_s: float | None,
+        args: Any = None,
+        text: str | None = None,
     ) -> Op[Run]:
         body: JsonObject = {"answer": answer}
         for name, value in (
@@ -445,6 +479,8 @@ class Core:
             ("message", message),
             ("digest", digest),
             ("timeout_s", timeout_s),
+            ("args", args),
+            ("text", text),
         ):
             if value is not None:
                 body[name] = value

@@ -13,6 +13,7 @@ from . import _http
 from ._core import (
     AskOptions,
     Core,
+    DecisionReply,
     EventFilter,
     Op,
     Reconnect,
@@ -24,7 +25,16 @@ from ._core import (
     parse_event,
     settings,
 )
-from .models import AnswerValue, Approval, AuditEntry, Event, Question, Rule, Run
+from .models import (
+    AnswerValue,
+    Approval,
+    AuditEntry,
+    Decision,
+    Event,
+    Question,
+    Rule,
+    Run,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -161,11 +171,24 @@ class Client:
         return self._run(self._core.confirm(prompt, default, opts))
 
     def approve(
-        self, tool: str, args: Any, *, prompt: str | None = None, **opts: Unpack[AskOptions]
+        self,
+        tool: str,
+        args: Any,
+        *,
+        prompt: str | None = None,
+        allowed: Sequence[Decision] | None = None,
+        args_schema: Mapping[str, Any] | None = None,
+        **opts: Unpack[AskOptions],
     ) -> Approval:
         """Approval of the action ``{tool, args}``, bound to the server's digest of it. Raises
-        :class:`~askbridge.Rejected` (a :class:`~askbridge.Declined`) with the feedback."""
-        return self._run(self._core.approve(tool, args, prompt, opts))
+        :class:`~askbridge.Rejected` (a :class:`~askbridge.Declined`) with the feedback.
+
+        ``allowed`` names the decisions offered (default once, always, reject); with ``edit``
+        the approval may come back ``edited`` (run with ``approval.args``, checked against
+        ``args_schema`` when given), with ``respond`` ``responded`` (``approval.text`` is the
+        tool's result; run nothing)."""
+        op = self._core.approve(tool, args, prompt, allowed, args_schema, opts)
+        return self._run(op)
 
     @overload
     def form(self, prompt: str, fields: type[T], **opts: Unpack[AskOptions]) -> T: ...
@@ -217,6 +240,15 @@ class Client:
         """Answers a question as the identity ``api`` (``by`` is a display name)."""
         return self._run(self._core.reply(question_id, answer, by, digest, message))
 
+    def decide(
+        self, question_id: str, decision: Decision, **reply: Unpack[DecisionReply]
+    ) -> Question:
+        """Decides an approval as the identity ``api``: ``decide(id, "edit", args={...})``,
+        ``decide(id, "respond", text="...")``, ``decide(id, "reject", message="...")``. A decision
+        the approval does not offer, or arguments breaking its schema, raise
+        :class:`~askbridge.ApiError` (422, naming the field) and decide nothing."""
+        return self._run(self._core.decide(question_id, decision, reply))
+
     def reject(
         self, question_id: str, message: str | None = None, *, by: str | None = None
     ) -> Question:
@@ -256,9 +288,14 @@ class Client:
         message: str | None = None,
         digest: str | None = None,
         timeout_s: float | None = None,
+        args: Any = None,
+        text: str | None = None,
     ) -> Run:
-        """Answers the question the run waits on; gives the run at its next step."""
-        op = self._core.answer_run(run_id, answer, question_id, message, digest, timeout_s)
+        """Answers the question the run waits on; gives the run at its next step. An approval's
+        ``edit`` takes ``args``, its ``respond`` ``text``."""
+        op = self._core.answer_run(
+            run_id, answer, question_id, message, digest, timeout_s, args, text
+        )
         return self._run(op)
 
     # --- rules, audit, events ----------------------------------------------------------------

@@ -17,6 +17,9 @@ from .errors import AskbridgeError, Cancelled, Declined, Rejected, TimedOut
 #: a bool (confirm) or an object (form).
 AnswerValue = Union[str, bool, list[str], dict[str, Any]]  # noqa: UP007 (a runtime alias)
 
+#: An approval's decisions (LangChain's words, plus "always"): what ``allowed`` lists.
+Decision = Literal["once", "always", "edit", "reject", "respond"]
+
 Status = Literal["pending", "answered", "declined", "expired", "cancelled"]
 RunState = Literal["running", "waiting", "done", "failed"]
 
@@ -230,11 +233,43 @@ class Question:
 @dataclass(frozen=True)
 class Approval:
     """An approval granted: ``decision`` is ``once`` or ``always`` (``rule`` when a rule allowed
-    it); ``rule_id`` the rule it created or that allowed it."""
+    it), ``edit`` (approved with changes: run it with ``args``, not the proposed arguments) or
+    ``respond`` (nothing runs: ``text`` is the tool's result); ``rule_id`` the rule it created or
+    that allowed it. ``args`` are the arguments to run with (``None`` for respond)."""
 
     decision: str
     rule_id: str | None
     question: Question
+    args: Any = None
+    text: str | None = None
+
+    @property
+    def edited(self) -> bool:
+        return self.decision == "edit"
+
+    @property
+    def responded(self) -> bool:
+        return self.decision == "respond"
+
+    @classmethod
+    def of(cls, question: Question) -> Approval:
+        """The approval an answered approval question grants (the outcome raised otherwise)."""
+        value = question.answer()
+        resolution = question.resolution
+        assert resolution is not None  # answer() raised for a question without one
+        proposed = question.action.args if question.action else None
+        if resolution.via == "rule":
+            return cls("rule", resolution.rule_id, question, proposed)
+        if value == "respond":
+            return cls("respond", None, question, None, resolution.message or "")
+        if value == "edit":
+            approved = (resolution.edited or {}).get("approved")
+            if not isinstance(approved, dict) or "args" not in approved:
+                raise AskbridgeError(
+                    f"approval {question.id} was edited but carries no approved arguments"
+                )
+            return cls("edit", None, question, cast(JsonObject, approved)["args"])
+        return cls(str(value), resolution.rule_id, question, proposed)
 
 
 @dataclass(frozen=True)
