@@ -4,6 +4,7 @@
 
 use crate::links::{OneClick, percent_encode};
 use askbridge_core::command::{Command, CommandLine};
+use askbridge_core::decision::Decision;
 use askbridge_core::render::{self, shorten};
 use askbridge_core::{Kind, Question, QuestionId};
 
@@ -70,19 +71,30 @@ pub fn text_body(question: &Question) -> String {
     )
 }
 
-/// The commands offered as one-click `mailto:` links: the question's own buttons that answer or
-/// decline (a multi-choice toggle is not an answer by itself).
+/// The commands offered as links: the question's own buttons that answer or decline (a
+/// multi-choice toggle is not an answer by itself), but not an approval's edit or respond, which
+/// need words a link cannot carry (the arguments, the response): the mail's text says how to
+/// reply with them.
 pub(crate) fn linked_commands(question: &Question) -> Vec<(String, String)> {
+    let needs_words = |choice: &str| {
+        let word = choice.split_whitespace().next().unwrap_or_default();
+        matches!(
+            Decision::parse(word),
+            Some(Decision::Edit | Decision::Respond)
+        )
+    };
     render::buttons(question, &[])
         .into_iter()
-        .filter(|button| {
-            matches!(
-                CommandLine::parse(&button.payload),
-                Ok(Some(CommandLine {
-                    command: Command::Answer(_) | Command::Decline(_),
-                    ..
-                }))
-            )
+        .filter(|button| match CommandLine::parse(&button.payload) {
+            Ok(Some(CommandLine {
+                command: Command::Answer(answer),
+                ..
+            })) => !(question.kind == Kind::Approval && needs_words(&answer.choice)),
+            Ok(Some(CommandLine {
+                command: Command::Decline(_),
+                ..
+            })) => true,
+            _ => false,
         })
         .map(|button| (button.label, button.payload))
         .collect()
@@ -270,6 +282,42 @@ mod tests {
             html.contains("&amp;body=%2Fdecline%20k3f9x2m8qa\""),
             "{html}"
         );
+    }
+
+    #[test]
+    fn an_approvals_edit_and_respond_are_not_links() {
+        let args = r#"{"env": "staging"}"#.parse().unwrap();
+        let approval = NewQuestion::new("s", "Deploy?")
+            .approve(askbridge_core::Action::new("deploy", args))
+            .allow([
+                Decision::Once,
+                Decision::Edit,
+                Decision::Respond,
+                Decision::Reject,
+            ])
+            .targets(["email:a@example.com"])
+            .into_question(
+                QuestionId::parse("k3f9x2m8qb").unwrap(),
+                Millis(0),
+                DEFAULT_TIMEOUT,
+            )
+            .unwrap();
+        let commands: Vec<String> = linked_commands(&approval)
+            .into_iter()
+            .map(|(_, command)| command)
+            .collect();
+        assert!(
+            commands.iter().any(|c| c.contains(" once ")),
+            "{commands:?}"
+        );
+        assert!(
+            commands
+                .iter()
+                .all(|c| !c.contains(" edit") && !c.contains(" respond")),
+            "{commands:?}"
+        );
+        let text = text_body(&approval);
+        assert!(text.contains("respond"), "the text still says how: {text}");
     }
 
     #[test]
