@@ -206,13 +206,30 @@ async fn cycles(o: &Options) {
     let redis = redis_server::RedisServer::start();
     let server = serve(&redis);
     load::cycles(&server.base, 500, o.concurrency).await;
+    let askbridge_pid = server.child.id().to_string();
+    let cpu = || async {
+        (
+            probe::process_cpu_s(&askbridge_pid),
+            probe::redis_cpu_s(&redis.url()).await,
+        )
+    };
+    let before = cpu().await;
     let (rate, mut latencies) = load::cycles(&server.base, o.cycles, o.concurrency).await;
+    let after = cpu().await;
     let anchor = anchors::evalsha_per_s(&redis.url(), redis.port, o.concurrency, 200_000).await;
     println!(
         "ask+answer cycles/s      {rate:>8.0}   beside redis-benchmark EVALSHA {anchor:>8.0}/s   ratio {:.3} (goal >= 0.14)   cycle p50 {:.2} ms p99 {:.2} ms",
         rate / anchor,
         percentile(&mut latencies, 0.5),
         percentile(&mut latencies, 0.99),
+    );
+    // CPU per cycle says which side a change made cheaper, and is steadier than the rate on a
+    // shared machine.
+    let per_cycle = |a: f64, b: f64| (b - a) * 1e6 / o.cycles as f64;
+    println!(
+        "  CPU per cycle: askbridge {:.0} us, redis-server {:.0} us",
+        per_cycle(before.0, after.0),
+        per_cycle(before.1, after.1)
     );
 }
 
