@@ -25,7 +25,9 @@
 //! 10. (`--only views`) the ops page's runs, rules, audit and history first pages with
 //!     `--pending` items of each, beside the same pages with five;
 //! 11. (`--only approvals`) approvals asked/s and rules created/s with no rule and with
-//!     `--approval-rules` (100,000), side by side (`approvals.rs`).
+//!     `--approval-rules` (100,000), side by side (`approvals.rs`);
+//! 12. (`--only mcp`) RSS before, with and after `--sessions` (10,000) MCP sessions, opened by
+//!     `initialize` and left to expire (`process.rs`).
 //!
 //! ```text
 //! scripts/bench                                    # everything, as the README gives it
@@ -68,6 +70,8 @@ struct Options {
     approval_rules: usize,
     /// Failover runs of `--only cluster`.
     failovers: usize,
+    /// MCP sessions opened by `--only mcp`.
+    sessions: usize,
     only: Vec<String>,
 }
 
@@ -90,6 +94,7 @@ fn options() -> Options {
         rules: number("--rules", 10_000),
         approval_rules: number("--approval-rules", 100_000),
         failovers: number("--failovers", 1),
+        sessions: number("--sessions", 10_000),
         only: value("--only")
             .map(|v| v.split(',').map(str::to_owned).collect())
             .unwrap_or_default(),
@@ -383,6 +388,19 @@ async fn main() {
         let redis = redis_server::RedisServer::start();
         let server = serve(&redis);
         process::probe("redis", &server, o.pending, o.waiters).await;
+    }
+    if o.only.iter().any(|s| s == "mcp") {
+        let dir = tempfile::tempdir().unwrap();
+        let server = support::Process::spawn(
+            &["serve"],
+            &[
+                ("ASKBRIDGE_DATA_DIR", dir.path().display().to_string()),
+                ("ASKBRIDGE_LOG", "warn".to_owned()),
+                ("ASKBRIDGE_MAX_MCP_SESSIONS", (o.sessions + 100).to_string()),
+                ("ASKBRIDGE_MCP_SESSION_IDLE_S", "20".to_owned()),
+            ],
+        );
+        process::mcp_sessions(&server, o.sessions, 20).await;
     }
     if o.wants("binary") {
         match anchors::release_binary_mb() {

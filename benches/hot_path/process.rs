@@ -91,3 +91,48 @@ pub async fn probe(name: &str, server: &support::Process, pending: usize, waiter
         idle.len()
     );
 }
+
+/// `count` MCP `initialize` calls on `/mcp`, each a session of its own (the askbridge is started
+/// with room for them and `idle_s` of idle life): RSS before, with them all held, and once they
+/// have expired (issue 35 measured ~133 KB a session, and 1,177 MB of 1,503 MB still held after).
+pub async fn mcp_sessions(server: &support::Process, count: usize, idle_s: u64) {
+    let (base, pid) = (server.base.clone(), server.child.id());
+    let client = load::client();
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"}}});
+    let open = |n: usize| {
+        let (client, base, initialize) = (client.clone(), base.clone(), initialize.clone());
+        async move {
+            for _ in 0..n {
+                let response = client
+                    .post(format!("{base}/mcp"))
+                    .header("accept", "application/json, text/event-stream")
+                    .json(&initialize)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(response.status(), 200, "initialize");
+                let _ = response.bytes().await;
+            }
+        }
+    };
+    // Warm-up: the first sessions' one-off allocations (the tools' table, pools) are not a
+    // session's cost.
+    open(50).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = rss_mb(pid);
+    open(count).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let peak = rss_mb(pid);
+    tokio::time::sleep(Duration::from_secs(idle_s + 5)).await;
+    // One more session: expired ones are swept when sessions are opened or used.
+    open(1).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = rss_mb(pid);
+    let per_session_kb = (peak - before) * 1024.0 / count.max(1) as f64;
+    println!(
+        "MCP sessions: RSS {before:.1} MB before {count} initialize, {peak:.1} MB with them held ({per_session_kb:.1} KB a session, goal <= 30), {after:.1} MB once expired ({:.2}x before, goal <= 1.5x)",
+        after / before.max(1.0)
+    );
+}

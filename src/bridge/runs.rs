@@ -113,7 +113,7 @@ impl Runs {
             // After the first wait, read the store: the news may have been of another kind.
             trust_recent = false;
             match tokio::time::timeout(patience, news).await {
-                Ok(Ok(news)) if settled(&news.run) => return Ok(news),
+                Ok(Ok(news)) if settled(&news.run) => return Ok(*news),
                 // Other news (still on the same question), or out of time: read again.
                 _ => {}
             }

@@ -1,18 +1,21 @@
-//! `/mcp`'s service and what stands before it. rmcp keeps every session it is asked for (10,000
-//! `initialize` calls once took 1.3 GB), and answers a body that is not JSON-RPC with a 415 and
-//! plain text. Here a POST is read and checked first: what is not JSON-RPC gets a 400 with a
-//! JSON-RPC error, and an `initialize` past [`AppState::with_mcp_sessions`] sessions gets a 503
-//! with one naming the setting. The count is read when the call comes, so calls racing at the cap
-//! may pass it by a few.
+//! `/mcp`'s service and what stands before it. rmcp answers a body that is not JSON-RPC with a
+//! 415 and plain text, and keeps a worker per session (see [`super::mcp_sessions`] for why the
+//! sessions are askbridge's own). Here a POST is read and checked first: what is not JSON-RPC gets
+//! a 400 with a JSON-RPC error; an `initialize` opens a session (a 503 naming the setting past
+//! [`AppState::with_mcp_sessions`] sessions), a later call must name a session held (400 without
+//! one, 404 for one unknown or expired); `DELETE` ends one. rmcp then serves each request on its
+//! own, with the session's name in the request's headers for the tools.
 
 use super::AppState;
+use super::mcp_sessions::{Busy, Sessions};
 use crate::mcp::{AskServer, BridgeBackend, McpOptions};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode};
+use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -22,23 +25,26 @@ use std::sync::Arc;
 /// The largest JSON-RPC body read (the API's own bound).
 const MAX_BODY: usize = 2 * 1024 * 1024;
 
+/// The header naming a request's session.
+pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The first protocol revision without sessions (its requests carry their version each).
+const SESSIONLESS_SINCE: &str = "2026-07-28";
+
 /// What the gate needs: the sessions and their cap.
 #[derive(Clone, Debug)]
 pub(super) struct Gate {
-    sessions: Arc<LocalSessionManager>,
+    sessions: Arc<Sessions>,
     max: usize,
 }
 
-/// MCP over streamable HTTP: each MCP session gets a server of its own, in a session of its own,
-/// asking through this process's bridge; and the [`Gate`] before it. Host names are checked by
-/// the guard (one setting for the API and `/mcp`), so rmcp's own check is off.
+/// MCP over streamable HTTP: each request served by a server of its own, asking through this
+/// process's bridge; and the [`Gate`] before it. Host names are checked by the guard (one setting
+/// for the API and `/mcp`), so rmcp's own check is off.
 pub(super) fn service(
     state: &AppState,
 ) -> (StreamableHttpService<AskServer, LocalSessionManager>, Gate) {
     let (bridge, every) = (state.bridge.clone(), state.mcp_progress);
-    let mut manager = LocalSessionManager::default();
-    manager.session_config.keep_alive = Some(state.mcp_session_idle);
-    let sessions = Arc::new(manager);
     let service = StreamableHttpService::new(
         move || {
             let options = McpOptions {
@@ -50,11 +56,14 @@ pub(super) fn service(
                 options,
             ))
         },
-        sessions.clone(),
-        StreamableHttpServerConfig::default().disable_allowed_hosts(),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default()
+            .disable_allowed_hosts()
+            .with_legacy_session_mode(false)
+            .with_json_response(true),
     );
     let gate = Gate {
-        sessions,
+        sessions: Arc::new(Sessions::new(state.mcp_sessions, state.mcp_session_idle)),
         max: state.mcp_sessions,
     };
     (service, gate)
@@ -66,11 +75,46 @@ fn refusal(status: StatusCode, id: Value, code: i64, message: String) -> Respons
     (status, Json(body)).into_response()
 }
 
+/// The session a request names, if it names one.
+fn named_session(request: &axum::http::request::Parts) -> Option<&str> {
+    request.headers.get(SESSION_HEADER)?.to_str().ok()
+}
+
+fn unknown_session(id: Value) -> Response {
+    refusal(
+        StatusCode::NOT_FOUND,
+        id,
+        -32001,
+        "this MCP session is unknown or has expired (ASKBRIDGE_MCP_SESSION_IDLE_S); start a new one with initialize".to_owned(),
+    )
+}
+
+fn session_needed(id: Value) -> Response {
+    refusal(
+        StatusCode::BAD_REQUEST,
+        id,
+        -32600,
+        "this call needs the Mcp-Session-Id header that initialize answered with".to_owned(),
+    )
+}
+
 /// The middleware (see the module documentation).
 pub(super) async fn gate(State(gate): State<Gate>, request: Request, next: Next) -> Response {
-    if request.method() != Method::POST {
-        return next.run(request).await;
+    match *request.method() {
+        Method::POST => post(gate, request, next).await,
+        // rmcp holds no session to end: the table's entry is the whole of it.
+        Method::DELETE => match request.headers().get(SESSION_HEADER) {
+            None => session_needed(Value::Null),
+            Some(id) if gate.sessions.close(id.to_str().unwrap_or_default()) => {
+                StatusCode::ACCEPTED.into_response()
+            }
+            Some(_) => unknown_session(Value::Null),
+        },
+        _ => next.run(request).await,
     }
+}
+
+async fn post(gate: Gate, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(bytes) => bytes,
@@ -97,27 +141,74 @@ pub(super) async fn gate(State(gate): State<Gate>, request: Request, next: Next)
             format!("the body is {what}: {error}"),
         );
     }
-    let fresh = !parts.headers.contains_key("mcp-session-id");
-    if fresh {
-        let message: Value = serde_json::from_slice(&bytes).unwrap_or_default();
-        let held = gate.sessions.sessions.read().await.len();
-        if message["method"] == "initialize" && held >= gate.max {
-            tracing::warn!(
-                held,
-                "MCP session cap reached; refusing initialize (ASKBRIDGE_MAX_MCP_SESSIONS)"
-            );
-            let words = format!(
-                "this server holds as many MCP sessions as it takes ({}, ASKBRIDGE_MAX_MCP_SESSIONS); end one (DELETE /mcp) or try again once idle ones expire",
-                gate.max
-            );
-            return refusal(
-                StatusCode::SERVICE_UNAVAILABLE,
-                message["id"].clone(),
-                -32000,
-                words,
-            );
+    let message: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    let busy = match named_session(&parts) {
+        Some(id) => match gate.sessions.enter(id) {
+            Some(busy) => busy,
+            None => return unknown_session(message["id"].clone()),
+        },
+        None if message["method"] == "initialize" => match gate.sessions.open() {
+            Ok(busy) => busy,
+            Err(_) => {
+                tracing::warn!(
+                    max = gate.max,
+                    "MCP session cap reached; refusing initialize (ASKBRIDGE_MAX_MCP_SESSIONS)"
+                );
+                let words = format!(
+                    "this server holds as many MCP sessions as it takes ({}, ASKBRIDGE_MAX_MCP_SESSIONS); end one (DELETE /mcp) or try again once idle ones expire",
+                    gate.max
+                );
+                return refusal(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    message["id"].clone(),
+                    -32000,
+                    words,
+                );
+            }
+        },
+        None if sessionless(&parts, &message) => {
+            return next
+                .run(Request::from_parts(parts, Body::from(bytes)))
+                .await;
         }
+        None => return session_needed(message["id"].clone()),
+    };
+    let opened = named_session(&parts).is_none();
+    let mut parts = parts;
+    let Ok(value) = HeaderValue::from_str(busy.id()) else {
+        return unknown_session(message["id"].clone());
+    };
+    // The tools read the session's name from the request (see `crate::mcp`).
+    parts.headers.insert(SESSION_HEADER, value.clone());
+    let mut response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    if opened {
+        if !response.status().is_success() {
+            gate.sessions.close(busy.id());
+            return response;
+        }
+        response.headers_mut().insert(SESSION_HEADER, value);
     }
-    next.run(Request::from_parts(parts, Body::from(bytes)))
-        .await
+    in_use_until_sent(response, busy)
+}
+
+/// A request of the 2026-07-28 revision or later, which has no sessions (rmcp serves it as is).
+fn sessionless(parts: &axum::http::request::Parts, message: &Value) -> bool {
+    let version = parts
+        .headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok());
+    version.is_some_and(|v| v >= SESSIONLESS_SINCE) || message["method"] == "server/discover"
+}
+
+/// Keeps the session in use while the response (a stream of progress notifications, for a tool
+/// call waiting on a person) is being sent.
+fn in_use_until_sent(response: Response, busy: Busy) -> Response {
+    let (parts, body) = response.into_parts();
+    let body = body.into_data_stream().map(move |chunk| {
+        let _in_use = &busy;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(body))
 }

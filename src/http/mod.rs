@@ -37,6 +37,7 @@ mod events;
 mod guard;
 mod idempotency;
 mod mcp_gate;
+mod mcp_sessions;
 pub mod ops_page;
 mod questions;
 mod runs;

@@ -281,8 +281,10 @@ impl AskServer {
     async fn list_pending(
         &self,
         Parameters(params): Parameters<ListParams>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let session = (!params.all_sessions).then_some(self.options.session.as_str());
+        let session = self.session(&ctx);
+        let session = (!params.all_sessions).then_some(session.as_str());
         match self.backend.pending(session).await {
             Ok(questions) => Ok(words::listing(&questions)),
             Err(why) => Ok(words::failure(&why)),
@@ -291,13 +293,24 @@ impl AskServer {
 }
 
 impl AskServer {
+    /// The askbridge session this call's questions belong to: over HTTP, the MCP session the
+    /// call names (each request is served by a server of its own, see `http/mcp_sessions.rs`);
+    /// over stdio, this server's.
+    fn session(&self, ctx: &RequestContext<RoleServer>) -> String {
+        ctx.extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|request| request.headers.get("mcp-session-id"))
+            .and_then(|id| id.to_str().ok())
+            .map_or_else(|| self.options.session.clone(), |id| format!("mcp-{id}"))
+    }
+
     async fn ask_and_wait(
         &self,
         mut request: NewQuestion,
         audience: Audience,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        request.session_id = self.options.session.clone();
+        request.session_id = self.session(&ctx);
         request.targets = audience.targets.into_iter().map(Into::into).collect();
         request.answerers = audience.answerers.into_iter().map(Into::into).collect();
         request.timeout_s = audience.timeout_s;

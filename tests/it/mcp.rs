@@ -412,6 +412,70 @@ async fn expired_mcp_sessions_give_their_place_back() {
     .await;
 }
 
+/// A tool call in MCP session `session` over HTTP: the result, or the refusal's status and body.
+async fn call_in(base: &str, session: Option<&str>, tool: &str, arguments: Value) -> (u16, Value) {
+    let mut request = to_mcp(base).header("mcp-protocol-version", "2025-06-18");
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments}});
+    let response = request.json(&call).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or_default())
+}
+
+#[tokio::test]
+async fn an_mcp_session_over_http_names_its_questions_and_ends_on_delete() {
+    let (bridge, _) = memory_bridge().await;
+    let base = serve(app(AppState::new(bridge, None))).await;
+    let mut sessions = Vec::new();
+    for _ in 0..2 {
+        let response = to_mcp(&base).json(&initialize()).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        let id = response.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        sessions.push(id);
+    }
+    let (first, second) = (sessions[0].as_str(), sessions[1].as_str());
+    assert_ne!(first, second);
+    let ask = json!({"prompt": "Ship the first?", "wait": false});
+    let (status, asked) = call_in(&base, Some(first), "ask_user", ask).await;
+    assert_eq!(status, 200, "{asked}");
+    let id = asked["result"]["structuredContent"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Each request is served on its own; the session's name ties them together.
+    let (_, listed) = call_in(&base, Some(first), "list_pending", json!({})).await;
+    assert!(text(&listed["result"]).contains(&id), "{listed}");
+    let (_, other) = call_in(&base, Some(second), "list_pending", json!({})).await;
+    assert_eq!(
+        text(&other["result"]),
+        "No questions are waiting.",
+        "{other}"
+    );
+    // A call naming no session, or one never opened, is refused with a JSON-RPC error.
+    let (status, refused) = call_in(&base, None, "list_pending", json!({})).await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(refused["error"]["message"].is_string(), "{refused}");
+    let (status, refused) = call_in(&base, Some("nosuchsession"), "list_pending", json!({})).await;
+    assert_eq!(status, 404, "{refused}");
+    // DELETE ends a session: it is unknown afterwards.
+    let end = || {
+        http()
+            .delete(format!("{base}/mcp"))
+            .header("mcp-session-id", first)
+            .send()
+    };
+    assert_eq!(end().await.unwrap().status(), 202);
+    assert_eq!(end().await.unwrap().status(), 404);
+    let (status, _) = call_in(&base, Some(first), "list_pending", json!({})).await;
+    assert_eq!(status, 404);
+}
+
 /// The Python interpreter of the venv holding the official MCP SDK (`scripts/test` makes it).
 fn python_with_mcp() -> Option<std::path::PathBuf> {
     let python =
