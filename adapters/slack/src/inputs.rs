@@ -12,9 +12,21 @@
 //! optional field still submits as its default (`FormSchema::read_submitted`).
 
 use crate::blocks::OPTION_TEXT_CHARS;
-use crate::modals::{CHECKBOXES, INPUT_CHARS, OPTION_VALUE_CHARS, plain};
 use askbridge_core::form::{Field, FieldType};
+use askbridge_core::render;
 use serde_json::{Value, json};
+
+/// Slack's limit on a select option's value, in characters.
+pub(crate) const OPTION_VALUE_CHARS: usize = 150;
+/// Slack's limit on the options of a checkboxes element.
+pub(crate) const CHECKBOXES: usize = 10;
+/// Slack's limit on a text input's `max_length`.
+pub(crate) const INPUT_CHARS: usize = 3000;
+
+/// A plain text object, shortened to Slack's `max` characters.
+pub(crate) fn plain(text: &str, max: usize) -> Value {
+    json!({"type": "plain_text", "text": render::shorten(text, max)})
+}
 
 fn options(field: &Field) -> Vec<Value> {
     // Values are the choices' numbers, which read back as those choices (see `Field::read`),

@@ -25,6 +25,7 @@
 //! of at most 3,000.
 
 use crate::blocks::{EDIT_ACTION, REASON_ACTION, SECTION_CHARS, escaped_within};
+use crate::inputs::{INPUT_CHARS, plain};
 use crate::sending::SlackChannel;
 use crate::{SURFACE, Slack};
 use askbridge_core::command::{Command, CommandLine};
@@ -47,20 +48,10 @@ pub const TITLE_CHARS: usize = 24;
 pub const VIEW_BLOCKS: usize = 100;
 /// Slack's limit on an input's label and hint, in characters.
 pub const LABEL_CHARS: usize = 2000;
-/// Slack's limit on a select option's value, in characters.
-pub const OPTION_VALUE_CHARS: usize = 150;
-/// Slack's limit on the options of a checkboxes element.
-pub const CHECKBOXES: usize = 10;
-/// Slack's limit on a text input's `max_length`.
-pub const INPUT_CHARS: usize = 3000;
 /// The block and action id of the reason's input.
 const REASON: &str = "reason";
 /// The action id of every form field's input (its block id tells the fields apart).
 const VALUE: &str = "value";
-
-pub(crate) fn plain(text: &str, max: usize) -> Value {
-    json!({"type": "plain_text", "text": render::shorten(text, max)})
-}
 
 /// The block id of field number `index`: field names may be anything, indexes fit any limit.
 pub fn field_block(index: usize) -> String {

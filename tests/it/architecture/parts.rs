@@ -17,6 +17,7 @@ const BRIDGE_PARTS: &[(&str, Option<&str>)] = &[
     ("facade.rs", None),
     ("idempotent.rs", Some("Idempotent")),
     ("inbox/commands.rs", None),
+    ("inbox/delivery.rs", None),
     ("inbox/forms.rs", None),
     ("inbox/mod.rs", Some("Messages")),
     ("inbox/plain.rs", None),
