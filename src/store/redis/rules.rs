@@ -126,8 +126,7 @@ impl Rules for RedisStore {
                 .arg(self.keys.rules_index(bucket))
                 .arg(&places[..]);
         }
-        let filed: Vec<Vec<Option<String>>> =
-            self.query_pipe("rules for an action", &pipe).await?;
+        let filed: Vec<Vec<Option<String>>> = self.query_pipe("rules for an action", &pipe).await?;
         let mut found = Vec::new();
         for (bucket, places) in filed.iter().enumerate() {
             for ids in places.iter().flatten() {

@@ -285,7 +285,10 @@ async fn redis_rules_stored_before_the_index_are_filed_on_connect() {
         .query_async(&mut connection)
         .await
         .unwrap();
-    assert_eq!(left, 0, "the older index is deleted once its bucket is filed");
+    assert_eq!(
+        left, 0,
+        "the older index is deleted once its bucket is filed"
+    );
     restarted.delete_rule(&kept.id).await.unwrap().unwrap();
     assert!(restarted.rules_for(&digest, "s1").await.unwrap().is_empty());
 }
