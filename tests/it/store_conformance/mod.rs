@@ -245,7 +245,7 @@ async fn redis_rules_stored_before_the_index_are_filed_on_connect() {
     // index's older shape (a sorted set), which nothing reads any more.
     let mut connection = fixture.server.connection().await;
     let mut older = Vec::new();
-    for pattern in ["*rules:index", "*rules:places"] {
+    for pattern in ["*rules:for:*", "*rules:at"] {
         let keys: Vec<String> = redis::cmd("KEYS")
             .arg(pattern)
             .query_async(&mut connection)
@@ -257,10 +257,10 @@ async fn redis_rules_stored_before_the_index_are_filed_on_connect() {
             .query_async(&mut connection)
             .await
             .unwrap();
-        older.push(keys[0].replace("rules:index", "rules:by-action"));
+        older.push(keys[0].replace("rules:at", "rules:by-action"));
     }
     let _: () = redis::cmd("ZADD")
-        .arg(&older[0])
+        .arg(&older[1])
         .arg(0)
         .arg(format!("entry/*/{}", kept.id))
         .query_async(&mut connection)
@@ -281,7 +281,7 @@ async fn redis_rules_stored_before_the_index_are_filed_on_connect() {
         vec![kept.clone()]
     );
     let left: usize = redis::cmd("EXISTS")
-        .arg(&older[0])
+        .arg(&older[1])
         .query_async(&mut connection)
         .await
         .unwrap();
