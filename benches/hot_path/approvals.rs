@@ -1,13 +1,18 @@
 //! Approvals with many rules (`--only approvals`): approvals asked per second and rules created
 //! per second (an approval asked and answered "always"), with no rule and with
-//! `--approval-rules` (100,000 by default), in one run on one Redis (`appendfsync everysec`).
-//! An approval looks for a rule that decides it; the goal is that it finds one through an
-//! index, so the rate with 100,000 rules is within 10 % of the rate with none.
+//! `--approval-rules` (100,000 by default), in one run, each on a Redis of its own
+//! (`appendfsync everysec`) served by an askbridge of its own. An approval looks for a rule that
+//! decides it; the goal is that it finds one through an index, so the rate with 100,000 rules is
+//! within 10 % of the rate with none.
 //!
 //! The rules are filled through the store's own `put_rule` (what askbridge calls when a person
 //! answers "always"), many at once: through askbridge one at a time, 100,000 took too long to
 //! be part of a benchmark while rules were found by reading them all. Each rate is counted over
-//! a fixed window, so a slow build still finishes; the best of three windows is printed.
+//! a fixed window, so a slow build still finishes. The two sides take turns, window by window
+//! (which goes first alternates), and each figure is the median of its rounds: on cores shared
+//! with other work, a slow spell then falls on both sides alike instead of on whichever was
+//! measured during it. The rules a round of creations made are revoked before the next, so each
+//! of its windows starts with none, or with the filled rules alone.
 
 use crate::lean::Connection;
 use askbridge::store::Rules as _;
@@ -69,22 +74,87 @@ async fn rate(base: &str, concurrency: usize, name: String, always: bool) -> (f6
     (done as f64 / started.elapsed().as_secs_f64(), failed)
 }
 
-/// Best of three windows of asks, then of rule creations: (asked/s, rules created/s). The
-/// creations add rules as they go (a few thousand, beside the 100,000 of the second figure).
-async fn rates(base: &str, concurrency: usize, label: &str) -> (f64, f64) {
-    let (mut asked, mut created, mut failed) = (0.0f64, 0.0f64, 0);
-    for round in 0..3 {
-        let (rate, f) = rate(base, concurrency, format!("{label}-ask-{round}"), false).await;
-        (asked, failed) = (asked.max(rate), failed + f);
-    }
-    for round in 0..3 {
-        let (rate, f) = rate(base, concurrency, format!("{label}-rule-{round}"), true).await;
-        (created, failed) = (created.max(rate), failed + f);
+/// Rounds of windows per figure.
+const ROUNDS: usize = 5;
+
+/// One side of the comparison: a Redis, and the askbridge serving from it.
+pub struct Side {
+    pub redis: String,
+    pub base: String,
+}
+
+async fn store(redis_url: &str) -> RedisStore {
+    RedisStore::connect(RedisOptions {
+        url: redis_url.to_owned(),
+        cluster: false,
+        replica_wait: Duration::ZERO,
+        prefix: askbridge::store::redis::DEFAULT_PREFIX.into(),
+        store: Default::default(),
+    })
+    .await
+    .unwrap()
+}
+
+fn median(mut rates: Vec<f64>) -> f64 {
+    rates.sort_by(f64::total_cmp);
+    rates[rates.len() / 2]
+}
+
+/// [`ROUNDS`] windows on each side, taking turns: the median rate of each side (none, many),
+/// and how many requests failed. `between` runs after each round.
+async fn rounds<F, Fut>(sides: [&Side; 2], concurrency: usize, what: &str, between: F) -> [f64; 2]
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let always = what == "rule";
+    let mut rates = [Vec::new(), Vec::new()];
+    let mut failed = 0;
+    for round in 0..ROUNDS {
+        for index in [round % 2, 1 - round % 2] {
+            let side = sides[index];
+            crate::probe::aof_rewritten(&side.redis).await;
+            let name = format!("{index}-{what}-{round}");
+            let (rate, f) = rate(&side.base, concurrency, name, always).await;
+            rates[index].push(rate);
+            failed += f;
+        }
+        between().await;
     }
     println!(
-        "approvals ({label}): asked {asked:.0}/s, rules created {created:.0}/s, {failed} requests failed"
+        "approvals, {what} windows (none | many): {:.0?} | {:.0?}, {failed} requests failed",
+        rates[0], rates[1]
     );
-    (asked, created)
+    let [none, many] = rates;
+    [median(none), median(many)]
+}
+
+/// Revokes the rules the windows made (every rule but the filled ones), `concurrency` at once.
+async fn revoke_made(store: &RedisStore, concurrency: usize) {
+    let made: Vec<RuleId> = store
+        .rules()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|rule| !matches!(&rule.scope, Scope::Session { session_id } if session_id.starts_with("filled-")))
+        .map(|rule| rule.id)
+        .collect();
+    let made = Arc::new(std::sync::Mutex::new(made));
+    let mut workers = Vec::new();
+    for _ in 0..concurrency {
+        let (store, made) = (store.clone(), made.clone());
+        workers.push(tokio::spawn(async move {
+            loop {
+                let Some(id) = made.lock().unwrap().pop() else {
+                    return;
+                };
+                store.delete_rule(&id).await.unwrap();
+            }
+        }));
+    }
+    for worker in workers {
+        worker.await.unwrap();
+    }
 }
 
 /// `count` rules, each for a distinct action in a session of its own, stored by `store`.
@@ -119,29 +189,32 @@ async fn fill(store: RedisStore, count: usize, concurrency: usize) {
     }
 }
 
-pub async fn approvals(redis_url: &str, base: &str, rules: usize, concurrency: usize) {
-    // Warm up (connections open, scripts loaded) with asks only: "with 0 rules" means none.
-    rate(base, concurrency, "warm".into(), false).await;
-    let (asked_none, created_none) = rates(base, concurrency, "none").await;
-    let store = RedisStore::connect(RedisOptions {
-        url: redis_url.to_owned(),
-        cluster: false,
-        replica_wait: Duration::ZERO,
-        prefix: askbridge::store::redis::DEFAULT_PREFIX.into(),
-        store: Default::default(),
-    })
-    .await
-    .unwrap();
+pub async fn approvals(none: Side, many: Side, rules: usize, concurrency: usize) {
+    let filled = store(&many.redis).await;
     let started = Instant::now();
-    fill(store, rules, 64).await;
+    fill(filled.clone(), rules, 64).await;
     println!(
         "approvals: filled {rules} rules through the store in {:.0} s",
         started.elapsed().as_secs_f64()
     );
     // The fill's AOF rewrite done, and askbridge's reader through the fill's events.
-    crate::probe::rewrite_aof(redis_url).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let (asked_many, created_many) = rates(base, concurrency, "many").await;
+    crate::probe::rewrite_aof(&many.redis).await;
+    // Warm up (connections open, scripts loaded) with asks only: "with 0 rules" means none.
+    for side in [&none, &many] {
+        rate(&side.base, concurrency, "warm".into(), false).await;
+    }
+    let sides = [&none, &many];
+    let [asked_none, asked_many] = rounds(sides, concurrency, "ask", || async {}).await;
+    for (label, side) in [("none", &none), ("many", &many)] {
+        let stats = crate::probe::command_stats(&side.redis, &["hmget", "evalsha", "hget"]).await;
+        println!("approvals, Redis after the asks ({label}): {stats}");
+    }
+    let emptied = store(&none.redis).await;
+    let [created_none, created_many] = rounds(sides, concurrency, "rule", || async {
+        revoke_made(&emptied, 64).await;
+        revoke_made(&filled, 64).await;
+    })
+    .await;
     println!(
         "approvals asked/s        with 0 rules {asked_none:>8.0}   with {rules} rules {asked_many:>8.0}   ratio {:.3} (goal >= 0.90)",
         asked_many / asked_none

@@ -370,9 +370,20 @@ async fn main() {
         views::views(&server.base, o.pending, o.rules, o.concurrency).await;
     }
     if o.only.iter().any(|s| s == "approvals") {
-        let redis = redis_server::RedisServer::start_with(&["--appendfsync", "everysec"]);
-        let server = serve(&redis);
-        approvals::approvals(&redis.url(), &server.base, o.approval_rules, o.concurrency).await;
+        let start = || redis_server::RedisServer::start_with(&["--appendfsync", "everysec"]);
+        let (redis_none, redis_many) = (start(), start());
+        let (none, many) = (serve(&redis_none), serve(&redis_many));
+        let side = |redis: &redis_server::RedisServer, server: &support::Process| approvals::Side {
+            redis: redis.url(),
+            base: server.base.clone(),
+        };
+        approvals::approvals(
+            side(&redis_none, &none),
+            side(&redis_many, &many),
+            o.approval_rules,
+            o.concurrency,
+        )
+        .await;
     }
     if o.wants("process") {
         let dir = tempfile::tempdir().unwrap();

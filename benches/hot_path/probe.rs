@@ -107,6 +107,11 @@ pub async fn rewrite_aof(url: &str) {
     let _: redis::RedisResult<()> = redis::cmd("BGREWRITEAOF")
         .query_async(&mut connection)
         .await;
+    aof_rewritten(url).await;
+}
+
+/// Returns once no AOF rewrite runs or is scheduled (one Redis started by itself included).
+pub async fn aof_rewritten(url: &str) {
     loop {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         let persistence = info(url, "persistence").await;
@@ -166,4 +171,19 @@ pub fn process_cpu_s(pid: &str) -> f64 {
     };
     // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
     (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Redis's `INFO commandstats` lines for `commands` (calls, µs per call), for a note.
+pub async fn command_stats(url: &str, commands: &[&str]) -> String {
+    info(url, "commandstats")
+        .await
+        .lines()
+        .filter(|l| {
+            commands
+                .iter()
+                .any(|c| l.starts_with(&format!("cmdstat_{c}:")))
+        })
+        .map(|l| l.split(",rejected").next().unwrap_or(l).to_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -14,8 +14,8 @@ use askbridge_core::{Rule, Scope};
 pub(crate) struct RuleKey {
     /// The action's digest ([`askbridge_core::Action::digest`]).
     pub(crate) digest: String,
-    /// The scope: `*` everywhere, `s<length>:<session>` in a session. The length keeps one
-    /// session's key from being a prefix of another's (`s1:a` and `s3:a/b` cannot meet).
+    /// The scope: `*` everywhere, `s<length>:<session>` in a session (the length keeps a
+    /// session named `*`, or one whose name starts with another's, from meeting another).
     pub(crate) scope: String,
 }
 
@@ -49,12 +49,6 @@ impl RuleKey {
             RuleKey::in_scope(digest, &Scope::Everywhere),
         ]
     }
-
-    /// The key as one string, ending in a separator, so that `prefix() + id` names one rule
-    /// (the Redis store's index entries) and every entry of a place starts with it.
-    pub(crate) fn prefix(&self) -> String {
-        format!("{}/{}/", self.digest, self.scope)
-    }
 }
 
 #[cfg(test)]
@@ -87,15 +81,11 @@ mod tests {
     }
 
     #[test]
-    fn no_session_key_is_a_prefix_of_another() {
-        let [a, _] = RuleKey::lookups("d", "a");
-        let [ab, _] = RuleKey::lookups("d", "a/b");
-        let [star, _] = RuleKey::lookups("d", "*");
-        assert!(!ab.prefix().starts_with(&a.prefix()));
-        assert!(
-            !star
-                .prefix()
-                .starts_with(&RuleKey::lookups("d", "")[1].prefix())
-        );
+    fn no_two_scopes_meet() {
+        let scope = |session: &str| RuleKey::lookups("d", session)[0].scope.clone();
+        let everywhere = RuleKey::lookups("d", "a")[1].scope.clone();
+        assert_ne!(scope("a"), scope("a/b"));
+        assert_ne!(scope("*"), everywhere);
+        assert_ne!(scope(""), everywhere);
     }
 }

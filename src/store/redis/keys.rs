@@ -22,8 +22,8 @@
 //! | `P:{bNN}:runs:ended` | sorted set | ended runs, by their last change (the ops page) |
 //! | `P:{bNN}:rules` | hash | rule id → rule JSON |
 //! | `P:{bNN}:rules:by-time` | sorted set | rule ids by creation (pages of the ops page) |
-//! | `P:{bNN}:rules:by-action` | sorted set | `<digest>/<scope>/<rule id>`, all scored 0, read by lex range: where an approval finds its rules (`rule_index.rs`) |
-//! | `P:{bNN}:rules:filed` | hash | rule id → its entry in `rules:by-action` (so a revoke finds it) |
+//! | `P:{bNN}:rules:for:<digest>` | hash | scope (`*`, `s<length>:<session>`) → the JSON array of the ids of this bucket's rules for the action with that digest there: where an approval finds its rules (`rule_index.rs`) |
+//! | `P:{bNN}:rules:at` | hash | rule id → its place (`<its rules:for key>\n<scope>`), so a revoke, or the rule stored again, leaves it |
 //! | `P:{bNN}:replicated` | string | written before each wait for a replica, on a cluster (`replica_wait.rs`) |
 //! | `P:seen:<key>` | string | delivery ids already handled (with a TTL) |
 //! | `P:lease:<name>` | string | who holds a leader lease (`telegram-poll`, `discord-gateway`), with a TTL |
@@ -151,13 +151,22 @@ impl Keys {
     pub(super) fn rules(&self, bucket: usize) -> String {
         self.in_bucket(bucket, "rules")
     }
-    /// Rules by their action's digest and scope, as lex-ordered members.
-    pub(super) fn rules_by_action(&self, bucket: usize) -> String {
-        self.in_bucket(bucket, "rules:by-action")
+    /// The ids of this bucket's rules for the action with `digest`, by scope
+    /// ([`crate::store::rule_index::RuleKey`]).
+    pub(super) fn rules_for(&self, bucket: usize, digest: &str) -> String {
+        self.in_bucket(bucket, &format!("rules:for:{digest}"))
     }
-    /// Each rule's member in [`Keys::rules_by_action`].
-    pub(super) fn rules_filed(&self, bucket: usize) -> String {
-        self.in_bucket(bucket, "rules:filed")
+    /// Each rule's place in the index.
+    pub(super) fn rules_places(&self, bucket: usize) -> String {
+        self.in_bucket(bucket, "rules:at")
+    }
+    /// The index's keys before it had its present shape (a sorted set of `<place><id>` and a
+    /// hash of each rule's member), deleted once a bucket's rules are filed again.
+    pub(super) fn rules_index_before(&self, bucket: usize) -> [String; 2] {
+        [
+            self.in_bucket(bucket, "rules:by-action"),
+            self.in_bucket(bucket, "rules:filed"),
+        ]
     }
     /// The key a replica wait writes in `bucket`'s slot (see `replica_wait.rs`).
     pub(super) fn replica_mark(&self, bucket: usize) -> String {
@@ -228,8 +237,8 @@ mod tests {
             keys.events(bucket),
             keys.audit(bucket),
             keys.rules(rule_bucket(&format!("rule-{id}"))),
-            keys.rules_by_action(rule_bucket(&format!("rule-{id}"))),
-            keys.rules_filed(rule_bucket(&format!("rule-{id}"))),
+            keys.rules_for(rule_bucket(&format!("rule-{id}")), "d1g3st"),
+            keys.rules_places(rule_bucket(&format!("rule-{id}"))),
         ] {
             assert_eq!(slot(&key), slot_of_question, "{key}");
         }

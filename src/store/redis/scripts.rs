@@ -30,8 +30,8 @@ scripts! {
     INSERT_PARKED => ["args.lua", "announce.lua", "insert_question.lua", "save_run.lua"] "insert_parked.lua",
     HOLD_LEASE => [] "hold_lease.lua",
     RELEASE_LEASE => [] "release_lease.lua",
-    PUT_RULE => ["announce.lua"] "put_rule.lua",
-    FILE_RULE => [] "file_rule.lua",
-    REVOKE_RULE => ["announce.lua"] "revoke_rule.lua",
+    PUT_RULE => ["rule_index.lua", "announce.lua"] "put_rule.lua",
+    FILE_RULE => ["rule_index.lua"] "file_rule.lua",
+    REVOKE_RULE => ["rule_index.lua", "announce.lua"] "revoke_rule.lua",
     VOTE => ["announce.lua"] "vote.lua",
 }

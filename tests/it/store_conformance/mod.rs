@@ -241,9 +241,11 @@ async fn redis_rules_stored_before_the_index_are_filed_on_connect() {
         ..rule("x")
     };
     fixture.store.put_rule(&kept).await.unwrap();
-    // As an older askbridge left it: the rule, without its entries.
+    // As an older askbridge left it: the rule, without its entries, or with its entries in the
+    // index's older shape (a sorted set), which nothing reads any more.
     let mut connection = fixture.server.connection().await;
-    for pattern in ["*rules:by-action", "*rules:filed"] {
+    let mut older = Vec::new();
+    for pattern in ["*rules:for:*", "*rules:at"] {
         let keys: Vec<String> = redis::cmd("KEYS")
             .arg(pattern)
             .query_async(&mut connection)
@@ -255,7 +257,15 @@ async fn redis_rules_stored_before_the_index_are_filed_on_connect() {
             .query_async(&mut connection)
             .await
             .unwrap();
+        older.push(keys[0].replace("rules:at", "rules:by-action"));
     }
+    let _: () = redis::cmd("ZADD")
+        .arg(&older[1])
+        .arg(0)
+        .arg(format!("entry/*/{}", kept.id))
+        .query_async(&mut connection)
+        .await
+        .unwrap();
     let digest = kept.action.digest();
     assert!(
         fixture
@@ -269,6 +279,15 @@ async fn redis_rules_stored_before_the_index_are_filed_on_connect() {
     assert_eq!(
         restarted.rules_for(&digest, "s1").await.unwrap(),
         vec![kept.clone()]
+    );
+    let left: usize = redis::cmd("EXISTS")
+        .arg(&older[1])
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    assert_eq!(
+        left, 0,
+        "the older index is deleted once its bucket is filed"
     );
     restarted.delete_rule(&kept.id).await.unwrap().unwrap();
     assert!(restarted.rules_for(&digest, "s1").await.unwrap().is_empty());
