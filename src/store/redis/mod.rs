@@ -154,12 +154,7 @@ impl RedisStore {
             } else {
                 let rounds = client.get_async_connection().await.map_err(unreachable)?;
                 let shared = connection.clone();
-                Some(ReplicaWait::new(
-                    rounds,
-                    shared,
-                    options.replica_wait,
-                    &keys,
-                ))
+                Some(ReplicaWait::new(rounds, shared, options.replica_wait, &keys).await)
             };
             (
                 Connection::Cluster(connection),
