@@ -24,13 +24,16 @@
 //! - A round that times out means that master has no replica keeping up: its slots skip the wait
 //!   for [`UNREPLICATED_PAUSE`], and writers waiting on them are released at once instead of
 //!   after their own rounds.
+//! - After a round that timed out or failed (a failover under way), the next one first asks the
+//!   master's `ROLE`: a master with no replica online (the one just promoted, whose old master
+//!   died) is paused at once instead of costing its first writers a `WAIT` that cannot succeed.
 
+use super::cluster_nodes;
 use super::keys::{self, BUCKETS, Keys};
 use askbridge_core::error::Chain;
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use std::collections::{BTreeSet, HashMap};
-use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -83,6 +86,8 @@ struct Rounds {
     gathering: BTreeSet<u16>,
     /// Whether a task is sending this group's rounds.
     driving: bool,
+    /// The last round failed or timed out: the next asks `ROLE` first.
+    suspect: bool,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -104,13 +109,16 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Group {
-    fn new(skip_until: Option<Instant>) -> Arc<Self> {
+    fn new(skip_until: Option<Instant>, suspect: bool) -> Arc<Self> {
         let news = News {
             done: 0,
             skip_until,
         };
         Arc::new(Group {
-            rounds: Mutex::new(Rounds::default()),
+            rounds: Mutex::new(Rounds {
+                suspect,
+                ..Rounds::default()
+            }),
             news: watch::channel(news).0,
         })
     }
@@ -133,7 +141,7 @@ impl ReplicaWait {
             .collect();
         let groups = markers
             .keys()
-            .map(|slot| (*slot, Group::new(None)))
+            .map(|slot| (*slot, Group::new(None, false)))
             .collect();
         let waits = ReplicaWait {
             inner: Arc::new(Inner {
@@ -189,7 +197,7 @@ impl ReplicaWait {
     /// Sends `group`'s rounds one after another while writers want one.
     async fn drive(self, group: Arc<Group>) {
         loop {
-            let (round, slots) = {
+            let (round, slots, suspect) = {
                 let mut rounds = lock(&group.rounds);
                 if rounds.gathering.is_empty() || group.news.borrow().skipping(Instant::now()) {
                     rounds.driving = false;
@@ -197,9 +205,15 @@ impl ReplicaWait {
                 }
                 rounds.sent += 1;
                 let slots: Vec<u16> = std::mem::take(&mut rounds.gathering).into_iter().collect();
-                (rounds.sent, slots)
+                (rounds.sent, slots, rounds.suspect)
             };
-            match self.round(&slots).await {
+            let outcome = if suspect {
+                self.checked_round(&slots).await
+            } else {
+                self.round(&slots).await
+            };
+            lock(&group.rounds).suspect = !matches!(outcome, Ok(1..));
+            match outcome {
                 Ok(0) => self.unreplicated(&group, &slots).await,
                 Ok(_) => {}
                 Err(error) => {
@@ -212,6 +226,40 @@ impl ReplicaWait {
                 }
             }
             group.news.send_modify(|n| n.done = n.done.max(round));
+        }
+    }
+
+    /// A round after one that failed or timed out: none (as if it timed out) when the master
+    /// has no replica online.
+    async fn checked_round(&self, slots: &[u16]) -> redis::RedisResult<i64> {
+        let first = slots.first().copied().unwrap_or_default();
+        let route = Route::new(first, SlotAddr::Master);
+        let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+        let role = self
+            .inner
+            .rounds
+            .clone()
+            .route_command(redis::cmd("ROLE"), routing)
+            .await?;
+        // A master's `ROLE` is `master`, its offset, and its replicas online.
+        let online = match &role {
+            redis::Value::Array(fields) => match (fields.first(), fields.get(2)) {
+                (Some(redis::Value::BulkString(name)), Some(redis::Value::Array(replicas)))
+                    if name == b"master" =>
+                {
+                    Some(replicas.len())
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        match online {
+            Some(0) => Ok(0),
+            Some(_) => self.round(slots).await,
+            None => Err(redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "the node serving the slot is not a master (yet)",
+            ))),
         }
     }
 
@@ -271,7 +319,7 @@ impl ReplicaWait {
         tracing::warn!(
             master = %master,
             slots = ?skipped,
-            "no replica confirmed a write within {} ms: a failover now could lose it; not waiting on this master's slots for {} s",
+            "no replica online or none confirmed a write within {} ms: a failover now could lose it; not waiting on this master's slots for {} s",
             self.inner.timeout.as_millis(),
             UNREPLICATED_PAUSE.as_secs()
         );
@@ -314,11 +362,10 @@ impl ReplicaWait {
         for (master, slots) in by_master {
             let alone = master.is_empty();
             for members in slots.chunks(if alone { 1 } else { slots.len() }) {
-                let skip_until = members
-                    .iter()
-                    .filter_map(|slot| groups.get(slot)?.news.borrow().skip_until)
-                    .max();
-                let group = Group::new(skip_until);
+                let former = || members.iter().filter_map(|slot| groups.get(slot));
+                let skip_until = former().filter_map(|g| g.news.borrow().skip_until).max();
+                let suspect = skip_until.is_some() || former().any(|g| lock(&g.rounds).suspect);
+                let group = Group::new(skip_until, suspect);
                 for slot in members {
                     regrouped.insert(*slot, group.clone());
                 }
@@ -334,68 +381,15 @@ impl ReplicaWait {
             .arg("NODES")
             .query_async(&mut self.inner.shared.clone())
             .await?;
-        let masters = serving(&nodes);
+        let nodes = cluster_nodes::parse(&nodes);
         Ok(self
             .inner
             .markers
             .keys()
             .filter_map(|slot| {
-                let (address, _) = masters
-                    .iter()
-                    .find(|(_, ranges)| ranges.iter().any(|range| range.contains(slot)))?;
-                Some((*slot, address.clone()))
+                let master = nodes.iter().find(|node| node.serves(*slot))?;
+                Some((*slot, master.address.clone()))
             })
             .collect())
-    }
-}
-
-/// The masters of `CLUSTER NODES` (`<id> <ip:port@bus> <flags> <master> <ping> <pong> <epoch>
-/// <link> <slot ranges>...`) not marked failing: each one's address and slot ranges (migrating
-/// ones, in brackets, left out).
-fn serving(nodes: &str) -> Vec<(String, Vec<RangeInclusive<u16>>)> {
-    nodes
-        .lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let flags: Vec<&str> = fields.get(2)?.split(',').collect();
-            if !flags.contains(&"master") || flags.iter().any(|f| *f == "fail" || *f == "fail?") {
-                return None;
-            }
-            let address = fields[1].split('@').next().unwrap_or_default().to_owned();
-            let ranges = fields
-                .iter()
-                .skip(8)
-                .filter_map(|range| {
-                    let (low, high) = range.split_once('-').unwrap_or((range, range));
-                    Some(low.parse().ok()?..=high.parse().ok()?)
-                })
-                .collect();
-            Some((address, ranges))
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn masters_and_their_slots_are_read_from_cluster_nodes() {
-        let nodes = "\
-            a1 127.0.0.1:7001@17001 master,fail - 0 0 1 connected 0-5460\n\
-            b2 127.0.0.1:7002@17002 myself,master - 0 0 2 connected 5461-10922 16000 [93->-a1]\n\
-            c3 127.0.0.1:7003@17003 slave b2 0 0 2 connected\n\
-            d4 127.0.0.1:7004@17004 master - 0 0 3 connected 10923-15999\n";
-        assert_eq!(
-            serving(nodes),
-            vec![
-                (
-                    "127.0.0.1:7002".to_owned(),
-                    vec![5461..=10922, 16000..=16000]
-                ),
-                ("127.0.0.1:7004".to_owned(), vec![10923..=15999]),
-            ]
-        );
-        assert!(serving("").is_empty());
     }
 }
