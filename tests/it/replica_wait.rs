@@ -4,10 +4,11 @@
 //! master left without any replica is not sent `WAIT`s that cannot succeed.
 
 use crate::redis_cluster::{self, RedisCluster};
+use crate::support;
 use askbridge::store::StoreOptions;
 use askbridge::store::prelude::*;
 use askbridge::store::redis::{
-    DEFAULT_REPLICA_WAIT, RedisOptions, RedisStore, UNREPLICATED_PAUSE, question_key, slot,
+    DEFAULT_REPLICA_WAIT, RedisStore, UNREPLICATED_PAUSE, question_key, slot,
 };
 use askbridge_core::question::DEFAULT_TIMEOUT;
 use askbridge_core::{Millis, NewQuestion, Question, QuestionId};
@@ -63,15 +64,7 @@ async fn timed_insert(store: Arc<RedisStore>, question: Question) -> Duration {
 async fn a_frozen_replica_holds_no_write_but_its_masters_first() {
     let cluster = redis_cluster::private();
     let store = Arc::new(
-        RedisStore::connect(RedisOptions {
-            url: cluster.urls.join(","),
-            cluster: true,
-            replica_wait: DEFAULT_REPLICA_WAIT,
-            prefix: PREFIX.into(),
-            store: StoreOptions::default(),
-        })
-        .await
-        .unwrap(),
+        support::redis_cluster_store(&cluster.urls, PREFIX.into(), StoreOptions::default()).await,
     );
     let by_master = slots_by_master(&cluster);
     let (&master, slots) = by_master
@@ -178,15 +171,7 @@ async fn calls(port: u16, command: &str) -> u64 {
 async fn a_master_left_without_a_replica_is_not_waited_on_again() {
     let cluster = redis_cluster::private();
     let store = Arc::new(
-        RedisStore::connect(RedisOptions {
-            url: cluster.urls.join(","),
-            cluster: true,
-            replica_wait: DEFAULT_REPLICA_WAIT,
-            prefix: PREFIX.into(),
-            store: StoreOptions::default(),
-        })
-        .await
-        .unwrap(),
+        support::redis_cluster_store(&cluster.urls, PREFIX.into(), StoreOptions::default()).await,
     );
     let by_master = slots_by_master(&cluster);
     let (&master, slots) = by_master.iter().next().unwrap();
