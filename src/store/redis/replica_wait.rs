@@ -24,8 +24,8 @@
 //! - A round that times out means that master has no replica keeping up: its slots skip the wait
 //!   for [`UNREPLICATED_PAUSE`], and writers waiting on them are released at once instead of
 //!   after their own rounds.
-//! - After a round that timed out or failed (a failover under way), the next one first asks the
-//!   master's `ROLE`: a master with no replica online (the one just promoted, whose old master
+//! - After a round that timed out or failed, or a write the store had to send again (a failover
+//!   under way), the next round first asks the master's `ROLE`: a master with no replica online (the one just promoted, whose old master
 //!   died) is paused at once instead of costing its first writers a `WAIT` that cannot succeed.
 
 use super::cluster_nodes;
@@ -191,6 +191,14 @@ impl ReplicaWait {
                 slot,
                 "the replica wait did not come back in time; the write is acknowledged unconfirmed"
             );
+        }
+    }
+
+    /// Makes every group's next round ask its master's `ROLE` first: a write failed and was sent
+    /// again, perhaps because a master died (its slots' next master may have no replica).
+    pub(super) fn suspect_all(&self) {
+        for group in lock(&self.inner.groups).values() {
+            lock(&group.rounds).suspect = true;
         }
     }
 
