@@ -1,12 +1,14 @@
 //! The replica wait on a Redis Cluster (`WAIT 1` after an ask or a claim) holds only the writes it
 //! is for: with one master's replica frozen, that master's first writes wait out the timeout once,
-//! while writes to its other slots, to other masters, and its own later writes go through.
+//! while writes to its other slots, to other masters, and its own later writes go through; and a
+//! master left without any replica is not sent `WAIT`s that cannot succeed.
 
 use crate::redis_cluster::{self, RedisCluster};
+use crate::support;
 use askbridge::store::StoreOptions;
 use askbridge::store::prelude::*;
 use askbridge::store::redis::{
-    DEFAULT_REPLICA_WAIT, RedisOptions, RedisStore, UNREPLICATED_PAUSE, question_key, slot,
+    DEFAULT_REPLICA_WAIT, RedisStore, UNREPLICATED_PAUSE, question_key, slot,
 };
 use askbridge_core::question::DEFAULT_TIMEOUT;
 use askbridge_core::{Millis, NewQuestion, Question, QuestionId};
@@ -62,15 +64,7 @@ async fn timed_insert(store: Arc<RedisStore>, question: Question) -> Duration {
 async fn a_frozen_replica_holds_no_write_but_its_masters_first() {
     let cluster = redis_cluster::private();
     let store = Arc::new(
-        RedisStore::connect(RedisOptions {
-            url: cluster.urls.join(","),
-            cluster: true,
-            replica_wait: DEFAULT_REPLICA_WAIT,
-            prefix: PREFIX.into(),
-            store: StoreOptions::default(),
-        })
-        .await
-        .unwrap(),
+        support::redis_cluster_store(&cluster.urls, PREFIX.into(), StoreOptions::default()).await,
     );
     let by_master = slots_by_master(&cluster);
     let (&master, slots) = by_master
@@ -155,4 +149,53 @@ async fn a_frozen_replica_holds_no_write_but_its_masters_first() {
         "a write after the first timeout waited behind the queued waits: {later_took:?}"
     );
     assert!(all_took < Duration::from_secs(4), "{all_took:?}");
+}
+
+/// `calls` of `command` in the `INFO commandstats` of the node at `port`.
+async fn calls(port: u16, command: &str) -> u64 {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix(&format!("cmdstat_{command}:calls=")))
+        .and_then(|rest| rest.split(',').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_left_without_a_replica_is_not_waited_on_again() {
+    let cluster = redis_cluster::private();
+    let store = Arc::new(
+        support::redis_cluster_store(&cluster.urls, PREFIX.into(), StoreOptions::default()).await,
+    );
+    let by_master = slots_by_master(&cluster);
+    let (&master, slots) = by_master.iter().next().unwrap();
+    let slot = slots[0];
+    cluster.crash(cluster.replica_of(master));
+    // The first write finds out: its round's WAIT times out, and the master is paused.
+    let waits = calls(master, "wait").await;
+    timed_insert(store.clone(), question_in(slot)).await;
+    assert_eq!(
+        calls(master, "wait").await,
+        waits + 1,
+        "one round, one WAIT"
+    );
+    // After the pause, the master still has no replica: the next round asks its ROLE, and
+    // sends no WAIT that cannot succeed.
+    tokio::time::sleep(UNREPLICATED_PAUSE + Duration::from_millis(300)).await;
+    let roles = calls(master, "role").await;
+    let took = timed_insert(store.clone(), question_in(slot)).await;
+    eprintln!("a master without a replica, after the pause: {took:?}");
+    assert_eq!(calls(master, "wait").await, waits + 1, "no WAIT was sent");
+    assert_eq!(calls(master, "role").await, roles + 1, "its ROLE was asked");
+    // Writes to the other masters are still waited for.
+    let (&other, other_slots) = by_master.iter().nth(1).unwrap();
+    let waits = calls(other, "wait").await;
+    timed_insert(store.clone(), question_in(other_slots[0])).await;
+    assert_eq!(calls(other, "wait").await, waits + 1);
 }

@@ -4,7 +4,8 @@
 //! - `scripts.rs` and `lua/*.lua`: the Lua scripts, one file each;
 //! - `retry.rs`: the one place that sends commands, retrying connection errors;
 //! - `replica_wait.rs`: on a cluster, waiting for a replica after an ask or a claim without
-//!   holding other writes;
+//!   holding other writes; `cluster_nodes.rs` reads `CLUSTER NODES` for it and for the store's
+//!   shape;
 //! - `codec.rs`: how questions and runs are spread over hash fields;
 //! - `args.rs` and `lua/lib/args.lua`: the scripts' named arguments, one struct per script;
 //! - a file per role, named as in the other stores: `questions.rs` (with `claim.rs`, a claim's
@@ -35,6 +36,7 @@
 mod args;
 mod audit;
 mod claim;
+mod cluster_nodes;
 mod codec;
 mod connection;
 mod events;
@@ -154,12 +156,7 @@ impl RedisStore {
             } else {
                 let rounds = client.get_async_connection().await.map_err(unreachable)?;
                 let shared = connection.clone();
-                Some(ReplicaWait::new(
-                    rounds,
-                    shared,
-                    options.replica_wait,
-                    &keys,
-                ))
+                Some(ReplicaWait::new(rounds, shared, options.replica_wait, &keys).await)
             };
             (
                 Connection::Cluster(connection),
@@ -234,28 +231,20 @@ fn cluster_client(seeds: &[&str]) -> redis::RedisResult<redis::cluster::ClusterC
         .build()
 }
 
-/// The cluster's shape from `CLUSTER INFO` (its state) and `CLUSTER NODES` (one line per node:
-/// id, address, flags, ...; a master serving slots lists them after the eighth field).
+/// The cluster's shape from `CLUSTER INFO` (its state) and `CLUSTER NODES`.
 fn cluster_topology(info: &str, nodes: &str) -> super::Topology {
     let ok = info.lines().any(|line| line.trim() == "cluster_state:ok");
-    let mut topology = super::Topology {
+    let nodes = cluster_nodes::parse(nodes);
+    super::Topology {
         kind: "redis-cluster",
-        nodes: 0,
-        masters: 0,
-        failing: 0,
+        nodes: nodes.len(),
+        masters: nodes
+            .iter()
+            .filter(|n| n.master && !n.failing && !n.slots.is_empty())
+            .count(),
+        failing: nodes.iter().filter(|n| n.failing).count(),
         ok,
-    };
-    for line in nodes.lines().filter(|l| !l.trim().is_empty()) {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let flags = fields.get(2).copied().unwrap_or_default();
-        topology.nodes += 1;
-        if flags.split(',').any(|f| f == "fail" || f == "fail?") {
-            topology.failing += 1;
-        } else if flags.split(',').any(|f| f == "master") && fields.len() > 8 {
-            topology.masters += 1;
-        }
     }
-    topology
 }
 
 /// How long a claim or an ask waits for a replica on a cluster, by default.

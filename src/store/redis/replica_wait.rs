@@ -10,23 +10,32 @@
 //!
 //! - Rounds of waiting go over a cluster connection of their own: no write queues behind them.
 //! - `WAIT` counts the writes made on its own connection, and this one makes no others, so a round
-//!   is a tiny write to the slot's marker key and then `WAIT 1 <timeout>`. Replication offsets
-//!   are per master and only grow: a replica that has the marker has every write the master
-//!   acknowledged before the marker was sent, in any slot.
-//! - One round covers every write completed before it was sent: writers arriving while a slot's
-//!   round is out share the next one. A slot has at most one round out and one gathering, so
+//!   is a tiny write to the marker key of each slot it covers, then `WAIT 1 <timeout>`, all in one
+//!   pipeline to one node. Replication offsets are per master and only grow: a replica that has
+//!   the markers has every write the master acknowledged before them, in any slot.
+//! - Rounds are per master, not per slot: the buckets' slots are grouped by the master serving
+//!   them (its `CLUSTER NODES`, read at start and again when a round fails or times out). Rounds
+//!   of one master's slots sent apart queued on that node's connection, `WAIT` after `WAIT`.
+//!   Every marker in a round must be written where the `WAIT` runs: a slot that moved answers
+//!   MOVED, the round fails (its writers go on unconfirmed, logged) and the groups are read again.
+//! - One round covers every write completed before it was sent: writers arriving while a master's
+//!   round is out share the next one. A master has at most one round out and one gathering, so
 //!   under load the waits cost a few rounds per master, not one per write.
-//! - A round that times out means that master has no replica keeping up: every slot that master
-//!   serves (its own `CLUSTER NODES` says which) skips the wait for [`UNREPLICATED_PAUSE`], and
-//!   writers waiting on those slots are released at once instead of after their own rounds.
+//! - A round that times out means that master has no replica keeping up: its slots skip the wait
+//!   for [`UNREPLICATED_PAUSE`], and writers waiting on them are released at once instead of
+//!   after their own rounds.
+//! - After a round that timed out or failed, or a write the store had to send again (a failover
+//!   under way), the next round first asks the master's `ROLE`: a master with no replica online (the one just promoted, whose old master
+//!   died) is paused at once instead of costing its first writers a `WAIT` that cannot succeed.
 
+use super::cluster_nodes;
 use super::keys::{self, BUCKETS, Keys};
 use askbridge_core::error::Chain;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-use std::collections::HashMap;
-use std::ops::RangeInclusive;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
@@ -34,6 +43,10 @@ use tokio::sync::watch;
 /// that a master left without a replica (after a failover) costs one timed-out wait per pause,
 /// not one per write; short enough to notice soon when a replica is back.
 pub const UNREPLICATED_PAUSE: Duration = Duration::from_secs(10);
+
+/// The least time between two readings of the groups after failed rounds: a failover fails
+/// every round for seconds, and one reading a second is enough to follow it.
+const REGROUP_EVERY: Duration = Duration::from_secs(1);
 
 /// Waits for a replica after writes; cheap to clone (one per store).
 #[derive(Clone)]
@@ -44,25 +57,37 @@ pub(super) struct ReplicaWait {
 struct Inner {
     /// Reserved for rounds (see the module documentation).
     rounds: ClusterConnection,
-    /// The store's shared connection, to ask a timed-out master which slots it serves.
+    /// The store's shared connection, to read which master serves which slot.
     shared: ClusterConnection,
     timeout: Duration,
-    /// Every bucket's slot. Fixed at start: the store writes nowhere else.
-    slots: Mutex<HashMap<u16, Slot>>,
+    /// Every bucket's slot and the key its rounds write there. Fixed: the store writes nowhere
+    /// else.
+    markers: HashMap<u16, String>,
+    /// Each bucket slot's group, replaced whole when the groups are read again (rounds already
+    /// out finish on the groups they began in).
+    groups: Mutex<HashMap<u16, Arc<Group>>>,
+    /// Whether a reading of the groups is under way, and when the last one began.
+    regrouping: AtomicBool,
+    regrouped: Mutex<Option<Instant>>,
 }
 
-/// One slot's rounds.
-struct Slot {
-    /// The key each round writes (in this slot, so the round goes to the write's master).
-    marker: String,
+/// The slots of one master (as last read) and their rounds.
+struct Group {
+    rounds: Mutex<Rounds>,
+    /// What writers waiting on this group watch.
+    news: watch::Sender<News>,
+}
+
+#[derive(Default)]
+struct Rounds {
     /// Rounds sent so far; a round is known by its number in this count.
     sent: u64,
-    /// The round the latest writer needs (`sent + 1` while one gathers writers).
-    wanted: u64,
-    /// Whether a task is sending this slot's rounds.
+    /// The slots whose writers wait for the next round.
+    gathering: BTreeSet<u16>,
+    /// Whether a task is sending this group's rounds.
     driving: bool,
-    /// What writers waiting on this slot watch.
-    news: watch::Sender<News>,
+    /// The last round failed or timed out: the next asks `ROLE` first.
+    suspect: bool,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -79,57 +104,80 @@ impl News {
     }
 }
 
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Group {
+    fn new(skip_until: Option<Instant>, suspect: bool) -> Arc<Self> {
+        let news = News {
+            done: 0,
+            skip_until,
+        };
+        Arc::new(Group {
+            rounds: Mutex::new(Rounds {
+                suspect,
+                ..Rounds::default()
+            }),
+            news: watch::channel(news).0,
+        })
+    }
+}
+
 impl ReplicaWait {
-    /// `rounds` must be a connection nothing else uses; `shared` is the store's.
-    pub(super) fn new(
+    /// `rounds` must be a connection nothing else uses; `shared` is the store's. Reads the
+    /// groups once (a slot per group if that fails: correct, only slower).
+    pub(super) async fn new(
         rounds: ClusterConnection,
         shared: ClusterConnection,
         timeout: Duration,
         keys: &Keys,
     ) -> Self {
-        let slots = (0..BUCKETS)
+        let markers: HashMap<u16, String> = (0..BUCKETS)
             .map(|bucket| {
                 let marker = keys.replica_mark(bucket);
-                let slot = Slot {
-                    marker: marker.clone(),
-                    sent: 0,
-                    wanted: 0,
-                    driving: false,
-                    news: watch::channel(News::default()).0,
-                };
-                (keys::slot(&marker), slot)
+                (keys::slot(&marker), marker)
             })
             .collect();
-        ReplicaWait {
+        let groups = markers
+            .keys()
+            .map(|slot| (*slot, Group::new(None, false)))
+            .collect();
+        let waits = ReplicaWait {
             inner: Arc::new(Inner {
                 rounds,
                 shared,
                 timeout,
-                slots: Mutex::new(slots),
+                markers,
+                groups: Mutex::new(groups),
+                regrouping: AtomicBool::new(false),
+                regrouped: Mutex::new(None),
             }),
-        }
+        };
+        waits.regroup().await;
+        waits
     }
 
     /// Returns once a replica has the write just made to `key`, its slot's master was found
     /// without a replica keeping up (see the module documentation), or a round failed (logged).
     pub(super) async fn wait(&self, key: &str) {
         let slot = keys::slot(key);
+        let Some(group) = lock(&self.inner.groups).get(&slot).cloned() else {
+            tracing::debug!(key, slot, "no replica wait: not a bucket's slot");
+            return;
+        };
         let (needed, mut news) = {
-            let mut slots = self.inner.lock();
-            let Some(state) = slots.get_mut(&slot) else {
-                tracing::debug!(key, slot, "no replica wait: not a bucket's slot");
-                return;
-            };
-            if state.news.borrow().skipping(Instant::now()) {
+            let mut rounds = lock(&group.rounds);
+            if group.news.borrow().skipping(Instant::now()) {
                 return;
             }
-            // A round not sent yet covers this write: join it, or ask for one.
-            state.wanted = state.sent + 1;
-            if !state.driving {
-                state.driving = true;
-                tokio::spawn(self.clone().drive(slot));
+            // The round not sent yet covers this write: join it, or ask for one.
+            rounds.gathering.insert(slot);
+            if !rounds.driving {
+                rounds.driving = true;
+                tokio::spawn(self.clone().drive(group.clone()));
             }
-            (state.wanted, state.news.subscribe())
+            (rounds.sent + 1, group.news.subscribe())
         };
         let answered = news.wait_for(|n| n.done >= needed || n.skipping(Instant::now()));
         // A round waits at most `timeout` in Redis, and one timing out releases the others of
@@ -146,167 +194,210 @@ impl ReplicaWait {
         }
     }
 
-    /// Sends `slot`'s rounds one after another while writers want one.
-    async fn drive(self, slot: u16) {
-        loop {
-            let (round, marker) = {
-                let mut slots = self.inner.lock();
-                let Some(state) = slots.get_mut(&slot) else {
-                    return;
-                };
-                if state.wanted <= state.sent || state.news.borrow().skipping(Instant::now()) {
-                    state.driving = false;
-                    return;
-                }
-                state.sent = state.wanted;
-                (state.sent, state.marker.clone())
-            };
-            match self.round(slot, &marker).await {
-                Ok(0) => self.unreplicated(slot).await,
-                Ok(_) => {}
-                Err(error) => tracing::warn!(
-                    slot,
-                    error = %Chain(&error),
-                    "cannot wait for a replica; writes to this slot are acknowledged unconfirmed"
-                ),
-            }
-            if let Some(state) = self.inner.lock().get(&slot) {
-                state.news.send_modify(|n| n.done = n.done.max(round));
-            }
+    /// Makes every group's next round ask its master's `ROLE` first: a write failed and was sent
+    /// again, perhaps because a master died (its slots' next master may have no replica).
+    pub(super) fn suspect_all(&self) {
+        for group in lock(&self.inner.groups).values() {
+            lock(&group.rounds).suspect = true;
         }
     }
 
-    /// One round: the marker write, then `WAIT 1`; how many replicas confirmed. Both replies
-    /// are read: a marker refused where the round landed (MOVED after a failover, while this
-    /// connection's map of the slots is stale) must be redirected and sent again by the client,
-    /// not skipped, or that node's `WAIT` — counting writes of this connection, which made none
-    /// there — would confirm at once.
-    async fn round(&self, slot: u16, marker: &str) -> redis::RedisResult<i64> {
+    /// Sends `group`'s rounds one after another while writers want one.
+    async fn drive(self, group: Arc<Group>) {
+        loop {
+            let (round, slots, suspect) = {
+                let mut rounds = lock(&group.rounds);
+                if rounds.gathering.is_empty() || group.news.borrow().skipping(Instant::now()) {
+                    rounds.driving = false;
+                    return;
+                }
+                rounds.sent += 1;
+                let slots: Vec<u16> = std::mem::take(&mut rounds.gathering).into_iter().collect();
+                (rounds.sent, slots, rounds.suspect)
+            };
+            let outcome = if suspect {
+                self.checked_round(&slots).await
+            } else {
+                self.round(&slots).await
+            };
+            lock(&group.rounds).suspect = !matches!(outcome, Ok(1..));
+            match outcome {
+                Ok(0) => self.unreplicated(&group, &slots).await,
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(
+                        slots = ?slots,
+                        error = %Chain(&error),
+                        "cannot wait for a replica; these writes are acknowledged unconfirmed"
+                    );
+                    self.regroup_soon();
+                }
+            }
+            group.news.send_modify(|n| n.done = n.done.max(round));
+        }
+    }
+
+    /// A round after one that failed or timed out: none (as if it timed out) when the master
+    /// has no replica online.
+    async fn checked_round(&self, slots: &[u16]) -> redis::RedisResult<i64> {
+        let first = slots.first().copied().unwrap_or_default();
+        let route = Route::new(first, SlotAddr::Master);
+        let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+        let role = self
+            .inner
+            .rounds
+            .clone()
+            .route_command(redis::cmd("ROLE"), routing)
+            .await?;
+        // A master's `ROLE` is `master`, its offset, and its replicas online.
+        let online = match &role {
+            redis::Value::Array(fields) => match (fields.first(), fields.get(2)) {
+                (Some(redis::Value::BulkString(name)), Some(redis::Value::Array(replicas)))
+                    if name == b"master" =>
+                {
+                    Some(replicas.len())
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        match online {
+            Some(0) => Ok(0),
+            Some(_) => self.round(slots).await,
+            None => Err(redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "the node serving the slot is not a master (yet)",
+            ))),
+        }
+    }
+
+    /// One round: each slot's marker write, then `WAIT 1`, all on the node serving `slots[0]`;
+    /// how many replicas confirmed. Every reply is read: a marker refused where the round landed
+    /// (MOVED after a failover, while this connection's map of the slots is stale, or a slot that
+    /// moved to another master) must be redirected and sent again by the client or fail the
+    /// round, not be skipped, or that node's `WAIT` — counting writes of this connection, which
+    /// made none there — would confirm at once.
+    async fn round(&self, slots: &[u16]) -> redis::RedisResult<i64> {
         let mut pipe = redis::pipe();
-        pipe.cmd("SET").arg(marker).arg(1);
+        for slot in slots {
+            let marker = self.inner.markers.get(slot).map_or("", String::as_str);
+            pipe.cmd("SET").arg(marker).arg(1);
+        }
         pipe.cmd("WAIT")
             .arg(1)
             .arg(self.inner.timeout.as_millis() as u64);
-        let route = SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master));
+        let first = slots.first().copied().unwrap_or_default();
+        let route = SingleNodeRoutingInfo::SpecificNode(Route::new(first, SlotAddr::Master));
+        let count = slots.len() + 1;
         let replies = self
             .inner
             .rounds
             .clone()
-            .route_pipeline(pipe, 0, 2, route)
+            .route_pipeline(pipe, 0, count, route)
             .await?;
-        let mut replies = replies.into_iter();
-        let (Some(set), Some(wait)) = (replies.next(), replies.next()) else {
+        if replies.len() != count {
             return Err(redis::RedisError::from((
                 redis::ErrorKind::Client,
-                "a replica wait got fewer replies than it sent commands",
+                "a replica wait got another number of replies than it sent commands",
             )));
-        };
-        set.extract_error()?;
+        }
+        let mut replies = replies.into_iter();
+        let wait = replies.next_back().unwrap_or(redis::Value::Nil);
+        for set in replies {
+            set.extract_error()?;
+        }
         redis::FromRedisValue::from_redis_value(wait).map_err(Into::into)
     }
 
-    /// `slot`'s master confirmed nothing in time: every slot it serves skips the wait for
-    /// [`UNREPLICATED_PAUSE`], releasing their waiting writers.
-    async fn unreplicated(&self, slot: u16) {
-        // Rounds of several of this master's slots were out together: the first to come back
-        // told already.
-        let known = self
-            .inner
-            .lock()
-            .get(&slot)
-            .is_some_and(|state| state.news.borrow().skipping(Instant::now()));
-        if known {
-            return;
-        }
-        let (master, ranges) = match self.master_slots(slot).await {
-            Ok(found) => found,
-            Err(error) => {
-                tracing::debug!(slot, error = %Chain(&error), "cannot list the master's slots");
-                (String::from("?"), vec![slot..=slot])
-            }
-        };
+    /// `group`'s master confirmed nothing in time: its slots skip the wait for
+    /// [`UNREPLICATED_PAUSE`], releasing their waiting writers; then the groups are read again
+    /// (a failover may be why), keeping the pause.
+    async fn unreplicated(&self, group: &Group, slots: &[u16]) {
         let until = Instant::now() + UNREPLICATED_PAUSE;
-        let mut marked = Vec::new();
-        for (other, state) in self.inner.lock().iter() {
-            if *other == slot || ranges.iter().any(|range| range.contains(other)) {
-                state.news.send_modify(|n| n.skip_until = Some(until));
-                marked.push(*other);
-            }
-        }
-        marked.sort_unstable();
+        group.news.send_modify(|n| n.skip_until = Some(until));
+        let masters = self.regroup().await;
+        let first = slots.first().copied().unwrap_or_default();
+        let master = masters.get(&first).map_or("?", String::as_str).to_owned();
+        let mut skipped: Vec<u16> = masters
+            .iter()
+            .filter(|(_, address)| **address == master)
+            .map(|(slot, _)| *slot)
+            .collect();
+        skipped.sort_unstable();
         tracing::warn!(
-            slot,
             master = %master,
-            slots = ?marked,
-            "no replica confirmed a write within {} ms: a failover now could lose it; not waiting on this master's slots for {} s",
+            slots = ?skipped,
+            "no replica online or none confirmed a write within {} ms: a failover now could lose it; not waiting on this master's slots for {} s",
             self.inner.timeout.as_millis(),
             UNREPLICATED_PAUSE.as_secs()
         );
     }
 
-    /// The address of `slot`'s master and the slots it serves, from its own `CLUSTER NODES`.
-    async fn master_slots(
-        &self,
-        slot: u16,
-    ) -> redis::RedisResult<(String, Vec<RangeInclusive<u16>>)> {
-        let mut cmd = redis::cmd("CLUSTER");
-        cmd.arg("NODES");
-        let route = Route::new(slot, SlotAddr::Master);
-        let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
-        let reply = self
-            .inner
-            .shared
-            .clone()
-            .route_command(cmd, routing)
+    /// Reads the groups again in the background, unless that happened in the last
+    /// [`REGROUP_EVERY`] or is under way.
+    fn regroup_soon(&self) {
+        let recent = lock(&self.inner.regrouped).is_some_and(|at| at.elapsed() < REGROUP_EVERY);
+        if !recent && !self.inner.regrouping.load(Ordering::Relaxed) {
+            let waits = self.clone();
+            tokio::spawn(async move { waits.regroup().await });
+        }
+    }
+
+    /// Reads which master serves each bucket's slot and groups the slots by it (a slot no master
+    /// is seen serving gets a group of its own). A group keeps the longest pause of its slots'
+    /// former groups. Returns each slot's master's address (empty when the reading failed).
+    async fn regroup(&self) -> HashMap<u16, String> {
+        if self.inner.regrouping.swap(true, Ordering::AcqRel) {
+            return HashMap::new();
+        }
+        *lock(&self.inner.regrouped) = Some(Instant::now());
+        let read = self.masters_by_slot().await;
+        self.inner.regrouping.store(false, Ordering::Release);
+        let masters = match read {
+            Ok(masters) => masters,
+            Err(error) => {
+                tracing::debug!(error = %Chain(&error), "cannot read which master serves which slot");
+                return HashMap::new();
+            }
+        };
+        let mut groups = lock(&self.inner.groups);
+        let mut by_master: HashMap<&str, Vec<u16>> = HashMap::new();
+        for slot in self.inner.markers.keys() {
+            let master = masters.get(slot).map_or("", String::as_str);
+            by_master.entry(master).or_default().push(*slot);
+        }
+        let mut regrouped = HashMap::new();
+        for (master, slots) in by_master {
+            let alone = master.is_empty();
+            for members in slots.chunks(if alone { 1 } else { slots.len() }) {
+                let former = || members.iter().filter_map(|slot| groups.get(slot));
+                let skip_until = former().filter_map(|g| g.news.borrow().skip_until).max();
+                let suspect = skip_until.is_some() || former().any(|g| lock(&g.rounds).suspect);
+                let group = Group::new(skip_until, suspect);
+                for slot in members {
+                    regrouped.insert(*slot, group.clone());
+                }
+            }
+        }
+        *groups = regrouped;
+        masters
+    }
+
+    /// Each bucket slot's master's address, from `CLUSTER NODES`.
+    async fn masters_by_slot(&self) -> redis::RedisResult<HashMap<u16, String>> {
+        let nodes: String = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query_async(&mut self.inner.shared.clone())
             .await?;
-        let nodes: String = redis::FromRedisValue::from_redis_value(reply)?;
-        Ok(own_slots(&nodes))
-    }
-}
-
-impl Inner {
-    fn lock(&self) -> MutexGuard<'_, HashMap<u16, Slot>> {
-        self.slots.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// The `myself` line of `CLUSTER NODES` (`<id> <ip:port@bus> <flags> <master> <ping> <pong>
-/// <epoch> <link> <slot ranges>...`): its address and slot ranges (migrating ones, in brackets,
-/// left out).
-fn own_slots(nodes: &str) -> (String, Vec<RangeInclusive<u16>>) {
-    let Some(line) = nodes.lines().find(|line| {
-        line.split_whitespace()
-            .nth(2)
-            .is_some_and(|f| f.split(',').any(|f| f == "myself"))
-    }) else {
-        return (String::from("?"), Vec::new());
-    };
-    let fields: Vec<&str> = line.split_whitespace().collect();
-    let address = fields[1].split('@').next().unwrap_or_default().to_owned();
-    let ranges = fields
-        .iter()
-        .skip(8)
-        .filter_map(|range| {
-            let (low, high) = range.split_once('-').unwrap_or((range, range));
-            Some(low.parse().ok()?..=high.parse().ok()?)
-        })
-        .collect();
-    (address, ranges)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_masters_own_slots_are_read_from_its_line() {
-        let nodes = "\
-            a1 127.0.0.1:7001@17001 master - 0 0 1 connected 0-5460\n\
-            b2 127.0.0.1:7002@17002 myself,master - 0 0 2 connected 5461-10922 16000 [93->-a1]\n\
-            c3 127.0.0.1:7003@17003 slave b2 0 0 2 connected\n";
-        let (address, ranges) = own_slots(nodes);
-        assert_eq!(address, "127.0.0.1:7002");
-        assert_eq!(ranges, vec![5461..=10922, 16000..=16000]);
-        assert_eq!(own_slots("").1, Vec::<RangeInclusive<u16>>::new());
+        let nodes = cluster_nodes::parse(&nodes);
+        Ok(self
+            .inner
+            .markers
+            .keys()
+            .filter_map(|slot| {
+                let master = nodes.iter().find(|node| node.serves(*slot))?;
+                Some((*slot, master.address.clone()))
+            })
+            .collect())
     }
 }

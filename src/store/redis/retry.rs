@@ -44,8 +44,13 @@ fn is_not_ready(error: &RedisError) -> bool {
     )
 }
 
-/// Runs `operation` again on connection errors, backing off from 50 ms to [`BACKOFF`].
-async fn retrying<T, F, Fut>(what: &'static str, mut operation: F) -> Result<T>
+/// Runs `operation` again on connection errors, backing off from 50 ms to [`BACKOFF`];
+/// `retried` hears of each attempt that failed and is made again.
+async fn retrying<T, F, Fut>(
+    what: &'static str,
+    retried: &(dyn Fn() + Sync),
+    mut operation: F,
+) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = redis::RedisResult<T>>,
@@ -61,6 +66,7 @@ where
                     || (is_not_ready(&error) && started.elapsed() < PATIENCE) =>
             {
                 tracing::debug!(error = %Chain(&error), attempt, "redis {what} failed; retrying");
+                retried();
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(BACKOFF);
                 attempt += 1;
@@ -71,6 +77,14 @@ where
 }
 
 impl RedisStore {
+    /// An operation failed and is made again: on a cluster, the topology may be changing, so
+    /// the replica waits check their masters' replicas before their next rounds.
+    fn troubled(&self) {
+        if let Some(waits) = &self.waits {
+            waits.suspect_all();
+        }
+    }
+
     /// Sends one command.
     pub(super) async fn query<T: FromRedisValue>(
         &self,
@@ -78,7 +92,7 @@ impl RedisStore {
         command: &Cmd,
     ) -> Result<T> {
         let started = Instant::now();
-        let reply = retrying(what, || {
+        let reply = retrying(what, &|| self.troubled(), || {
             let mut connection = self.connection();
             async move { command.query_async(&mut connection).await }
         })
@@ -94,7 +108,7 @@ impl RedisStore {
         pipe: &Pipeline,
     ) -> Result<T> {
         let started = Instant::now();
-        let reply = retrying(what, || {
+        let reply = retrying(what, &|| self.troubled(), || {
             let mut connection = self.connection();
             async move {
                 let reply = connection.pipeline(pipe).await?;
@@ -115,7 +129,7 @@ impl RedisStore {
     ) -> Result<T> {
         let started = Instant::now();
         let mut attempts = 0;
-        let reply = retrying(what, || {
+        let reply = retrying(what, &|| self.troubled(), || {
             attempts += 1;
             let mut connection = self.connection();
             async move { invocation.invoke_async(&mut connection).await }
@@ -138,7 +152,7 @@ mod tests {
     #[tokio::test]
     async fn a_loading_redis_is_waited_for() {
         let calls = AtomicU32::new(0);
-        let loaded = retrying("get", || {
+        let loaded = retrying("get", &|| {}, || {
             let call = calls.fetch_add(1, Ordering::SeqCst);
             async move {
                 if call < ATTEMPTS + 1 {
@@ -153,7 +167,7 @@ mod tests {
         })
         .await;
         assert_eq!(loaded.unwrap(), 7, "more tries than connection errors get");
-        let refused: Result<()> = retrying("get", || async {
+        let refused: Result<()> = retrying("get", &|| {}, || async {
             Err(RedisError::from((
                 ErrorKind::Server(ServerErrorKind::ResponseError),
                 "ERR wrong",
