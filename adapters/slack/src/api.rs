@@ -7,7 +7,9 @@
 //! message, `views.open`'s the whole view with every block type it may hold. Together that was
 //! 2.8 of the 3.1 MB Slack added to the release binary, for half a dozen calls that read one or
 //! two fields. reqwest is in the binary already (Discord, Telegram, webhooks); slack-morphism
-//! stays for the Block Kit types the requests are made of, which are only serialized.
+//! stays for the Block Kit types the requests are made of, which are only serialized. Slack's
+//! certificate is checked against webpki's roots, as Discord's and Telegram's are, and calls go
+//! over HTTP/1.1.
 //!
 //! Slack's answers are told apart as its client did: `ok: false` (with `error`) is a refusal,
 //! 429 is a rate limit with its `Retry-After`, any other status or a network failure is Slack
