@@ -17,7 +17,7 @@
 //! `response_url` is a credential for its interaction).
 
 use askbridge_core::Secret;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use reqwest::{Method, StatusCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -137,7 +137,11 @@ impl Client {
             .request(method, url)
             .header("accept-charset", "utf-8");
         if let Some(token) = token {
-            request = request.header(AUTHORIZATION, format!("Bearer {}", token.expose()));
+            let mut bearer = HeaderValue::try_from(format!("Bearer {}", token.expose()))
+                .map_err(|_| Failure::Refused("invalid_auth".to_owned()))?;
+            // Kept out of any Debug output of the request.
+            bearer.set_sensitive(true);
+            request = request.header(AUTHORIZATION, bearer);
         }
         if let Some(body) = body {
             let json = serde_json::to_vec(body)
