@@ -14,6 +14,7 @@
 //! # Layout
 //!
 //! - `lib.rs`: [`Slack`], connecting (`auth.test`).
+//! - `api.rs`: Web API calls over reqwest, answers read for the fields used (binary size).
 //! - `blocks.rs`: the blocks of a question, Slack's limits, mrkdwn escaping.
 //! - `sending.rs`: the [`Channel`] side: posting and updating, with rate limits waited out and
 //!   failures mapped to retryable or permanent errors.
@@ -24,6 +25,7 @@
 //! - `modals.rs`: the modals for a rejection's reason, an approval's edited arguments and a whole
 //!   form, and their submissions; `inputs.rs`: a form field's input, at its initial value.
 
+mod api;
 pub mod blocks;
 mod http;
 mod inbound;
@@ -32,8 +34,8 @@ pub mod modals;
 mod sending;
 mod socket;
 
+use api::Client;
 use askbridge_core::{Channel, Inbox, Secret};
-use slack_morphism::prelude::*;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -58,8 +60,8 @@ pub enum Error {
     /// `SLACK_API_URL` is not a URL.
     #[error("SLACK_API_URL `{0}` is not an http(s) URL")]
     BadApiUrl(String),
-    /// No TLS roots to check Slack's certificate with.
-    #[error("cannot load the system's TLS root certificates: {0}")]
+    /// The HTTPS client could not be set up (no TLS backend).
+    #[error("cannot set up the HTTPS client for Slack's Web API: {0}")]
     Tls(String),
     /// Slack refused the token.
     #[error(
@@ -104,24 +106,6 @@ impl std::fmt::Debug for SlackOptions {
     }
 }
 
-/// The Web API client and the bot token it calls with.
-pub(crate) struct Client {
-    pub(crate) client: SlackClient<SlackClientHyperHttpsConnector>,
-    token: SlackApiToken,
-}
-
-impl Client {
-    pub(crate) fn session(&self) -> SlackClientSession<'_, SlackClientHyperHttpsConnector> {
-        self.client.open_session(&self.token)
-    }
-}
-
-impl std::fmt::Debug for Client {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Client(***)")
-    }
-}
-
 /// A connected Slack app: its channel and its routes.
 #[derive(Clone)]
 pub struct Slack {
@@ -153,25 +137,12 @@ impl Slack {
         }
         // Plain http only for a base named explicitly (a local proxy, a test fake): Slack's own
         // is https.
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_native_roots()
-            .map_err(|e| Error::Tls(e.to_string()))?
-            .https_or_http()
-            .enable_http1()
-            .enable_http2()
-            .build();
-        let connector = SlackClientHyperConnector::from(https).with_slack_api_url(&api_url);
-        let client = Arc::new(Client {
-            client: SlackClient::new(connector),
-            token: SlackApiToken::new(SlackApiTokenValue(options.bot_token.expose().to_owned())),
-        });
+        let client = Client::new(api_url, options.bot_token.clone())
+            .map_err(|e| Error::Tls(e.to_string()))?;
+        let client = Arc::new(client);
         let mut delay = Duration::from_millis(500);
         let me = loop {
-            match sending::call("auth.test", "", || async {
-                client.session().auth_test().await
-            })
-            .await
-            {
+            match sending::call("auth.test", "", || client.auth_test()).await {
                 Ok(me) => break me,
                 Err(error) if !error.is_retryable() => {
                     return Err(Error::Unauthorized(error.to_string()));
@@ -193,7 +164,7 @@ impl Slack {
         tracing::info!(bot_user = %me.user_id, team = %me.team, mode, "connected to Slack's Web API");
         Ok(Slack {
             client,
-            bot_user: me.user_id.0.into(),
+            bot_user: me.user_id.into(),
             app_token: options.app_token,
             signing_secret: options.signing_secret,
         })

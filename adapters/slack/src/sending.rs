@@ -6,11 +6,11 @@
 //! not exist), never a lost question. The bot token travels in a header, never in a URL, and no
 //! error here carries it.
 
+use crate::api::{Done, Failure, Posted};
 use crate::blocks::{fallback_text, question_blocks, resolved_blocks, text_blocks};
 use crate::{Client, SURFACE};
 use askbridge_core::{Channel, Error, Identity, Question, Target};
 use async_trait::async_trait;
-use slack_morphism::errors::SlackClientError;
 use slack_morphism::prelude::*;
 use std::future::Future;
 use std::sync::Arc;
@@ -20,8 +20,6 @@ use std::time::Duration;
 const RATE_LIMIT_WAITS: u32 = 10;
 /// The wait after a 429 that names none.
 const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
-/// The longest one Web API call may take (hyper's client has no timeout of its own).
-const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A Web API call that failed, in words for people (the client's error, which never holds the
 /// token).
@@ -72,25 +70,7 @@ impl SlackApiError {
     }
 }
 
-/// The short description of a client error that is not Slack's own refusal: its kind and status,
-/// never a request (the request's headers hold the token).
-fn describe(error: &SlackClientError) -> String {
-    match error {
-        SlackClientError::HttpError(e) => format!("HTTP {}", e.status_code),
-        SlackClientError::HttpProtocolError(e) => match &e.cause {
-            Some(cause) => format!("HTTP protocol error: {cause}"),
-            None => "HTTP protocol error".to_owned(),
-        },
-        SlackClientError::ProtocolError(e) => format!("unreadable answer: {}", e.json_error),
-        SlackClientError::EndOfStream(_) => "connection closed".to_owned(),
-        SlackClientError::SystemError(e) => {
-            e.message.clone().unwrap_or_else(|| "system error".into())
-        }
-        other => other.to_string(),
-    }
-}
-
-/// Runs a Web API call, waiting out rate limits, within [`CALL_TIMEOUT`].
+/// Runs a Web API call, waiting out rate limits; each attempt within the client's timeout.
 pub(crate) async fn call<T, F, Fut>(
     method: &'static str,
     channel: &str,
@@ -98,27 +78,18 @@ pub(crate) async fn call<T, F, Fut>(
 ) -> Result<T, SlackApiError>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, SlackClientError>>,
+    Fut: Future<Output = Result<T, Failure>>,
 {
     let mut waits = 0;
     loop {
-        let result = match tokio::time::timeout(CALL_TIMEOUT, call()).await {
-            Ok(result) => result,
-            Err(_) => {
-                return Err(SlackApiError::Unreachable {
-                    method,
-                    text: format!("no answer within {} s", CALL_TIMEOUT.as_secs()),
-                });
-            }
-        };
-        match result {
+        match call().await {
             Ok(value) => return Ok(value),
-            Err(SlackClientError::RateLimitError(limit)) => {
+            Err(Failure::RateLimited(retry_after)) => {
                 if waits == RATE_LIMIT_WAITS {
                     return Err(SlackApiError::RateLimited(method));
                 }
                 waits += 1;
-                let wait = limit.retry_after.unwrap_or(DEFAULT_RETRY_AFTER);
+                let wait = retry_after.unwrap_or(DEFAULT_RETRY_AFTER);
                 tracing::info!(
                     method,
                     retry_after_s = wait.as_secs(),
@@ -126,20 +97,22 @@ where
                 );
                 tokio::time::sleep(wait).await;
             }
-            Err(SlackClientError::ApiError(refused)) if refused.code == "not_in_channel" => {
-                return Err(SlackApiError::NotInChannel(channel.to_owned()));
-            }
-            Err(SlackClientError::ApiError(refused)) => {
-                return Err(SlackApiError::Refused {
-                    method,
-                    code: refused.code,
-                });
-            }
-            Err(error) => {
-                let text = describe(&error);
-                tracing::debug!(method, error = %text, "Slack Web API call failed");
-                return Err(SlackApiError::Unreachable { method, text });
-            }
+            Err(failure) => return Err(failed(method, channel, failure)),
+        }
+    }
+}
+
+/// A failed call in words for people.
+fn failed(method: &'static str, channel: &str, failure: Failure) -> SlackApiError {
+    match failure {
+        Failure::RateLimited(_) => SlackApiError::RateLimited(method),
+        Failure::Refused(code) if code == "not_in_channel" => {
+            SlackApiError::NotInChannel(channel.to_owned())
+        }
+        Failure::Refused(code) => SlackApiError::Refused { method, code },
+        Failure::Unreachable(text) => {
+            tracing::debug!(method, error = %text, "Slack Web API call failed");
+            SlackApiError::Unreachable { method, text }
         }
     }
 }
@@ -214,11 +187,11 @@ impl SlackChannel {
         let request = SlackApiChatPostMessageRequest::new(channel.clone(), content)
             .opt_thread_ts(thread)
             .with_unfurl_links(false);
-        let sent = call("chat.postMessage", channel.value(), || async {
-            self.client.session().chat_post_message(&request).await
+        let sent: Posted = call("chat.postMessage", channel.value(), || {
+            self.client.post("chat.postMessage", &request)
         })
         .await?;
-        Ok(sent.ts)
+        Ok(SlackTs(sent.ts))
     }
 
     /// Replaces the message `ts` in `channel`.
@@ -233,8 +206,8 @@ impl SlackChannel {
             .with_text(text)
             .with_blocks(blocks);
         let request = SlackApiChatUpdateRequest::new(channel.clone(), content, ts);
-        call("chat.update", channel.value(), || async {
-            self.client.session().chat_update(&request).await
+        call("chat.update", channel.value(), || {
+            self.client.post::<_, Done>("chat.update", &request)
         })
         .await
         .map(drop)
@@ -251,8 +224,8 @@ impl SlackChannel {
             .with_text(crate::blocks::escape(text))
             .with_blocks(text_blocks(text));
         let request = SlackApiChatPostEphemeralRequest::new(channel.clone(), user.clone(), content);
-        call("chat.postEphemeral", channel.value(), || async {
-            self.client.session().chat_post_ephemeral(&request).await
+        call("chat.postEphemeral", channel.value(), || {
+            self.client.post::<_, Done>("chat.postEphemeral", &request)
         })
         .await
         .map(drop)
@@ -265,21 +238,12 @@ impl SlackChannel {
         trigger: &str,
         view: serde_json::Value,
     ) -> Result<(), SlackApiError> {
-        let view: SlackView =
-            serde_json::from_value(view).map_err(|error| SlackApiError::Unreachable {
-                method: "views.open",
-                text: format!("a view slack-morphism cannot carry: {error}"),
-            })?;
-        let request = SlackApiViewsOpenRequest::new(SlackTriggerId(trigger.to_owned()), view);
+        let request = serde_json::json!({"trigger_id": trigger, "view": view});
         self.client
-            .session()
-            .views_open(&request)
+            .post::<_, Done>("views.open", &request)
             .await
             .map(drop)
-            .map_err(|error| SlackApiError::Unreachable {
-                method: "views.open",
-                text: describe(&error),
-            })
+            .map_err(|failure| failed("views.open", "", failure))
     }
 
     /// Answers through an interaction's or a slash command's `response_url`, to the caller
@@ -293,15 +257,11 @@ impl SlackChannel {
             .with_text(crate::blocks::escape(text))
             .with_blocks(text_blocks(text));
         let request = SlackApiPostWebhookMessageRequest::new(content).with_replace_original(false);
+        // An ephemeral response (the default for a response_url).
         call("response_url", "", || {
-            let request = &request;
-            async move {
-                // An ephemeral response (the default for a response_url).
-                self.client.client.respond_to_event(url, request).await
-            }
+            self.client.respond(url.value().as_str(), &request)
         })
         .await
-        .map(drop)
     }
 }
 
@@ -385,8 +345,8 @@ impl Channel for SlackChannel {
             ]);
         let request = SlackApiChatPostMessageRequest::new(channel.clone(), content)
             .with_thread_ts(SlackTs(shown.to_owned()));
-        call("chat.postMessage", channel.value(), || async {
-            self.client.session().chat_post_message(&request).await
+        call("chat.postMessage", channel.value(), || {
+            self.client.post::<_, Posted>("chat.postMessage", &request)
         })
         .await
         .map_err(to_model_error)?;

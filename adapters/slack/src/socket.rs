@@ -24,7 +24,6 @@ use askbridge_core::{Inbox, Secret};
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use serde_json::Value;
-use slack_morphism::prelude::*;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,7 +76,6 @@ pub(crate) async fn run(
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), Error> {
     let hook = Hook { slack, inbox };
-    let token = SlackApiToken::new(SlackApiTokenValue(token.expose().to_owned()));
     let mut delay = FIRST_RETRY;
     loop {
         let stopping = *shutdown.borrow();
@@ -129,17 +127,14 @@ enum ConnectError {
 }
 
 /// Asks for a URL and opens the socket.
-async fn connect(hook: &Hook, token: &SlackApiToken) -> Result<Socket, ConnectError> {
-    let client = &hook.slack.client.client;
-    let opened = sending::call("apps.connections.open", "", || async {
-        client
-            .open_session(token)
-            .apps_connections_open(&SlackApiAppsConnectionOpenRequest::new())
-            .await
+async fn connect(hook: &Hook, token: &Secret) -> Result<Socket, ConnectError> {
+    let client = &hook.slack.client;
+    let opened = sending::call("apps.connections.open", "", || {
+        client.open_connection(token)
     })
     .await;
     let url = match opened {
-        Ok(opened) => opened.url.0,
+        Ok(opened) => opened.url,
         Err(error) if error.is_retryable() => {
             return Err(ConnectError::Unreachable(error.to_string()));
         }
