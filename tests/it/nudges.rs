@@ -258,19 +258,23 @@ async fn a_flow_asks_with_a_reminder_and_one_chat_gets_one_reminder_per_gap() {
     use askbridge::{Bridge, BridgeOptions, Flows};
     use askbridge_core::{NewQuestion, audit::AuditFilter};
     use std::sync::Arc;
+    // Both reminders fall due at once, and the second must be reached within the gap of the
+    // first to be held back: 3 s rather than 1 s, so that a loaded machine's sweeper, which
+    // may take over a second between the two, still does.
+    const GAP: Duration = Duration::from_secs(3);
 
     let flows = Flows::new()
         .flow("nag", "asks with a reminder", |ctx| async move {
             let request = NewQuestion::ask("Still there?")
                 .targets(["chat:1"])
-                .remind(Duration::from_secs(1), 1);
+                .remind(GAP, 1);
             Ok(ctx.ask(request).await?.to_string())
         })
         .unwrap();
     let chat = crate::support::FakeChannel::new("chat");
     let bridge = Bridge::builder(Arc::new(MemoryStore::default()))
         .options(BridgeOptions {
-            reminder_gap: Duration::from_secs(1),
+            reminder_gap: GAP,
             ..BridgeOptions::default()
         })
         .channel(chat.clone())
@@ -291,7 +295,7 @@ async fn a_flow_asks_with_a_reminder_and_one_chat_gets_one_reminder_per_gap() {
         .create(
             NewQuestion::new("other", "Lunch?")
                 .targets(["chat:1"])
-                .remind(Duration::from_secs(1), 1),
+                .remind(GAP, 1),
         )
         .await
         .unwrap();
@@ -302,7 +306,7 @@ async fn a_flow_asks_with_a_reminder_and_one_chat_gets_one_reminder_per_gap() {
         };
         bridge.audit(&filter).await.unwrap()
     };
-    let records = eventually_some(Duration::from_secs(10), "both reminders due", || {
+    let records = eventually_some(Duration::from_secs(20), "both reminders due", || {
         let bridge = bridge.clone();
         async move { Some(audit(bridge).await).filter(|r| r.len() == 2) }
     })

@@ -128,15 +128,20 @@ impl Effects {
         Ok(due.len())
     }
 
-    /// Reads the store's earliest due time, takes over runs whose process died, and closes
-    /// sessions whose `askbridge exec` died.
-    async fn poll(&self, bridge: &Bridge) {
-        bridge.exec_sessions().close_lapsed(bridge).await;
+    /// Reads the store's earliest due time into the schedule.
+    async fn offer_next_due(&self) {
         match self.store.outbox.next_due().await {
             Ok(Some(at)) => self.schedule.offer(at),
             Ok(None) => {}
             Err(error) => tracing::warn!(error = %Chain(&error), "cannot read the open index"),
         }
+    }
+
+    /// Reads the store's earliest due time, takes over runs whose process died, and closes
+    /// sessions whose `askbridge exec` died.
+    async fn poll(&self, bridge: &Bridge) {
+        bridge.exec_sessions().close_lapsed(bridge).await;
+        self.offer_next_due().await;
         if let Some(runner) = bridge.runner()
             && let Err(error) = runner.recover(bridge).await
         {
@@ -154,13 +159,19 @@ impl Effects {
                 last_poll = Some(now);
                 effects.poll(&bridge).await;
             }
-            if effects.schedule.due(Millis::now())
-                && let Err(error) = effects.sweep_once(&bridge).await
-            {
-                tracing::warn!(error = %Chain(&error), "sweep failed; retrying");
-                effects
-                    .schedule
-                    .offer(Millis::now().after(Duration::from_secs(1)));
+            if effects.schedule.due(Millis::now()) {
+                match effects.sweep_once(&bridge).await {
+                    // The schedule keeps only the earliest time it was offered: a later one,
+                    // offered before this sweep and not due at it, is in the store's open index
+                    // (without this read it waited for the next poll, up to 5 s late).
+                    Ok(_) => effects.offer_next_due().await,
+                    Err(error) => {
+                        tracing::warn!(error = %Chain(&error), "sweep failed; retrying");
+                        effects
+                            .schedule
+                            .offer(Millis::now().after(Duration::from_secs(1)));
+                    }
+                }
             }
             if now.since(last_purge) >= PURGE_EVERY {
                 last_purge = now;
