@@ -100,25 +100,8 @@ async fn two_hundred_concurrent_replies_one_winner() {
 async fn a_delivery_whose_claim_the_store_failed_is_handled_when_delivered_again() {
     let server = RedisServer::start();
     let (bridge, _) = process(&server).await;
-    let q = bridge
-        .create(
-            NewQuestion::ask("Which?")
-                .session("redelivered")
-                .options(["dayjs", "luxon"])
-                .targets(["chat:1"]),
-        )
-        .await
-        .unwrap();
-    let delivery = || Inbound {
-        via: "chat".into(),
-        chat: "chat:1".into(),
-        sender: "chat:7".into(),
-        sender_name: None,
-        text: format!("/answer {} 2", q.id),
-        private: false,
-        delivery_id: Some("update-41".into()),
-        in_reply_to: None,
-    };
+    let q = ask(&bridge, "redelivered").await;
+    let delivery = || reply_to(&q.id, "update-41");
     let mut connection = server.connection().await;
     let acl = |rule: &'static str| {
         redis::cmd("ACL")
@@ -153,6 +136,16 @@ async fn a_delivery_whose_claim_the_store_failed_is_handled_when_delivered_again
     assert!(bridge.handle(delivery()).await.is_none());
 }
 
+/// A question in chat:1 with two options, in `session`.
+async fn ask(bridge: &Bridge, session: &str) -> askbridge_core::Question {
+    let question = NewQuestion::ask("Which?")
+        .session(session)
+        .options(["dayjs", "luxon"])
+        .targets(["chat:1"]);
+    bridge.create(question).await.unwrap()
+}
+
+/// chat:7's `/answer <id> 2`, delivered with the platform's id `delivery`.
 fn reply_to(id: &askbridge_core::QuestionId, delivery: &str) -> Inbound {
     Inbound {
         via: "chat".into(),
@@ -176,15 +169,7 @@ async fn a_delivery_whose_holder_died_is_handled_when_its_lease_lapses() {
     use askbridge::store::prelude::*;
     let server = RedisServer::start();
     let (bridge, _) = process(&server).await;
-    let q = bridge
-        .create(
-            NewQuestion::ask("Which?")
-                .session("holder-died")
-                .options(["dayjs", "luxon"])
-                .targets(["chat:1"]),
-        )
-        .await
-        .unwrap();
+    let q = ask(&bridge, "holder-died").await;
     let dead = crate::support::redis_store_on(&server, StoreOptions::default()).await;
     let lease = std::time::Duration::from_millis(1500);
     assert_eq!(
@@ -213,15 +198,7 @@ async fn one_delivery_on_two_processes_at_once_is_answered_once() {
     let (a, _) = process(&server).await;
     let (b, _) = process(&server).await;
     for round in 0..20 {
-        let q = a
-            .create(
-                NewQuestion::ask("Which?")
-                    .session("twice")
-                    .options(["dayjs", "luxon"])
-                    .targets(["chat:1"]),
-            )
-            .await
-            .unwrap();
+        let q = ask(&a, "twice").await;
         let delivery = format!("update-{round}");
         let (first, second) = tokio::join!(
             a.handle(reply_to(&q.id, &delivery)),
