@@ -59,6 +59,13 @@ impl Decision {
         }
     }
 
+    /// True for edit and respond: the person's own words (the arguments to run with, the
+    /// tool's result) come with the decision, so it is one person's answer and is typed, never
+    /// a bare word or a link.
+    pub fn carries_words(self) -> bool {
+        matches!(self, Decision::Edit | Decision::Respond)
+    }
+
     /// Reads a word, in any case.
     pub fn parse(word: &str) -> Option<Decision> {
         ALL_DECISIONS
@@ -127,8 +134,7 @@ pub fn check_request(
             "name at least one of once, always, edit, reject, respond",
         ));
     }
-    let answers = [Decision::Edit, Decision::Respond];
-    if quorum && decisions.iter().any(|d| answers.contains(d)) {
+    if quorum && decisions.iter().any(|d| d.carries_words()) {
         return Err(invalid(
             "allowed",
             "edit and respond are one person's answer, so an approval with a quorum cannot offer them",

@@ -4,7 +4,6 @@
 
 use crate::links::{OneClick, percent_encode};
 use askbridge_core::command::{Command, CommandLine};
-use askbridge_core::decision::Decision;
 use askbridge_core::render::{self, shorten};
 use askbridge_core::{Kind, Question, QuestionId};
 
@@ -73,28 +72,19 @@ pub fn text_body(question: &Question) -> String {
 
 /// The commands offered as links: the question's own buttons that answer or decline (a
 /// multi-choice toggle is not an answer by itself), but not an approval's edit or respond, which
-/// need words a link cannot carry (the arguments, the response): the mail's text says how to
-/// reply with them.
+/// need words a link cannot carry (the arguments, the response; `reply_command::runs_on`): the
+/// mail's text says how to reply with them.
 pub(crate) fn linked_commands(question: &Question) -> Vec<(String, String)> {
-    let needs_words = |choice: &str| {
-        let word = choice.split_whitespace().next().unwrap_or_default();
-        matches!(
-            Decision::parse(word),
-            Some(Decision::Edit | Decision::Respond)
-        )
-    };
     render::buttons(question, &[])
         .into_iter()
-        .filter(|button| match CommandLine::parse(&button.payload) {
-            Ok(Some(CommandLine {
-                command: Command::Answer(answer),
-                ..
-            })) => !(question.kind == Kind::Approval && needs_words(&answer.choice)),
-            Ok(Some(CommandLine {
-                command: Command::Decline(_),
-                ..
-            })) => true,
-            _ => false,
+        .filter(|button| {
+            matches!(
+                CommandLine::parse(&button.payload),
+                Ok(Some(CommandLine {
+                    command: Command::Answer(_) | Command::Decline(_),
+                    ..
+                }))
+            ) && !crate::reply_command::runs_on(question, &button.payload)
         })
         .map(|button| (button.label, button.payload))
         .collect()
@@ -220,6 +210,7 @@ pub(crate) fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use askbridge_core::decision::Decision;
     use askbridge_core::question::DEFAULT_TIMEOUT;
     use askbridge_core::{Millis, NewQuestion};
 

@@ -27,9 +27,9 @@ pub fn command_for(question: &Question, text: &str) -> String {
     }
 }
 
-/// True when `command` (a reply's first line) begins an approval's `edit` or `respond`, whose
-/// arguments or text may go on past that line.
-fn runs_on(question: &Question, command: &str) -> bool {
+/// True when `command` (a reply's first line, or a link's command) begins an approval's `edit`
+/// or `respond`, whose arguments or text may go on past that line.
+pub(crate) fn runs_on(question: &Question, command: &str) -> bool {
     if question.kind != Kind::Approval {
         return false;
     }
@@ -45,7 +45,7 @@ fn runs_on(question: &Question, command: &str) -> bool {
         .split_whitespace()
         .find(|w| !w.starts_with('#'));
     word.and_then(Decision::parse)
-        .is_some_and(|d| matches!(d, Decision::Edit | Decision::Respond))
+        .is_some_and(Decision::carries_words)
 }
 
 pub(crate) fn command_text(id: &askbridge_core::QuestionId, text: &str) -> String {

@@ -144,9 +144,8 @@ impl Question {
             digest = Some(head);
             (head, rest) = split_word(rest);
         }
-        let decision = match Decision::parse(head) {
-            Some(d @ (Decision::Edit | Decision::Respond)) => d,
-            _ => return Ok(None),
+        let Some(decision) = Decision::parse(head).filter(|d| d.carries_words()) else {
+            return Ok(None);
         };
         let (next, after) = split_word(rest);
         if digest.is_none() && next.starts_with('#') {
