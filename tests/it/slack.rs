@@ -290,7 +290,7 @@ async fn send(app: &Router, request: Request<Body>) -> (StatusCode, Value) {
 }
 
 /// Every text of a message's blocks, joined.
-fn blocks_text(message: &Value) -> String {
+pub(crate) fn blocks_text(message: &Value) -> String {
     message["blocks"]
         .as_array()
         .map(|blocks| {

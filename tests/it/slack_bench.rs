@@ -18,6 +18,7 @@ use crate::fakes::slack::{FakeSlack, TOKEN};
 use crate::fakes::slack_socket::FakeSocket;
 use crate::fakes::telegram::FakeTelegram;
 use crate::redis_server::RedisServer;
+use crate::slack::{blocks_text, elements};
 use crate::slack_socket::{ALICE, CHANNEL, click, fakes};
 use crate::support::{Process, askbridge_binary};
 use std::sync::Arc;
@@ -46,22 +47,6 @@ async fn slack_round(
     (shown - asked, released - clicked, envelope)
 }
 
-/// Every text and button value in a message's blocks, in order.
-fn shown_text(value: &serde_json::Value, out: &mut Vec<String>) {
-    match value {
-        serde_json::Value::Object(map) => {
-            for (key, inner) in map {
-                match (key.as_str(), inner) {
-                    ("text" | "value", serde_json::Value::String(text)) => out.push(text.clone()),
-                    _ => shown_text(inner, out),
-                }
-            }
-        }
-        serde_json::Value::Array(items) => items.iter().for_each(|i| shown_text(i, out)),
-        _ => {}
-    }
-}
-
 /// The first round as the fakes recorded it.
 fn transcript(web: &FakeSlack, socket: &FakeSocket, envelope: &str) {
     println!("--- one question on Slack, as the fakes recorded it");
@@ -69,13 +54,24 @@ fn transcript(web: &FakeSlack, socket: &FakeSocket, envelope: &str) {
         if !call.method.starts_with("chat.") {
             continue;
         }
-        let mut text = Vec::new();
-        shown_text(&call.body["blocks"], &mut text);
+        let buttons: Vec<String> = elements(&call.body)
+            .iter()
+            .filter_map(|e| {
+                Some(format!(
+                    "[{}: {}]",
+                    e["text"]["text"].as_str()?,
+                    e["value"].as_str()?
+                ))
+            })
+            .collect();
         println!(
-            "web  {} -> {}: {}",
+            "web  {} -> {}: {} {}",
             call.method,
             call.status,
-            text.join(" | ").replace("\n\n", " / ").replace('\n', " / ")
+            blocks_text(&call.body)
+                .replace("\n\n", " / ")
+                .replace('\n', " / "),
+            buttons.join(" ")
         );
     }
     let sent = socket.envelope(envelope);

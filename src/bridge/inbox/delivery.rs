@@ -44,7 +44,7 @@ impl Turn {
                     tracing::debug!(delivery = %key, "duplicate delivery dropped");
                     return true;
                 }
-                Ok(_) => {
+                Ok(Sighting::InHand) => {
                     // A holder with a longer lease than ours: claims are once-only anyway.
                     tracing::warn!(delivery = %key, "a delivery stayed in another's hand; handling it");
                     return false;
