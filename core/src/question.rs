@@ -8,6 +8,7 @@
 
 use crate::actor::Decider;
 use crate::approval::{Action, ApprovalReply, Edited};
+use crate::batch::{BatchAction, Choice};
 use crate::decision::Decision;
 use crate::form::FormSchema;
 use crate::id::{QuestionId, RuleId, RunId};
@@ -170,6 +171,13 @@ pub struct Question {
     /// The JSON Schema of an approval's arguments, which edited arguments must fit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args_schema: Option<serde_json::Value>,
+    /// A batch's actions ([`crate::batch`]), each with its decision once made; empty for
+    /// every other question.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<BatchAction>,
+    /// A batch's digest, over its actions' digests in order ([`crate::batch::digest`]).
+    #[serde(default, rename = "digest", skip_serializing_if = "Option::is_none")]
+    pub batch_digest: Option<String>,
 }
 /// What a resolution does to a question.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -195,6 +203,13 @@ pub enum Transition {
     Respond {
         /// The person's text: the tool's result.
         text: String,
+    },
+    /// Decide actions of a batch ([`crate::batch`]): recorded without resolving while some are
+    /// undecided; as a claim, it resolves a batch with its decisions (those recorded and
+    /// `choices`, which a quorum's completing claim carries).
+    Decide {
+        /// The decisions, each checked against its action.
+        choices: Vec<Choice>,
     },
     /// The deadline passed.
     Expire,
@@ -276,7 +291,14 @@ impl Question {
             return self.expiry_resolution(claim.at);
         }
         let mut edited = None;
+        let mut decisions = self.decided();
         let (status, value, message) = match &claim.transition {
+            Transition::Decide { choices } => {
+                decisions.extend(self.entries_of(choices, &claim.decider, claim.at));
+                decisions.sort_by_key(|e| e.action);
+                let value = crate::batch::answer_of(&decisions);
+                (Status::Answered, Some(value), None)
+            }
             Transition::Answer { value } => (Status::Answered, Some(value.clone()), None),
             Transition::Edit { args } => {
                 edited = self.action.as_ref().map(|proposed| Edited {
@@ -314,6 +336,7 @@ impl Question {
             // Every vote cast, whether a quorum completed it or a member's "no" ended it.
             votes: self.votes.clone(),
             edited,
+            decisions,
         };
         (status, resolution)
     }
@@ -328,6 +351,7 @@ impl Question {
             rule_id: None,
             votes: self.votes.clone(),
             edited: None,
+            decisions: self.decided(),
         };
         (Status::Expired, resolution)
     }

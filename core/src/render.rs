@@ -603,6 +603,7 @@ mod tests {
             rule_id: None,
             votes: Vec::new(),
             edited: None,
+            decisions: Vec::new(),
         });
         assert_eq!(
             outcome_line(&question),

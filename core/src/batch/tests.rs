@@ -1,0 +1,202 @@
+use super::*;
+use crate::id::QuestionId;
+use crate::question::DEFAULT_TIMEOUT;
+use crate::request::NewQuestion;
+use serde_json::json;
+
+fn item(tool: &str, args: Value, allowed: &[Decision]) -> BatchAction {
+    BatchAction {
+        allowed: allowed.to_vec(),
+        ..BatchAction::new(Action::new(tool, args))
+    }
+}
+
+pub(crate) fn batch() -> Question {
+    NewQuestion::ask("The agent proposes 3 actions")
+        .session("s")
+        .approve_all([
+            item("shell", json!({"command": "make"}), &[]),
+            item(
+                "deploy",
+                json!({"replicas": 2}),
+                &[Decision::Once, Decision::Edit, Decision::Reject],
+            ),
+            item("rm", json!({"path": "/tmp/x"}), &[Decision::Reject]),
+        ])
+        .into_question(QuestionId::random(), Millis(1_000), DEFAULT_TIMEOUT)
+        .unwrap()
+}
+
+fn choices(q: &Question, raw: &str) -> Result<Vec<Choice>, Error> {
+    match q.read_typed(raw)? {
+        Transition::Decide { choices } => Ok(choices),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn decide(q: &mut Question, raw: &str, at: u64) -> DecideOutcome {
+    let choices = choices(q, raw).unwrap();
+    let decider = Decider::Actor(Actor::new("telegram:42", "telegram"));
+    let entries = q.entries_of(&choices, &decider, Millis(at));
+    apply_decisions(q, &entries)
+}
+
+#[test]
+fn a_batch_is_checked_numbered_and_bound_to_one_digest() {
+    let q = batch();
+    assert_eq!(q.actions.iter().map(|a| a.n).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(q.actions[0].allowed, crate::decision::DEFAULT_DECISIONS);
+    let digest = q.batch_digest.clone().unwrap();
+    assert_eq!(digest.len(), 16);
+    let mut other = batch();
+    other.actions[2].action.args = json!({"path": "/"});
+    assert_ne!(digest, digest_of(&other));
+    let json = serde_json::to_value(&q).unwrap();
+    assert_eq!(json["digest"], digest);
+    assert_eq!(json["actions"][1]["n"], 2);
+    assert_eq!(json["actions"][1]["digest"], q.actions[1].action.digest());
+    let back: Question = serde_json::from_value(json).unwrap();
+    assert_eq!(back, q);
+    for bad in [vec![item("x", json!({}), &[]); 21]] {
+        let refused = NewQuestion::ask("x")
+            .session("s")
+            .approve_all(bad)
+            .into_question(QuestionId::random(), Millis(0), DEFAULT_TIMEOUT);
+        assert!(matches!(
+            refused,
+            Err(Error::Invalid {
+                field: "actions",
+                ..
+            })
+        ));
+    }
+}
+
+fn digest_of(q: &Question) -> String {
+    digest(&q.actions)
+}
+
+#[test]
+fn each_action_is_decided_once_and_the_last_completes_the_batch() {
+    let mut q = batch();
+    let short = q.batch_short_digest();
+    assert_eq!(
+        decide(&mut q, &format!("1 once #{short}"), 2_000),
+        DecideOutcome::Recorded
+    );
+    let Err(Error::AlreadyDecided { action: 1, reason }) = choices(&q, "1 reject") else {
+        panic!()
+    };
+    assert!(
+        reason.starts_with("Action 1 was decided already (once by"),
+        "{reason}"
+    );
+    let Err(Error::NotFit { reason }) = choices(&q, "3 once") else {
+        panic!()
+    };
+    assert!(
+        reason.starts_with("Action 3 does not offer \"once\"; choose reject."),
+        "{reason}"
+    );
+    let Err(Error::Argument { field, .. }) = choices(&q, r#"2 edit {"replicas": "x"}"#) else {
+        panic!()
+    };
+    assert_eq!(field, "action 2 args.replicas");
+    assert!(matches!(
+        choices(&q, "1 once #00000000"),
+        Err(Error::NotFit { .. })
+    ));
+    assert!(matches!(choices(&q, "4 once"), Err(Error::NotFit { .. })));
+    assert_eq!(
+        decide(&mut q, r#"2 edit {"replicas": 3}"#, 3_000),
+        DecideOutcome::Recorded
+    );
+    assert!(completing_claim(&q).is_none());
+    assert_eq!(
+        decide(&mut q, "all reject too broad", 4_000),
+        DecideOutcome::Complete
+    );
+    let claim = completing_claim(&q).unwrap();
+    assert_eq!(q.apply(&claim), crate::ClaimOutcome::Won);
+    let resolution = q.resolution.as_ref().unwrap();
+    assert_eq!(
+        resolution.value,
+        Some(Answer::List(vec![
+            "once".into(),
+            "edit".into(),
+            "reject".into()
+        ]))
+    );
+    let d = &resolution.decisions;
+    assert_eq!(d[1].args, Some(json!({"replicas": 3})));
+    assert_eq!(d[1].proposed_args, Some(json!({"replicas": 2})));
+    assert_eq!(d[2].message.as_deref(), Some("too broad"));
+    assert!(!resolution.creates_rules());
+}
+
+#[test]
+fn the_first_decision_on_an_action_wins_all_or_nothing() {
+    let mut q = batch();
+    let decider = Decider::Actor(Actor::new("api", "api"));
+    let one = choices(&q, "1 once").unwrap();
+    let three = choices(&q, "3 reject").unwrap();
+    let first = q.entries_of(&one, &decider, Millis(2));
+    assert_eq!(apply_decisions(&mut q, &first), DecideOutcome::Recorded);
+    let both: Vec<Entry> = q.entries_of(&[three[0].clone(), one[0].clone()], &decider, Millis(3));
+    let before = q.clone();
+    assert_eq!(apply_decisions(&mut q, &both), DecideOutcome::Decided(1));
+    assert_eq!(q, before, "nothing changed");
+}
+
+#[test]
+fn a_quorum_batch_takes_each_members_whole_list_as_a_vote() {
+    let mut q = NewQuestion::ask("x")
+        .session("s")
+        .approve_all([item("a", json!({}), &[]), item("b", json!({}), &[])])
+        .quorum(2, ["telegram:1", "telegram:2", "api"])
+        .into_question(QuestionId::random(), Millis(0), DEFAULT_TIMEOUT)
+        .unwrap();
+    let vote = |q: &Question, by: &str, raw: &str, at: u64| {
+        let claim = Claim::new(q.read_typed(raw).unwrap(), Actor::new(by, "t"), Millis(at));
+        crate::tally::vote_of(q, &claim)
+    };
+    assert!(
+        vote(&q, "telegram:1", "1 once", 1).is_none(),
+        "a partial list"
+    );
+    let mut choices = self::choices(&q, "all once").unwrap();
+    choices[1].then = Transition::Decline { message: None };
+    let claim = |by: &str, at| {
+        Claim::new(
+            Transition::Decide {
+                choices: choices.clone(),
+            },
+            Actor::new(by, "t"),
+            Millis(at),
+        )
+    };
+    let a = crate::tally::vote_of(&q, &claim("telegram:1", 1)).unwrap();
+    assert_eq!(
+        crate::tally::apply_vote(&mut q, &a),
+        crate::tally::VoteOutcome::Counted
+    );
+    let b = vote(&q, "telegram:2", "all once", 2).unwrap();
+    assert_eq!(
+        crate::tally::apply_vote(&mut q, &b),
+        crate::tally::VoteOutcome::Counted
+    );
+    let c = crate::tally::vote_of(&q, &claim("api", 3)).unwrap();
+    assert_eq!(
+        crate::tally::apply_vote(&mut q, &c),
+        crate::tally::VoteOutcome::Met
+    );
+    let done = crate::tally::completing_claim(&q).unwrap();
+    q.apply(&done);
+    let r = q.resolution.unwrap();
+    assert_eq!(
+        r.value,
+        Some(Answer::List(vec!["once".into(), "reject".into()]))
+    );
+    assert_eq!(r.decisions.len(), 2);
+    assert_eq!(r.by(), "api");
+}
