@@ -16,6 +16,7 @@
 //! ([`crate::tally`]), and the quorum is met when `needs` lists agree.
 
 mod read;
+pub mod render;
 
 use crate::Error;
 use crate::actor::{Actor, Decider};

@@ -68,6 +68,7 @@ impl Question {
         } else {
             let n = which.parse::<usize>().map_err(|_| self.batch_usage())?;
             let view = self.undecided(n)?;
+            self.words_needed(&view, n, rest)?;
             let then = view.read_typed(rest).map_err(|e| at_action(n, e))?;
             vec![Choice { action: n, then }]
         };
@@ -174,6 +175,31 @@ impl Question {
             });
         }
         Ok(choices)
+    }
+
+    /// Refuses a bare `edit` or `respond` (an Edit or Respond button) with exactly what to type
+    /// for action `n`: the proposed arguments to change, or the response.
+    fn words_needed(&self, view: &Question, n: usize, rest: &str) -> Result<(), Error> {
+        let (word, after) = split_word(rest);
+        let decision = Decision::parse(word).filter(|d| d.carries_words() && after.is_empty());
+        let Some(decision) = decision else {
+            return Ok(());
+        };
+        view.allows(decision).map_err(|e| at_action(n, e))?;
+        let id = &self.id;
+        let reason = match decision {
+            Decision::Edit => {
+                let args = &self.actions[n - 1].action.args;
+                let args = crate::text::visible(&args.to_string()).into_owned();
+                format!(
+                    "To edit action {n}, send its arguments with your changes: /answer {id} {n} edit {args}"
+                )
+            }
+            _ => format!(
+                "What is your response to action {n}? Reply /answer {id} {n} respond <your text>: it becomes the tool's result."
+            ),
+        };
+        Err(Error::NotFit { reason })
     }
 
     fn batch_usage(&self) -> Error {

@@ -200,3 +200,73 @@ fn a_quorum_batch_takes_each_members_whole_list_as_a_vote() {
     assert_eq!(r.decisions.len(), 2);
     assert_eq!(r.by(), "api");
 }
+
+#[test]
+fn every_button_of_twenty_actions_fits_telegram_and_reads_back() {
+    let all = crate::decision::ALL_DECISIONS;
+    let q = NewQuestion::ask("x")
+        .session("s")
+        .approve_all((0..MAX_ACTIONS).map(|i| item("shell", json!({"i": i}), &all)))
+        .into_question(QuestionId::random(), Millis(0), DEFAULT_TIMEOUT)
+        .unwrap();
+    let buttons = crate::render::buttons(&q, &[]);
+    assert_eq!(buttons.len(), MAX_ACTIONS * 5 + 2);
+    for button in buttons {
+        assert!(
+            button.payload.len() <= 64,
+            "{} is {} bytes",
+            button.payload,
+            button.payload.len()
+        );
+        let line = crate::command::CommandLine::parse(&button.payload)
+            .unwrap()
+            .unwrap();
+        let crate::command::Command::Answer(answer) = line.command else {
+            panic!("{}", button.payload)
+        };
+        match q.read_typed(&answer.choice) {
+            Ok(_) => {}
+            // Edit and Respond ask for the words that go with them.
+            Err(Error::NotFit { reason })
+                if reason.contains(" edit {") || reason.contains("respond <") => {}
+            Err(other) => panic!("{}: {other}", button.payload),
+        }
+    }
+}
+
+#[test]
+fn a_batch_reads_as_a_numbered_list_with_its_decisions() {
+    let mut q = batch();
+    decide(&mut q, "3 reject too broad", 2);
+    let text = crate::render::question_text(&q, 4096);
+    assert!(text.contains("3 actions (digest "), "{text}");
+    assert!(
+        text.contains("\n1. shell\n   command: make\n   (undecided: once, always or reject)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n3. rm\n   path: /tmp/x\n   🚫 rejected: too broad (by telegram:42)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("/answer {} all once", q.id)),
+        "{text}"
+    );
+    let labels: Vec<String> = crate::render::buttons(&q, &[])
+        .into_iter()
+        .map(|b| b.label)
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "1: Allow",
+            "1: Always",
+            "1: Reject",
+            "2: Allow",
+            "2: Edit",
+            "2: Reject",
+            "Approve all",
+            "Reject all"
+        ]
+    );
+}
