@@ -344,3 +344,66 @@ async fn the_rust_api_gets_one_outcome_per_action_and_a_timeout_keeps_what_was_d
     assert_eq!(decisions.len(), 1);
     assert_eq!(decisions[0].action, 1);
 }
+
+#[tokio::test]
+async fn a_text_surface_lists_the_actions_and_takes_the_commands() {
+    use crate::support::{memory_bridge, message};
+    use askbridge_core::batch::BatchAction;
+    use askbridge_core::{Action, Inbox, NewQuestion, Tone};
+    let (bridge, _) = memory_bridge().await;
+    let q = bridge
+        .create(
+            NewQuestion::ask("Two actions")
+                .approve_all([
+                    BatchAction::new(Action::new("a", json!({"x": 1}))),
+                    BatchAction::new(Action::new("b", json!({"y": 2}))),
+                ])
+                .session("s")
+                .targets(["chat:1"])
+                .answerers(["chat:7"]),
+        )
+        .await
+        .unwrap();
+    let text = askbridge_core::render::question_text(&q, 4000);
+    assert!(
+        text.contains("\n1. a\n   x: 1\n") && text.contains("\n2. b\n   y: 2\n"),
+        "{text}"
+    );
+    let say = |text: String| {
+        let bridge = bridge.clone();
+        async move {
+            bridge
+                .handle(message("chat:7", "chat:1", &text))
+                .await
+                .unwrap()
+        }
+    };
+    let r = say(format!("/answer {} 2 reject not now", q.id)).await;
+    assert_eq!(
+        (r.tone, r.text.as_str()),
+        (
+            Tone::Done,
+            "✓ Recorded. 1 of 2 actions decided; 1 is still undecided."
+        )
+    );
+    let r = say(format!("/answer {} 2 once", q.id)).await;
+    assert_eq!(r.tone, Tone::Refused);
+    assert!(
+        r.text
+            .starts_with("Action 2 was decided already (reject by @chat_7)."),
+        "{}",
+        r.text
+    );
+    let r = say(format!("/answer {} once", q.id)).await;
+    assert!(
+        r.text
+            .starts_with("This approval has 2 actions: decide one by its number"),
+        "{}",
+        r.text
+    );
+    let r = say(format!("/answer {} all once", q.id)).await;
+    assert_eq!(
+        r.text,
+        "✓ Decided: 1 allowed once; 2 rejected, by @chat_7 via chat"
+    );
+}
