@@ -110,6 +110,22 @@ async fn a_batch_of_three_is_decided_action_by_action_over_http() {
     assert_eq!(status, 422, "{body}");
     let (status, _) = reply(&base, id, json!({"action": 4, "decision": "once"})).await;
     assert_eq!(status, 422);
+    // The digest binding: a reply bound to the same batch with one action changed is refused.
+    let mut changed = three_actions();
+    changed[2]["args"]["path"] = json!("/");
+    let other = ask(
+        &base,
+        json!({"kind": "approval", "prompt": "Changed", "session_id": "batch-http", "actions": changed, "answerers": ["api"]}),
+    )
+    .await;
+    assert_ne!(other["digest"], q["digest"]);
+    let bound = json!({"action": 2, "decision": "once", "digest": other["digest"]});
+    let (status, body) = reply(&base, id, bound).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        error(&body).starts_with("This reply is for other actions"),
+        "{body}"
+    );
     // A single approval's reply names no action: refused.
     let (status, body) = reply(&base, id, json!({"decision": "once"})).await;
     assert_eq!(status, 422, "{body}");
@@ -227,10 +243,13 @@ async fn a_two_of_three_quorum_takes_each_members_decisions_on_every_action() {
         chat: Target::new("console"),
     };
     let partial = bridge.attempt(typed("1 once")).await;
-    let Err(askbridge::Error::Model(askbridge_core::Error::NotFit { reason })) = partial else {
+    let Err(noted @ askbridge::Error::Noted { .. }) = partial else {
         panic!("a partial list is noted, not a vote: {partial:?}")
     };
-    assert!(reason.starts_with("Noted (1 of 2 actions)"), "{reason}");
+    assert!(
+        noted.to_string().starts_with("Noted (1 of 2 actions)."),
+        "{noted}"
+    );
     assert!(bridge.get(&qid).await.unwrap().votes.len() == 1);
     let done = bridge.attempt(typed("2 reject")).await.unwrap();
     assert_eq!(done.status, askbridge_core::Status::Answered, "{done:?}");

@@ -210,4 +210,31 @@ mod tests {
             )]
         );
     }
+
+    #[test]
+    fn twenty_actions_fit_telegrams_hundred_buttons() {
+        use askbridge_core::batch::BatchAction;
+        use askbridge_core::decision::ALL_DECISIONS;
+        let actions = (0..20).map(|i| BatchAction {
+            allowed: ALL_DECISIONS.to_vec(),
+            ..BatchAction::new(askbridge_core::Action::new(
+                "t",
+                serde_json::json!({"i": i}),
+            ))
+        });
+        let q = NewQuestion::ask("Twenty")
+            .session("s")
+            .approve_all(actions)
+            .into_question(QuestionId::random(), Millis(0), DEFAULT_TIMEOUT)
+            .unwrap();
+        let rows = rows(&keyboard(&q, &[]));
+        assert_eq!(rows.len(), 21, "a row per action, then the two for all");
+        assert!(rows.iter().map(Vec::len).sum::<usize>() <= 100);
+        assert!(rows.iter().all(|row| row.len() <= 8));
+        let labels =
+            |row: &Vec<(String, String)>| row.iter().map(|(l, _)| l.clone()).collect::<Vec<_>>();
+        assert_eq!(labels(&rows[19]), ["20: Allow", "20: Reject"]);
+        assert_eq!(labels(&rows[20]), ["Approve all", "Reject all"]);
+        assert!(rows.iter().flatten().all(|(_, data)| data.len() <= 64));
+    }
 }
