@@ -5,7 +5,8 @@
 //! creating a rule per action, and a 2-of-3 quorum whose members each decide every action.
 
 use crate::approvals::setup;
-use crate::support::{get_json, http, post_json};
+use crate::approvals_edit::reply;
+use crate::support::{get_json, post_json};
 use askbridge::bridge::{Attempt, Bridge, Said};
 use askbridge_core::{Actor, QuestionId, Target};
 use serde_json::{Value, json};
@@ -31,16 +32,6 @@ async fn ask(base: &str, body: Value) -> Value {
     let json: Value = r.json().await.unwrap();
     assert_eq!(status, 201, "{json}");
     json
-}
-
-pub(crate) async fn reply(base: &str, id: &str, body: Value) -> (u16, Value) {
-    let r = http()
-        .post(format!("{base}/api/questions/{id}/reply"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    (r.status().as_u16(), r.json().await.unwrap())
 }
 
 fn error(body: &Value) -> &str {
