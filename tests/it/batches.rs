@@ -417,3 +417,38 @@ async fn a_text_surface_lists_the_actions_and_takes_the_commands() {
         "✓ Decided: 1 allowed once; 2 rejected, by @chat_7 via chat"
     );
 }
+
+#[tokio::test]
+async fn the_audit_trail_keeps_each_actions_decision_with_proposed_and_approved_arguments() {
+    use askbridge_core::audit::{AuditEvent, AuditFilter};
+    let (bridge, base) = setup().await;
+    let q = asked(&bridge, &base, "batch-audit").await;
+    let id = q["id"].as_str().unwrap();
+    let edit =
+        json!({"action": 2, "decision": "edit", "args": {"env": "production", "replicas": 3}});
+    assert_eq!(reply(&base, id, edit).await.0, 200);
+    assert_eq!(
+        reply(&base, id, json!({"all": "reject", "message": "no"}))
+            .await
+            .0,
+        200
+    );
+    let filter = AuditFilter {
+        session_id: Some("batch-audit".into()),
+        ..AuditFilter::default()
+    };
+    let audit = bridge.audit(&filter).await.unwrap();
+    let resolved = audit
+        .iter()
+        .find(|e| e.event == AuditEvent::Resolved)
+        .expect("the resolution's record");
+    assert_eq!(resolved.digest.as_deref(), q["digest"].as_str());
+    let d = &resolved.decisions;
+    assert_eq!(d.len(), 3);
+    assert_eq!(
+        d[1].proposed_args,
+        Some(json!({"env": "staging", "replicas": 2}))
+    );
+    assert_eq!(d[1].args, Some(json!({"env": "production", "replicas": 3})));
+    assert_eq!(d[0].message.as_deref(), Some("no"));
+}
