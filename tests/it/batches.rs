@@ -452,3 +452,45 @@ async fn the_audit_trail_keeps_each_actions_decision_with_proposed_and_approved_
     assert_eq!(d[1].args, Some(json!({"env": "production", "replicas": 3})));
     assert_eq!(d[0].message.as_deref(), Some("no"));
 }
+
+#[tokio::test]
+async fn a_batch_whose_last_decider_died_before_claiming_is_resolved_by_the_sweeper() {
+    use askbridge::store::{Questions, Votes};
+    use askbridge_core::batch::{self, Choice};
+    use askbridge_core::{Actor, Answer, Decider, Millis, Transition};
+    let store = std::sync::Arc::new(askbridge::store::memory::MemoryStore::default());
+    let (bridge, _) = crate::support::bridge_over(store.clone()).await;
+    let base = crate::support::serve_api(bridge.clone()).await;
+    let q = asked(&bridge, &base, "batch-swept").await;
+    let qid = QuestionId::parse(q["id"].as_str().unwrap()).unwrap();
+    let question = bridge.get(&qid).await.unwrap();
+    // Every action decided in the store, as a process does just before its completing claim.
+    let choices: Vec<Choice> = (1..=3)
+        .map(|n| Choice {
+            action: n,
+            then: Transition::Answer {
+                value: Answer::Text("once".into()),
+            },
+        })
+        .collect();
+    let decider = Decider::Actor(Actor::new("api", "api"));
+    let entries = question.entries_of(&choices, &decider, Millis::now());
+    let (outcome, decided) = store
+        .decide(&question, &entries, Millis::now())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome, batch::DecideOutcome::Complete);
+    assert!(
+        Questions::get(store.as_ref(), &qid)
+            .await
+            .unwrap()
+            .unwrap()
+            .is_pending()
+    );
+    assert!(decided.is_pending(), "recorded, not yet claimed");
+    bridge.sweep_once().await.unwrap();
+    let swept = bridge.get(&qid).await.unwrap();
+    assert_eq!(swept.status, askbridge_core::Status::Answered);
+    assert_eq!(swept.resolution.unwrap().decisions.len(), 3);
+}
