@@ -74,22 +74,24 @@ async fn a_batch_of_three_is_decided_on_telegram_with_mixed_decisions() {
     assert_eq!(redrawn.id, shown.id, "the same message, redrawn");
     assert!(!labels(&redrawn).concat().contains(&"1: Allow".to_owned()));
 
-    // Edit: the button says what to type; a bad value is refused with why, then accepted.
-    let tap = fake.tap(GROUP, shown.id, &alice(), &shown.payload("2: Edit"));
-    let toast = found(WITHIN, "the Edit tap's toast", || fake.toast_of(tap)).await;
-    let command = format!("/answer {id} 2 edit {{\"env\":\"staging\",\"replicas\":2}}");
-    assert!(toast.ends_with(&command), "{toast}");
-    fake.say(
-        GROUP,
-        &alice(),
-        &format!("/answer {id} 2 edit {{\"env\": \"staging\", \"replicas\": 11}}"),
+    // Edit typed as JSON: a bad value is refused with why, and nothing is decided.
+    let bad = format!("/answer {id} 2 edit {{\"env\": \"staging\", \"replicas\": 11}}");
+    fake.say(GROUP, &alice(), &bad);
+    bot_says(&fake, "action 2 args.replicas: 11 is out of range").await;
+    // Edit with its button: the arguments field by field, prefilled; a bad value in between.
+    fake.tap(GROUP, shown.id, &alice(), &shown.payload("2: Edit"));
+    let first = bot_says(&fake, "Field 1 of 2: env").await;
+    assert!(
+        first.text.contains("Editing the arguments of deploy"),
+        "{}",
+        first.text
     );
-    bot_says(&fake, "action 2 args.replicas").await;
-    fake.say(
-        GROUP,
-        &alice(),
-        &format!("/answer {id} 2 edit {{\"env\": \"production\", \"replicas\": 3}}"),
-    );
+    assert!(first.text.contains("(proposed: staging)"), "{}", first.text);
+    fake.tap(GROUP, first.id, &alice(), &first.payload("2. production"));
+    bot_says(&fake, "Field 2 of 2: replicas").await;
+    fake.say(GROUP, &alice(), "eleven");
+    bot_says(&fake, "That does not fit replicas").await;
+    fake.say(GROUP, &alice(), "3");
     bot_says(
         &fake,
         "✏️ approved with changes: {\"env\":\"production\",\"replicas\":3}",

@@ -51,6 +51,11 @@ impl Question {
 
     /// True when editing is offered and happens field by field.
     pub fn edits_in_fields(&self) -> bool {
+        if self.is_batch() {
+            return self.actions.iter().any(|a| {
+                a.decision.is_none() && self.action_view(a.n).is_ok_and(|v| v.edits_in_fields())
+            });
+        }
         self.kind == Kind::Approval
             && self.decisions().contains(&Decision::Edit)
             && self.edit_form().is_some()

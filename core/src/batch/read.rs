@@ -175,6 +175,22 @@ impl Question {
         }
     }
 
+    /// The action a bare `<n> edit` (an Edit button, with the batch digest or not) starts
+    /// editing field by field: undecided, offering edit, with a flat schema.
+    pub fn batch_edit_start(&self, raw: &str) -> Option<usize> {
+        let mut words: Vec<&str> = raw.split_whitespace().collect();
+        if let Some(at) = words.iter().position(|w| w.starts_with('#')) {
+            self.check_batch_digest(words[at]).ok()?;
+            words.remove(at);
+        }
+        let [n, word] = words.as_slice() else {
+            return None;
+        };
+        let n = n.parse::<usize>().ok()?;
+        let view = self.undecided(n).ok()?;
+        (Decision::parse(word) == Some(Decision::Edit) && view.edits_in_fields()).then_some(n)
+    }
+
     /// Refuses a reply bound to another batch than this one.
     pub fn check_batch_digest(&self, digest: &str) -> Result<(), Error> {
         let full = self.batch_digest.as_deref().unwrap_or_default();

@@ -215,4 +215,7 @@ pub struct Draft {
     pub at: usize,
     /// The values given so far.
     pub values: Map<String, Value>,
+    /// For an approval of several actions: the action whose arguments are being edited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<usize>,
 }

@@ -12,13 +12,15 @@
 //! ([`Question::edit_form`]: each field prefilled with the proposed value, which `/skip`
 //! keeps). Editing starts with the Edit button or a bare `/answer <id> edit`, which stores an
 //! empty draft; while the draft is there, replies fill its fields, and the completed arguments
-//! go through the reply path as the decision `edit`.
+//! go through the reply path as the decision `edit`. An action of a batch is edited the same
+//! way, as the single approval it stands for; its draft names the action.
 
 use super::answerable;
 use super::commands::Turn;
 use super::commands::{done, refusal_reply};
 use crate::Error;
 use crate::bridge::resolve::{Attempt, ProgramReply, Said};
+use askbridge_core::batch::{BatchItem, BatchReply};
 use askbridge_core::command::StepCommand;
 use askbridge_core::fill::{self, Step, Stepped};
 use askbridge_core::form::{Draft, FormSchema};
@@ -78,11 +80,14 @@ impl Turn {
         if !question.is_pending() {
             return Err(Error::AlreadyResolved(Box::new(question)));
         }
+        let store = &self.bridge.inbox().store;
+        let draft = store.drafts.draft(&question.id, sender).await?;
+        if question.is_batch() {
+            return batch_fill(question, draft, step);
+        }
         let Some(form) = form_of(&question) else {
             return Err(not_fit("That question is not a form."));
         };
-        let store = &self.bridge.inbox().store;
-        let draft = store.drafts.draft(&question.id, sender).await?;
         if question.kind == Kind::Approval {
             if let Step::Value(text) = &step
                 && question.starts_edit(text)
@@ -132,17 +137,22 @@ impl Turn {
                 return Filling::reply(&question, &draft, &stepped);
             }
         };
-        let reply = if question.kind == Kind::Approval {
-            ProgramReply {
-                args: Some(serde_json::Value::Object(values)),
-                ..ProgramReply::from(Answer::Text(Decision::Edit.as_str().into()))
-            }
-        } else {
-            ProgramReply::from(Answer::Object(values))
+        let said = match draft.action {
+            // An action of a batch, edited field by field: the edit goes as that action's.
+            Some(n) => Said::Batch(BatchReply {
+                items: vec![BatchItem {
+                    action: Some(n),
+                    decision: Decision::Edit,
+                    message: None,
+                    args: Some(serde_json::Value::Object(values)),
+                }],
+                digest: None,
+            }),
+            None => Said::Program(program_reply(&question, values)),
         };
         let attempt = Attempt {
             id: question.id.clone(),
-            said: Said::Program(reply),
+            said,
             actor: self.actor.clone(),
             chat: self.message.chat.clone(),
         };
@@ -151,6 +161,71 @@ impl Turn {
             Err(error) => refusal_reply(&error),
         }
     }
+}
+
+/// A completed form's values as a program's reply: the form's answer, or an approval's edit.
+fn program_reply(
+    question: &Question,
+    values: serde_json::Map<String, serde_json::Value>,
+) -> ProgramReply {
+    if question.kind == Kind::Approval {
+        ProgramReply {
+            args: Some(serde_json::Value::Object(values)),
+            ..ProgramReply::from(Answer::Text(Decision::Edit.as_str().into()))
+        }
+    } else {
+        ProgramReply::from(Answer::Object(values))
+    }
+}
+
+/// Reads `step` against the sender's `draft` of batch `question`: a bare `<n> edit` starts
+/// editing action `n` field by field; while a draft of an undecided action is there, the step
+/// fills its fields, read against the single approval that action stands for.
+fn batch_fill(question: Question, draft: Option<Draft>, step: Step) -> Result<Filling, Error> {
+    let start = match &step {
+        Step::Value(text) => question.batch_edit_start(text),
+        _ => None,
+    };
+    let (n, mut draft) = match (start, draft) {
+        (Some(n), _) => {
+            let draft = Draft {
+                action: Some(n),
+                ..Draft::default()
+            };
+            let view = question.action_view(n)?;
+            let stepped = Stepped::Next { noted: None };
+            return Ok(Filling {
+                question: view,
+                draft,
+                stepped,
+            });
+        }
+        (
+            None,
+            Some(
+                draft @ Draft {
+                    action: Some(n), ..
+                },
+            ),
+        ) if n
+            .checked_sub(1)
+            .and_then(|i| question.actions.get(i))
+            .is_some_and(|a| a.decision.is_none()) =>
+        {
+            (n, draft)
+        }
+        _ => return Err(not_editing(&question, &step)),
+    };
+    let view = question.action_view(n)?;
+    let Some(form) = view.edit_form() else {
+        return Err(not_editing(&question, &step));
+    };
+    let stepped = fill::step(&form, &mut draft, step);
+    Ok(Filling {
+        question: view,
+        draft,
+        stepped,
+    })
 }
 
 impl Filling {

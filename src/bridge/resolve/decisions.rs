@@ -96,6 +96,7 @@ impl Resolver {
                 .iter()
                 .map(|c| (c.action.to_string(), serde_json::json!(c)))
                 .collect(),
+            action: None,
         };
         let ttl = question.remaining(Millis::now()) + SETTLE_GRACE;
         self.store
