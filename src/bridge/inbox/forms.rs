@@ -214,6 +214,12 @@ fn batch_fill(question: Question, draft: Option<Draft>, step: Step) -> Result<Fi
         {
             (n, draft)
         }
+        _ if matches!(step, Step::Back | Step::Skip) => {
+            return Err(not_fit(&format!(
+                "You are not editing an action of this approval; start with its Edit button or /answer {} <n> edit.",
+                question.id
+            )));
+        }
         _ => return Err(not_editing(&question, &step)),
     };
     let view = question.action_view(n)?;
