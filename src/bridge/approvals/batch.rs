@@ -4,13 +4,13 @@
 //! glance; the rules themselves (who a rule may decide for) are `mod.rs`'s `decides`.
 
 use super::{Approvals, decides, rule_of};
-use crate::bridge::{Bridge, EFFECT_RULE, SETTLE_GRACE};
+use crate::bridge::{Bridge, SETTLE_GRACE};
 use crate::store::ClaimOptions;
 use crate::{AskError, Error, NoAnswer};
 use askbridge_core::Status;
 use askbridge_core::actions::ActionOutcome;
 use askbridge_core::batch::{self, Choice, DecideOutcome};
-use askbridge_core::{ApprovalReply, Decider, Millis, Question, Transition};
+use askbridge_core::{ApprovalReply, Decider, Millis, Question, Rule, Transition};
 
 /// What the function that asked for a batch gets: one outcome per action, in order, once every
 /// action is decided; otherwise why there is none.
@@ -89,34 +89,20 @@ impl Approvals {
         bridge.effects().after_win(bridge, claimed, None);
         Ok(Some(resolved))
     }
+}
 
-    /// The effect of a batch whose decisions include "always": a rule for each such action,
-    /// then the pending approvals each decides; recorded as done. Idempotent (each rule's id
-    /// comes from the question and the action's number).
-    pub(super) async fn create_batch_rules(
-        &self,
-        bridge: &Bridge,
-        question: &Question,
-    ) -> Result<(), Error> {
-        let Some(resolution) = &question.resolution else {
-            return Ok(());
-        };
-        for entry in resolution.batch_rules() {
-            let item = entry
-                .action
-                .checked_sub(1)
-                .and_then(|i| question.actions.get(i));
-            let (Some(rule_id), Some(item)) = (&entry.rule_id, item) else {
-                continue;
-            };
-            let made = (rule_id.clone(), entry.by.clone(), entry.at);
-            let rule = rule_of(question, &item.action, entry.everywhere, made);
-            self.record_rule(bridge, question, &rule).await?;
-        }
-        self.store
-            .outbox
-            .mark_effect(&question.id, EFFECT_RULE)
-            .await?;
-        Ok(())
-    }
+/// The rules a resolved batch's "always" decisions create, one per such action.
+pub(super) fn rules_of(question: &Question) -> Vec<Rule> {
+    let Some(resolution) = &question.resolution else {
+        return Vec::new();
+    };
+    resolution
+        .batch_rules()
+        .filter_map(|entry| {
+            let index = entry.action.checked_sub(1)?;
+            let item = question.actions.get(index)?;
+            let made = (entry.rule_id.clone()?, entry.by.clone(), entry.at);
+            Some(rule_of(question, &item.action, entry.everywhere, made))
+        })
+        .collect()
 }

@@ -303,26 +303,30 @@ impl Approvals {
     }
 
     /// The effect of an approval answered "always": the rule, then the pending approvals it
-    /// matches; recorded as done. Idempotent (the rule's id comes from the question).
+    /// matches; recorded as done. For a batch, a rule per action decided "always". Idempotent
+    /// (a rule's id comes from the question, and the action's number).
     pub(super) async fn create_rule_now(
         &self,
         bridge: &Bridge,
         question: &Question,
     ) -> Result<(), Error> {
-        if question.is_batch() {
-            return self.create_batch_rules(bridge, question).await;
+        let rules = if question.is_batch() {
+            batch::rules_of(question)
+        } else {
+            let (Some(action), Some(resolution)) = (&question.action, &question.resolution) else {
+                return Ok(());
+            };
+            let Some(rule_id) = resolution.rule_to_create() else {
+                return Ok(());
+            };
+            let reply = resolution.value.as_ref().and_then(ApprovalReply::of_answer);
+            let everywhere = reply == Some(ApprovalReply::AlwaysEverywhere);
+            let made = (rule_id.clone(), resolution.by(), resolution.at);
+            vec![rule_of(question, action, everywhere, made)]
+        };
+        for rule in &rules {
+            self.record_rule(bridge, question, rule).await?;
         }
-        let (Some(action), Some(resolution)) = (&question.action, &question.resolution) else {
-            return Ok(());
-        };
-        let Some(rule_id) = resolution.rule_to_create() else {
-            return Ok(());
-        };
-        let reply = resolution.value.as_ref().and_then(ApprovalReply::of_answer);
-        let everywhere = reply == Some(ApprovalReply::AlwaysEverywhere);
-        let made = (rule_id.clone(), resolution.by(), resolution.at);
-        let rule = rule_of(question, action, everywhere, made);
-        self.record_rule(bridge, question, &rule).await?;
         self.store
             .outbox
             .mark_effect(&question.id, EFFECT_RULE)
