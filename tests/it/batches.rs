@@ -167,6 +167,7 @@ async fn a_batch_of_three_is_decided_action_by_action_over_http() {
 async fn a_rule_decides_the_actions_it_matches_before_anyone_is_asked() {
     let (bridge, base) = setup().await;
     let q = asked(&bridge, &base, "batch-rule").await;
+    let waiting = asked(&bridge, &base, "batch-rule").await;
     let id = q["id"].as_str().unwrap();
     let (status, body) = reply(&base, id, json!({"action": 1, "decision": "always"})).await;
     assert_eq!(status, 200, "{body}");
@@ -178,6 +179,17 @@ async fn a_rule_decides_the_actions_it_matches_before_anyone_is_asked() {
     );
     let rules = bridge.rules().await.unwrap();
     assert_eq!(rules.len(), 1, "{rules:?}");
+    // A batch pending in the session: the new rule decides its matching action at once.
+    let waiting = get_json(
+        &base,
+        &format!("/api/questions/{}", waiting["id"].as_str().unwrap()),
+    )
+    .await;
+    assert_eq!(
+        waiting["actions"][0]["decision"]["by_rule"], true,
+        "{waiting}"
+    );
+    assert!(waiting["actions"][1].get("decision").is_none());
 
     let again = asked(&bridge, &base, "batch-rule").await;
     assert_eq!(again["status"], "pending", "{again}");

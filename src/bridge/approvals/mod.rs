@@ -362,7 +362,10 @@ impl Approvals {
             })
             .await?;
         for other in pending.iter().filter(|q| q.kind == Kind::Approval) {
-            if other
+            if other.is_batch() {
+                // Its actions the rules now decide (this one among them).
+                self.decide_batch_by_rules(bridge, other).await?;
+            } else if other
                 .action
                 .as_ref()
                 .is_some_and(|a| decides(rule, other, a))
