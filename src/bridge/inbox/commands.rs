@@ -15,6 +15,8 @@ pub(super) const HELP: &str = "askbridge lets a running program ask you question
 multi-choice (1,3 or 1-3), yes/no, or your own words where allowed\n\
 /answer <id> edit [json], /answer <id> respond <text>  on an approval offering them: approve \
 with changed arguments (field by field without json), or answer in the tool's place\n\
+/answer <id> <n> <decision>, /answer <id> all once|reject  on an approval of several actions: \
+decide action n (2 reject too broad, 3 edit {json}), or every one still undecided\n\
 /decline <id> [reason]  decline to answer\n\
 /pending  list the questions waiting for you here\n\
 /show <id>  show a whole question\n\
