@@ -102,9 +102,10 @@ pub fn progress(question: &Question) -> String {
     let still = match undecided.len() {
         0 => String::new(),
         1 => format!("; {} is still undecided", undecided[0]),
-        _ => format!(
-            "; {} are still undecided",
-            crate::decision::words_of(&undecided.iter().map(String::as_str).collect::<Vec<_>>())
+        n => format!(
+            "; {} and {} are still undecided",
+            undecided[..n - 1].join(", "),
+            undecided[n - 1]
         ),
     };
     format!("{decided} of {total} actions decided{still}.")
