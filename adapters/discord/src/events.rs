@@ -60,7 +60,7 @@ pub(crate) fn commands() -> Vec<CreateCommand> {
     ]
 }
 
-fn sender(user: &User) -> (Identity, Option<String>) {
+pub(crate) fn sender(user: &User) -> (Identity, Option<String>) {
     (
         Identity::compose(crate::SURFACE, user.id),
         Some(format!("@{}", user.name)),
@@ -198,6 +198,9 @@ impl Core {
         inbox: &dyn Inbox,
         interaction: ComponentInteraction,
     ) {
+        if let Some((id, page)) = crate::batch::page_of(&interaction.data.custom_id) {
+            return self.turn_page(inbox, &interaction, &id, page).await;
+        }
         let inbound = self.component_inbound(&interaction);
         let text = inbound.text.clone();
         let sender = inbound.sender.clone();

@@ -84,6 +84,9 @@ fn button(button: Button, kind: Kind) -> Part {
 
 /// The rows of components for `question`, each a list of parts.
 pub(crate) fn rows(question: &Question) -> Vec<Vec<Part>> {
+    if question.is_batch() {
+        return crate::batch::rows(question, 0);
+    }
     let uses_select = question.kind == Kind::Ask
         && (question.multi || question.options.len() > MAX_OPTION_BUTTONS);
     if !uses_select {
@@ -184,6 +187,15 @@ pub(crate) fn reply_components(buttons: &[Button]) -> Vec<CreateActionRow> {
 /// The components of `question`'s message.
 pub(crate) fn components(question: &Question) -> Vec<CreateActionRow> {
     rows(question).into_iter().map(build_row).collect()
+}
+
+/// The edit that shows page `page` of a pending batch's buttons ([`crate::batch`]).
+pub(crate) fn page_edit(question: &Question, page: usize) -> EditMessage {
+    let rows = crate::batch::rows(question, page);
+    EditMessage::new()
+        .content(render::question_text(question, CONTENT_CHARS))
+        .components(rows.into_iter().map(build_row).collect())
+        .allowed_mentions(no_pings())
 }
 
 /// Nobody is pinged by what askbridge writes: prompts, labels and decline messages come from
@@ -294,7 +306,7 @@ pub(crate) fn fit(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use askbridge_core::question::{DEFAULT_TIMEOUT, MAX_OPTIONS};
     use askbridge_core::{Millis, NewQuestion, QuestionId};
@@ -318,14 +330,18 @@ mod tests {
 
     /// Discord's limits, checked on every layout the adapter can produce.
     fn assert_within_limits(question: &Question) {
-        let rows = rows(question);
+        assert_rows_within_limits(&rows(question));
+    }
+
+    /// Discord's limits on a message's rows of components.
+    pub(crate) fn assert_rows_within_limits(rows: &[Vec<Part>]) {
         assert!(
             !rows.is_empty() && rows.len() <= ROWS,
             "{} rows",
             rows.len()
         );
         let mut ids = HashSet::new();
-        for row in &rows {
+        for row in rows {
             let selects = row
                 .iter()
                 .filter(|p| matches!(p, Part::Select { .. }))

@@ -25,6 +25,7 @@
 //! Tests hand [`Discord::with_http`] a serenity `Http` pointed at a fake Discord; serenity is
 //! re-exported so that they build it with the very version this crate uses.
 
+mod batch;
 mod edits;
 mod endpoint;
 mod error;
