@@ -117,6 +117,10 @@ pub fn resolved_text(question: &Question) -> String {
 /// The blocks of the message showing `question`: its text, then its elements.
 pub fn question_blocks(question: &Question) -> Vec<SlackBlock> {
     let mut blocks = vec![section(&message_text(question))];
+    if question.is_batch() {
+        blocks.extend(crate::batch::action_blocks(question));
+        return blocks;
+    }
     let Elements { before, elements } = elements(question);
     blocks.extend(before);
     for chunk in elements.chunks(ACTIONS_ELEMENTS) {
@@ -315,7 +319,7 @@ pub(crate) mod tests {
     }
 
     /// Every limit Slack checks on a message's blocks, as the fake Slack checks them.
-    fn check_limits(blocks: &[SlackBlock]) {
+    pub(crate) fn check_limits(blocks: &[SlackBlock]) {
         let blocks = serde_json::to_value(blocks).unwrap();
         let blocks = blocks.as_array().unwrap();
         assert!(blocks.len() <= MESSAGE_BLOCKS);

@@ -26,6 +26,7 @@
 //!   form, and their submissions; `inputs.rs`: a form field's input, at its initial value.
 
 mod api;
+mod batch;
 pub mod blocks;
 mod http;
 mod inbound;
