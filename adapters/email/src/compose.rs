@@ -45,6 +45,14 @@ fn single_line(text: &str) -> String {
 /// How to answer by mail, in words.
 pub(crate) fn how_to_answer(question: &Question) -> String {
     let id = &question.id;
+    if question.is_batch() {
+        return format!(
+            "Reply to this mail with one line per action: its number and your decision \
+             (2 reject too broad, 3 edit {{\"replicas\": 3}}), or all once / all reject <why>; \
+             /answer {id} 2 reject ... works too. Several lines decide several actions. \
+             Your reply's own text is read; what it quotes is not."
+        );
+    }
     let what = match question.kind {
         Kind::Confirm => "yes or no".to_owned(),
         // Exactly the decisions this approval offers.
