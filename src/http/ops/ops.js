@@ -600,8 +600,18 @@
   }
 
   function updateProgress(q) {
-    const node = findCard(q.id)?.querySelector('.progress');
+    const card = findCard(q.id);
+    const node = card?.querySelector('.progress');
     if (node && q.quorum) node.textContent = progressText(q);
+    // A batch with an action decided: its list redrawn, each decision in place of its controls.
+    const box = card?.querySelector('.controls');
+    if (box && q.actions && q.actions.length) box.replaceWith(controls(q));
+  }
+
+  // How far a batch is: "2 of 5 actions decided".
+  function batchProgress(q) {
+    const decided = q.actions.filter((item) => item.decision).length;
+    return `${decided} of ${q.actions.length} actions decided.`;
   }
 
   // Reminders and escalation steps: when each comes, and what a step adds.
@@ -646,6 +656,13 @@
         ? hooks.form(q, (answer) => send(q, 'reply', { answer }))
         : el('p', { text: 'This page cannot show this form; answer it over the API.' });
       box.append(form, declineForm(q, 'Decline'));
+      return box;
+    }
+    if (q.kind === 'approval' && q.actions && q.actions.length) {
+      // Several actions, each decided on its own (batch.js).
+      box.append(hooks.batch
+        ? hooks.batch(q, send)
+        : el('p', { text: 'This page cannot show these actions; decide them over the API.' }));
       return box;
     }
     if (q.kind === 'approval') {
@@ -870,9 +887,11 @@
     if (response.ok && body) {
       apply(body);
       if (body.status === 'pending') {
-        // A vote on a question with a quorum: counted, and the question waits for more.
+        // A vote on a question with a quorum: counted, and the question waits for more. A
+        // decision on some actions of a batch: recorded, the others still to decide.
         setBusy(id, false);
-        notice(id, `Vote counted. ${progressText(body)}`, 'info');
+        if (body.quorum) notice(id, `Vote counted. ${progressText(body)}`, 'info');
+        else if (body.actions && body.actions.length) notice(id, `Recorded. ${batchProgress(body)}`, 'info');
       }
       return;
     }
@@ -1079,7 +1098,7 @@
 
   // ---- for floor.js: the other views use the same requests, token and event stream -----------
 
-  const hooks = { events: [], connected: [], form: null };
+  const hooks = { events: [], connected: [], form: null, batch: null };
   window.askbridgeOps = Object.freeze({
     visible,
     api,
@@ -1092,6 +1111,9 @@
     onConnect: (listener) => hooks.connected.push(listener),
     onForm: (render) => {
       hooks.form = render;
+    },
+    onBatch: (render) => {
+      hooks.batch = render;
     },
   });
 
