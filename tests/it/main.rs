@@ -24,6 +24,7 @@ mod connections;
 mod console;
 mod demo;
 mod discord;
+mod discord_batch;
 mod email;
 mod email_bench;
 mod email_crash;
