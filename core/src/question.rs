@@ -6,9 +6,9 @@
 //! same steps on the server (the shared conformance suite checks that they agree). Keeping the
 //! rule in one place is what makes "first answer wins" mean the same thing on every store.
 
+use crate::actions::BatchAction;
 use crate::actor::Decider;
 use crate::approval::{Action, ApprovalReply, Edited};
-use crate::batch::{BatchAction, Choice};
 use crate::decision::Decision;
 use crate::form::FormSchema;
 use crate::id::{QuestionId, RuleId, RunId};
@@ -219,6 +219,16 @@ pub enum Transition {
         reason: Option<String>,
     },
 }
+/// One decision asked for an action: the single-action transition it stands for (an answer
+/// `once`/`always`, an edit, a response, a rejection), already checked against that action.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Choice {
+    /// The action's number.
+    pub action: usize,
+    /// What is decided about it.
+    pub then: Transition,
+}
+
 /// One attempt to resolve a question.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Claim {
@@ -296,7 +306,7 @@ impl Question {
             Transition::Decide { choices } => {
                 decisions.extend(self.entries_of(choices, &claim.decider, claim.at));
                 decisions.sort_by_key(|e| e.action);
-                let value = crate::batch::answer_of(&decisions);
+                let value = crate::actions::answer_of(&decisions);
                 (Status::Answered, Some(value), None)
             }
             Transition::Answer { value } => (Status::Answered, Some(value.clone()), None),

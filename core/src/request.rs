@@ -6,8 +6,8 @@
 //! the two apart is what keeps the modules free of import cycles.
 
 use crate::Error;
+use crate::actions::BatchAction;
 use crate::approval::{Action, ApprovalReply};
-use crate::batch::BatchAction;
 pub use crate::checks::check_session_id;
 use crate::checks::{check_identities, check_shape, check_text, check_url, dedup};
 use crate::decision::Decision;
@@ -297,9 +297,9 @@ impl NewQuestion {
         )?;
         let actions = match self.actions {
             actions if actions.is_empty() => Vec::new(),
-            actions => crate::batch::check_actions(actions, self.quorum.is_some())?,
+            actions => crate::actions::check_actions(actions, self.quorum.is_some())?,
         };
-        let batch_digest = (!actions.is_empty()).then(|| crate::batch::digest(&actions));
+        let batch_digest = (!actions.is_empty()).then(|| crate::actions::digest(&actions));
         let mut question = Question {
             id,
             session_id: self.session_id,

@@ -3,9 +3,9 @@
 //! Apart from [`crate::question`] so that the question module stays about the question and its
 //! state machine; a resolution needs only the answer, the decider and the rule id.
 
+use crate::actions::Entry;
 use crate::actor::{Decider, WireDecider};
 use crate::approval::Edited;
-use crate::batch::Entry;
 use crate::id::RuleId;
 use crate::identity::Identity;
 use crate::quorum::Vote;

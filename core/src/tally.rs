@@ -9,9 +9,9 @@
 
 use crate::actor::{Actor, Decider};
 use crate::approval::ApprovalReply;
-use crate::batch::Choice;
 use crate::decision::Decision;
 use crate::identity::Identity;
+use crate::question::Choice;
 use crate::question::{Claim, Kind, Question, Transition};
 use crate::quorum::{Vote, count};
 use crate::value::Answer;
@@ -343,5 +343,56 @@ mod tests {
         let vote = vote_of(&confirm, &yes).unwrap();
         assert_eq!(apply_vote(&mut confirm, &vote), VoteOutcome::Counted);
         assert_eq!(confirm.status, Status::Pending);
+    }
+
+    #[test]
+    fn a_quorum_batch_takes_each_members_whole_list_as_a_vote() {
+        let mut q = NewQuestion::ask("x")
+            .session("s")
+            .approve_all([
+                crate::batch::tests::item("a", serde_json::json!({}), &[]),
+                crate::batch::tests::item("b", serde_json::json!({}), &[]),
+            ])
+            .quorum(2, ["telegram:1", "telegram:2", "api"])
+            .into_question(
+                QuestionId::random(),
+                Millis(0),
+                crate::question::DEFAULT_TIMEOUT,
+            )
+            .unwrap();
+        let vote = |q: &Question, by: &str, raw: &str, at: u64| {
+            let claim = Claim::new(q.read_typed(raw).unwrap(), Actor::new(by, "t"), Millis(at));
+            super::vote_of(q, &claim)
+        };
+        assert!(
+            vote(&q, "telegram:1", "1 once", 1).is_none(),
+            "a partial list"
+        );
+        let mut choices = crate::batch::tests::choices(&q, "all once").unwrap();
+        choices[1].then = Transition::Decline { message: None };
+        let claim = |by: &str, at| {
+            Claim::new(
+                Transition::Decide {
+                    choices: choices.clone(),
+                },
+                Actor::new(by, "t"),
+                Millis(at),
+            )
+        };
+        let a = super::vote_of(&q, &claim("telegram:1", 1)).unwrap();
+        assert_eq!(super::apply_vote(&mut q, &a), super::VoteOutcome::Counted);
+        let b = vote(&q, "telegram:2", "all once", 2).unwrap();
+        assert_eq!(super::apply_vote(&mut q, &b), super::VoteOutcome::Counted);
+        let c = super::vote_of(&q, &claim("api", 3)).unwrap();
+        assert_eq!(super::apply_vote(&mut q, &c), super::VoteOutcome::Met);
+        let done = super::completing_claim(&q).unwrap();
+        q.apply(&done);
+        let r = q.resolution.unwrap();
+        assert_eq!(
+            r.value,
+            Some(Answer::List(vec!["once".into(), "reject".into()]))
+        );
+        assert_eq!(r.decisions.len(), 2);
+        assert_eq!(r.by(), "api");
     }
 }

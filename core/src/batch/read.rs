@@ -112,6 +112,69 @@ impl Question {
         Ok(Transition::Decide { choices })
     }
 
+    /// A rejection of every action still undecided, with `message` as each one's feedback: a
+    /// batch's decline (`/decline`, the HTTP API's reject).
+    pub(crate) fn reject_all(&self, message: Option<&str>) -> Result<Transition, Error> {
+        let message = crate::answer::decline_message(message)?;
+        let reply = BatchReply {
+            items: vec![BatchItem {
+                action: None,
+                decision: Decision::Reject,
+                message,
+                args: None,
+            }],
+            digest: None,
+        };
+        self.batch_transition(&reply)
+    }
+
+    /// Refuses a transition a program made itself (the Rust API) on a batch unless it decides
+    /// undecided actions, each as its single approval would take it.
+    pub(crate) fn check_choices(&self, transition: &Transition) -> Result<(), Error> {
+        let Transition::Decide { choices } = transition else {
+            return Err(self.batch_needs_numbers());
+        };
+        if choices.is_empty() {
+            return Err(self.batch_usage());
+        }
+        for (index, choice) in choices.iter().enumerate() {
+            let n = choice.action;
+            let view = self.undecided(n)?;
+            if choices[..index].iter().any(|c| c.action == n) {
+                return Err(Error::NotFit {
+                    reason: format!("Action {n} is named twice. Nothing was decided."),
+                });
+            }
+            if matches!(
+                choice.then,
+                Transition::Decide { .. } | Transition::Expire | Transition::Cancel { .. }
+            ) {
+                return Err(Error::NotFit {
+                    reason: format!(
+                        "Action {n} takes once, always, edit, respond or reject. Nothing was decided."
+                    ),
+                });
+            }
+            if let Transition::Answer { value } = &choice.then {
+                view.check_answer(value.clone())
+                    .map_err(|e| at_action(n, e))?;
+            }
+            view.check_transition(&choice.then)
+                .map_err(|e| at_action(n, e))?;
+        }
+        Ok(())
+    }
+
+    /// The refusal of a reply that names no action on a batch.
+    pub(crate) fn batch_needs_numbers(&self) -> Error {
+        Error::NotFit {
+            reason: format!(
+                "This approval has {} actions: decide each by its number ({{\"action\": 2, \"decision\": \"reject\"}}), several in \"decisions\", or every one with \"all\". Nothing was decided.",
+                self.actions.len()
+            ),
+        }
+    }
+
     /// Refuses a reply bound to another batch than this one.
     pub fn check_batch_digest(&self, digest: &str) -> Result<(), Error> {
         let full = self.batch_digest.as_deref().unwrap_or_default();

@@ -89,6 +89,27 @@ pub fn outcome(question: &Question, by: &str, via: &str) -> String {
     format!("Decided: {}, by {by} via {via}", parts.join("; "))
 }
 
+/// How far a pending batch is: "2 of 3 actions decided; 3 is still undecided."
+pub fn progress(question: &Question) -> String {
+    let undecided: Vec<String> = question
+        .actions
+        .iter()
+        .filter(|a| a.decision.is_none())
+        .map(|a| a.n.to_string())
+        .collect();
+    let total = question.actions.len();
+    let decided = total - undecided.len();
+    let still = match undecided.len() {
+        0 => String::new(),
+        1 => format!("; {} is still undecided", undecided[0]),
+        _ => format!(
+            "; {} are still undecided",
+            crate::decision::words_of(&undecided.iter().map(String::as_str).collect::<Vec<_>>())
+        ),
+    };
+    format!("{decided} of {total} actions decided{still}.")
+}
+
 /// The commands to type.
 pub fn hint(question: &Question) -> String {
     let id = &question.id;

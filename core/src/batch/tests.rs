@@ -1,10 +1,13 @@
 use super::*;
+use crate::actor::Actor;
 use crate::id::QuestionId;
 use crate::question::DEFAULT_TIMEOUT;
 use crate::request::NewQuestion;
+use crate::value::Answer;
+use serde_json::Value;
 use serde_json::json;
 
-fn item(tool: &str, args: Value, allowed: &[Decision]) -> BatchAction {
+pub(crate) fn item(tool: &str, args: Value, allowed: &[Decision]) -> BatchAction {
     BatchAction {
         allowed: allowed.to_vec(),
         ..BatchAction::new(Action::new(tool, args))
@@ -27,7 +30,7 @@ pub(crate) fn batch() -> Question {
         .unwrap()
 }
 
-fn choices(q: &Question, raw: &str) -> Result<Vec<Choice>, Error> {
+pub(crate) fn choices(q: &Question, raw: &str) -> Result<Vec<Choice>, Error> {
     match q.read_typed(raw)? {
         Transition::Decide { choices } => Ok(choices),
         other => panic!("{other:?}"),
@@ -57,19 +60,35 @@ fn a_batch_is_checked_numbered_and_bound_to_one_digest() {
     assert_eq!(json["actions"][1]["digest"], q.actions[1].action.digest());
     let back: Question = serde_json::from_value(json).unwrap();
     assert_eq!(back, q);
-    for bad in [vec![item("x", json!({}), &[]); 21]] {
-        let refused = NewQuestion::ask("x")
-            .session("s")
-            .approve_all(bad)
-            .into_question(QuestionId::random(), Millis(0), DEFAULT_TIMEOUT);
-        assert!(matches!(
-            refused,
-            Err(Error::Invalid {
-                field: "actions",
-                ..
-            })
-        ));
-    }
+    let refused = |request: NewQuestion| match request.into_question(
+        QuestionId::random(),
+        Millis(0),
+        DEFAULT_TIMEOUT,
+    ) {
+        Err(Error::Invalid { field, reason }) => format!("{field}: {reason}"),
+        other => panic!("{other:?}"),
+    };
+    let many = NewQuestion::ask("x").session("s");
+    let many = many.approve_all(vec![item("x", json!({}), &[]); 21]);
+    assert!(refused(many).starts_with("actions: name 1 to 20 actions"));
+    let both = NewQuestion::ask("x")
+        .session("s")
+        .approve(Action::new("x", json!({})))
+        .approve_all([item("y", json!({}), &[])]);
+    assert_eq!(
+        refused(both),
+        "actions: give either action or actions, not both"
+    );
+    let bad_schema = NewQuestion::ask("x")
+        .session("s")
+        .approve_all([BatchAction {
+            args_schema: Some(json!(3)),
+            ..item("y", json!({}), &[])
+        }]);
+    assert_eq!(
+        refused(bad_schema),
+        "actions: action 1: args_schema must be a JSON Schema object"
+    );
 }
 
 fn digest_of(q: &Question) -> String {
@@ -149,59 +168,6 @@ fn the_first_decision_on_an_action_wins_all_or_nothing() {
 }
 
 #[test]
-fn a_quorum_batch_takes_each_members_whole_list_as_a_vote() {
-    let mut q = NewQuestion::ask("x")
-        .session("s")
-        .approve_all([item("a", json!({}), &[]), item("b", json!({}), &[])])
-        .quorum(2, ["telegram:1", "telegram:2", "api"])
-        .into_question(QuestionId::random(), Millis(0), DEFAULT_TIMEOUT)
-        .unwrap();
-    let vote = |q: &Question, by: &str, raw: &str, at: u64| {
-        let claim = Claim::new(q.read_typed(raw).unwrap(), Actor::new(by, "t"), Millis(at));
-        crate::tally::vote_of(q, &claim)
-    };
-    assert!(
-        vote(&q, "telegram:1", "1 once", 1).is_none(),
-        "a partial list"
-    );
-    let mut choices = self::choices(&q, "all once").unwrap();
-    choices[1].then = Transition::Decline { message: None };
-    let claim = |by: &str, at| {
-        Claim::new(
-            Transition::Decide {
-                choices: choices.clone(),
-            },
-            Actor::new(by, "t"),
-            Millis(at),
-        )
-    };
-    let a = crate::tally::vote_of(&q, &claim("telegram:1", 1)).unwrap();
-    assert_eq!(
-        crate::tally::apply_vote(&mut q, &a),
-        crate::tally::VoteOutcome::Counted
-    );
-    let b = vote(&q, "telegram:2", "all once", 2).unwrap();
-    assert_eq!(
-        crate::tally::apply_vote(&mut q, &b),
-        crate::tally::VoteOutcome::Counted
-    );
-    let c = crate::tally::vote_of(&q, &claim("api", 3)).unwrap();
-    assert_eq!(
-        crate::tally::apply_vote(&mut q, &c),
-        crate::tally::VoteOutcome::Met
-    );
-    let done = crate::tally::completing_claim(&q).unwrap();
-    q.apply(&done);
-    let r = q.resolution.unwrap();
-    assert_eq!(
-        r.value,
-        Some(Answer::List(vec!["once".into(), "reject".into()]))
-    );
-    assert_eq!(r.decisions.len(), 2);
-    assert_eq!(r.by(), "api");
-}
-
-#[test]
 fn every_button_of_twenty_actions_fits_telegram_and_reads_back() {
     let all = crate::decision::ALL_DECISIONS;
     let q = NewQuestion::ask("x")
@@ -209,7 +175,7 @@ fn every_button_of_twenty_actions_fits_telegram_and_reads_back() {
         .approve_all((0..MAX_ACTIONS).map(|i| item("shell", json!({"i": i}), &all)))
         .into_question(QuestionId::random(), Millis(0), DEFAULT_TIMEOUT)
         .unwrap();
-    let buttons = crate::render::buttons(&q, &[]);
+    let buttons = super::render::buttons(&q);
     assert_eq!(buttons.len(), MAX_ACTIONS * 5 + 2);
     for button in buttons {
         assert!(
@@ -238,7 +204,11 @@ fn every_button_of_twenty_actions_fits_telegram_and_reads_back() {
 fn a_batch_reads_as_a_numbered_list_with_its_decisions() {
     let mut q = batch();
     decide(&mut q, "3 reject too broad", 2);
-    let text = crate::render::question_text(&q, 4096);
+    let text = format!(
+        "{}\n{}",
+        super::render::block(&q, None),
+        super::render::hint(&q)
+    );
     assert!(text.contains("3 actions (digest "), "{text}");
     assert!(
         text.contains("\n1. shell\n   command: make\n   (undecided: once, always or reject)"),
@@ -252,7 +222,7 @@ fn a_batch_reads_as_a_numbered_list_with_its_decisions() {
         text.contains(&format!("/answer {} all once", q.id)),
         "{text}"
     );
-    let labels: Vec<String> = crate::render::buttons(&q, &[])
+    let labels: Vec<String> = super::render::buttons(&q)
         .into_iter()
         .map(|b| b.label)
         .collect();
