@@ -19,6 +19,7 @@ mod batches;
 mod bridge;
 mod claim_race;
 mod cli;
+mod cli_batch;
 mod cluster;
 mod command_budget;
 mod connections;
