@@ -41,6 +41,7 @@ mod hardening;
 mod http_api;
 mod idempotency;
 mod mcp;
+mod mcp_batch;
 mod nudges;
 mod own_events;
 mod python_client;
