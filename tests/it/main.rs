@@ -28,6 +28,7 @@ mod demo;
 mod discord;
 mod discord_batch;
 mod email;
+mod email_batch;
 mod email_bench;
 mod email_crash;
 mod email_decisions;
