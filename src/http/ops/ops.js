@@ -603,9 +603,13 @@
     const card = findCard(q.id);
     const node = card?.querySelector('.progress');
     if (node && q.quorum) node.textContent = progressText(q);
-    // A batch with an action decided: its list redrawn, each decision in place of its controls.
+    // A batch with an action newly decided: its list redrawn, each decision in place of its
+    // controls. The same state again (the reply's answer, then its event) leaves what is typed.
     const box = card?.querySelector('.controls');
-    if (box && q.actions && q.actions.length) box.replaceWith(controls(q));
+    if (box && q.actions && q.actions.length) {
+      const fresh = controls(q);
+      if (box.dataset.decided !== fresh.dataset.decided) box.replaceWith(fresh);
+    }
   }
 
   // How far a batch is: "2 of 5 actions decided".
@@ -659,7 +663,9 @@
       return box;
     }
     if (q.kind === 'approval' && q.actions && q.actions.length) {
-      // Several actions, each decided on its own (batch.js).
+      // Several actions, each decided on its own (batch.js); which are decided, to redraw
+      // only when that changes.
+      box.dataset.decided = q.actions.filter((item) => item.decision).map((item) => item.n).join(',');
       box.append(hooks.batch
         ? hooks.batch(q, send)
         : el('p', { text: 'This page cannot show these actions; decide them over the API.' }));
