@@ -190,3 +190,61 @@ pub(crate) fn check_actions(
     }
     Ok(checked)
 }
+
+/// How one action of a batch went, as the function that asked sees it: each variant is an
+/// answer the caller must handle (run the action, run it with other arguments, use the text as
+/// its result, or tell the model it was rejected).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ActionOutcome {
+    /// Allowed as proposed (once, always, or by a rule): run `action`.
+    Approved {
+        /// The action to run, as proposed.
+        action: Action,
+        /// The rule its "always" created, or the rule that allowed it.
+        rule_id: Option<RuleId>,
+        /// True when a rule allowed it without asking.
+        by_rule: bool,
+    },
+    /// Allowed with changed arguments: run `action`, not the proposed one.
+    Edited {
+        /// The action to run (the proposed tool, the person's arguments).
+        action: Action,
+        /// The action as proposed.
+        proposed: Action,
+    },
+    /// Answered in the tool's place: `text` is its result, and nothing runs.
+    Responded {
+        /// The person's text.
+        text: String,
+    },
+    /// Rejected, with the person's feedback if any.
+    Rejected {
+        /// Why, in the person's words.
+        message: Option<String>,
+    },
+}
+
+impl ActionOutcome {
+    /// What `entry` means for `action` (the batch's action it decides).
+    pub fn of(entry: &Entry, action: &Action) -> Self {
+        let args = entry.args.clone().unwrap_or_else(|| action.args.clone());
+        match entry.decision {
+            Decision::Once | Decision::Always => ActionOutcome::Approved {
+                action: Action::new(action.tool.clone(), args),
+                rule_id: entry.rule_id.clone(),
+                by_rule: entry.by_rule,
+            },
+            Decision::Edit => ActionOutcome::Edited {
+                action: Action::new(action.tool.clone(), args),
+                proposed: action.clone(),
+            },
+            Decision::Respond => ActionOutcome::Responded {
+                text: entry.text.clone().unwrap_or_default(),
+            },
+            Decision::Reject => ActionOutcome::Rejected {
+                message: entry.message.clone(),
+            },
+        }
+    }
+}

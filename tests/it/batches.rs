@@ -238,3 +238,109 @@ async fn a_two_of_three_quorum_takes_each_members_decisions_on_every_action() {
     assert_eq!(resolution.decisions.len(), 2);
     assert_eq!(resolution.by(), "console");
 }
+
+#[tokio::test]
+async fn the_rust_api_gets_one_outcome_per_action_and_a_timeout_keeps_what_was_decided() {
+    use askbridge::{AskError, NoAnswer};
+    use askbridge_core::actions::ActionOutcome;
+    use askbridge_core::batch::BatchAction;
+    use askbridge_core::{Action, Decision, NewQuestion};
+    let (bridge, base) = setup().await;
+    let actions = || {
+        [
+            BatchAction::new(Action::new("shell", json!({"command": "ls"}))),
+            BatchAction {
+                allowed: vec![
+                    Decision::Once,
+                    Decision::Edit,
+                    Decision::Respond,
+                    Decision::Reject,
+                ],
+                ..BatchAction::new(Action::new("deploy", json!({"replicas": 2})))
+            },
+            BatchAction::new(Action::new("rm", json!({"path": "/"}))),
+        ]
+    };
+    let asking = tokio::spawn({
+        let session = bridge.session("batch-rust");
+        async move {
+            session
+                .approve_actions(
+                    NewQuestion::ask("Three?")
+                        .approve_all(actions())
+                        .answerers(["api"]),
+                )
+                .await
+        }
+    });
+    let q = crate::approvals::pending_approval(&bridge, "batch-rust").await;
+    let id = q.id.as_str();
+    let (status, _) = reply(
+        &base,
+        id,
+        json!({"action": 2, "decision": "edit", "args": {"replicas": 3}}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, _) = reply(
+        &base,
+        id,
+        json!({"action": 3, "decision": "reject", "message": "never /"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, _) = reply(&base, id, json!({"action": 1, "decision": "once"})).await;
+    assert_eq!(status, 200);
+    let outcomes = asking.await.unwrap().unwrap();
+    assert_eq!(outcomes.len(), 3);
+    let ActionOutcome::Approved {
+        action,
+        by_rule: false,
+        ..
+    } = &outcomes[0]
+    else {
+        panic!("{outcomes:?}")
+    };
+    assert_eq!(action.args, json!({"command": "ls"}));
+    let ActionOutcome::Edited { action, proposed } = &outcomes[1] else {
+        panic!("{outcomes:?}")
+    };
+    assert_eq!(
+        (&action.args, &proposed.args),
+        (&json!({"replicas": 3}), &json!({"replicas": 2}))
+    );
+    assert_eq!(
+        outcomes[2],
+        ActionOutcome::Rejected {
+            message: Some("never /".into())
+        }
+    );
+
+    // A timeout: nothing runs, and the resolution keeps the one decision made before it.
+    let session = bridge.session("batch-timeout");
+    let asking = tokio::spawn(async move {
+        let mut request = NewQuestion::ask("Three?")
+            .approve_all(actions())
+            .answerers(["api"]);
+        request.timeout_s = Some(1.5);
+        session.approve_actions(request).await
+    });
+    let q = crate::approvals::pending_approval(&bridge, "batch-timeout").await;
+    let (status, _) = reply(
+        &base,
+        q.id.as_str(),
+        json!({"action": 1, "decision": "once"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let outcome = asking.await.unwrap();
+    assert!(
+        matches!(outcome, Err(AskError::NoAnswer(NoAnswer::Timeout { .. }))),
+        "{outcome:?}"
+    );
+    let expired = bridge.get(&q.id).await.unwrap();
+    assert_eq!(expired.status, askbridge_core::Status::Expired);
+    let decisions = expired.resolution.unwrap().decisions;
+    assert_eq!(decisions.len(), 1);
+    assert_eq!(decisions[0].action, 1);
+}

@@ -4,11 +4,37 @@
 //! glance; the rules themselves (who a rule may decide for) are `mod.rs`'s `decides`.
 
 use super::{Approvals, decides};
-use crate::Error;
 use crate::bridge::{Bridge, EFFECT_RULE, SETTLE_GRACE};
 use crate::store::ClaimOptions;
+use crate::{AskError, Error, NoAnswer};
+use askbridge_core::Status;
+use askbridge_core::actions::ActionOutcome;
 use askbridge_core::batch::{self, Choice, DecideOutcome};
 use askbridge_core::{ApprovalReply, Decider, Millis, Question, Rule, Scope, Transition};
+
+/// What the function that asked for a batch gets: one outcome per action, in order, once every
+/// action is decided; otherwise why there is none.
+pub fn outcomes_of(question: &Question) -> Result<Vec<ActionOutcome>, AskError> {
+    let id = &question.id;
+    match (question.status, &question.resolution) {
+        (Status::Answered, Some(resolution))
+            if resolution.decisions.len() == question.actions.len() =>
+        {
+            Ok(resolution
+                .decisions
+                .iter()
+                .zip(&question.actions)
+                .map(|(entry, item)| ActionOutcome::of(entry, &item.action))
+                .collect())
+        }
+        (Status::Cancelled, _) => Err(NoAnswer::Cancelled { id: id.clone() }.into()),
+        (Status::Declined, resolution) => Err(NoAnswer::Declined {
+            message: resolution.as_ref().and_then(|r| r.message.clone()),
+        }
+        .into()),
+        _ => Err(NoAnswer::Timeout { id: id.clone() }.into()),
+    }
+}
 
 impl Approvals {
     /// Decides the actions of the new batch `question` that rules match. Returns the question

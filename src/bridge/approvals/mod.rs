@@ -22,6 +22,8 @@ use askbridge_core::{
 
 mod batch;
 
+pub use batch::outcomes_of;
+
 /// What the function that asked for approval gets.
 pub fn approval_of(question: &Question) -> Result<Approval, AskError> {
     let digest = question
