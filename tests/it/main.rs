@@ -53,6 +53,7 @@ mod rules;
 mod runs_crash;
 mod settings;
 mod slack;
+mod slack_batch;
 mod slack_bench;
 mod slack_modals;
 mod slack_socket;
