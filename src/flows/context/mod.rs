@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+mod batch;
 mod journal;
 use journal::AskAt;
 
