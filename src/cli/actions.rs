@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 
 /// `askbridge approve --actions FILE`.
-pub(crate) async fn approve_actions(args: &ApproveArgs, file: &Path) -> u8 {
+pub(crate) async fn approve_actions(args: ApproveArgs, file: &Path) -> u8 {
     let actions = match read_json(file) {
         Ok(Value::Array(actions)) => actions,
         Ok(_) => {

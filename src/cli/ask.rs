@@ -63,13 +63,9 @@ pub(crate) async fn confirm(args: ConfirmArgs) -> u8 {
 
 /// `askbridge approve`.
 pub(crate) async fn approve(args: ApproveArgs) -> u8 {
-    let tool = match (&args.actions, &args.tool) {
-        (Some(file), _) => return super::actions::approve_actions(&args, file).await,
-        (None, Some(tool)) => tool.clone(),
-        (None, None) => {
-            tell!("askbridge: approve needs --tool (or --actions FILE)");
-            return ExitCode::ERROR;
-        }
+    let Some(tool) = args.tool.clone() else {
+        tell!("askbridge: approve needs --tool (or --actions FILE)");
+        return ExitCode::ERROR;
     };
     let action_args: Value = match serde_json::from_str(&args.args) {
         Ok(value) => value,

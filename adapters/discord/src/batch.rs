@@ -5,16 +5,13 @@
 //! fifth row for "Approve all", "Reject all" and, when more actions are undecided, the page
 //! buttons: "◀ Actions 1-4" and "Actions 9-12 ▶" redraw the message with that page's rows. A
 //! page button's custom_id is not a command ([`PAGE_PREFIX`]`<id> <page>`): the adapter
-//! handles it itself, redrawing the clicked message for whoever may decide. Every decision
+//! handles it itself (`paging.rs`), redrawing the clicked message for whoever may decide. Every decision
 //! redraws the message from the first page of what is still undecided, so decided actions'
 //! buttons leave and the next ones move up.
 
-use crate::Core;
-use crate::layout::{BUTTONS_PER_ROW, Part, ROWS, Style, no_pings};
+use crate::parts::{BUTTON_LABEL_CHARS, BUTTONS_PER_ROW, Part, ROWS, Style};
 use askbridge_core::render::{self, ButtonRole};
-use askbridge_core::{Inbox, Question, QuestionId, Target};
-use serenity::all::ComponentInteraction;
-use serenity::builder::CreateInteractionResponseFollowup;
+use askbridge_core::{Question, QuestionId};
 
 /// The actions whose buttons one page shows: every row but the last.
 pub(crate) const ACTIONS_PER_PAGE: usize = ROWS - 1;
@@ -38,7 +35,7 @@ pub(crate) fn rows(question: &Question, page: usize) -> Vec<Vec<Part>> {
             _ => Style::Primary,
         };
         let part = Part::Button {
-            label: render::shorten(&button.label, crate::layout::BUTTON_LABEL_CHARS),
+            label: render::shorten(&button.label, BUTTON_LABEL_CHARS),
             custom_id: button.payload,
             style,
         };
@@ -94,42 +91,6 @@ fn span(numbers: &[usize], page: usize) -> String {
         (Some(first), Some(last)) if first != last => format!("{first}-{last}"),
         (Some(first), _) => first.to_string(),
         _ => String::new(),
-    }
-}
-
-impl Core {
-    /// A batch's page button, after its acknowledgement: the clicked message redrawn with that
-    /// page's buttons, for someone who may decide it here; anyone else is told so, privately.
-    pub(crate) async fn turn_page(
-        &self,
-        inbox: &dyn Inbox,
-        interaction: &ComponentInteraction,
-        id: &QuestionId,
-        page: usize,
-    ) {
-        let (sender, _) = crate::events::sender(&interaction.user);
-        let chat = Target::compose(crate::SURFACE, interaction.channel_id);
-        let pending = inbox.pending_for(&sender, &chat).await;
-        let Some(question) = pending.iter().find(|q| &q.id == id) else {
-            let follow_up = CreateInteractionResponseFollowup::new()
-                .content("This approval is not waiting for you here.")
-                .ephemeral(true)
-                .allowed_mentions(no_pings());
-            if let Err(error) = self
-                .rest
-                .follow_up(interaction.application_id, &interaction.token, &follow_up)
-                .await
-            {
-                tracing::warn!(question_id = %id, %error, "cannot tell the clicker why the page stayed");
-            }
-            return;
-        };
-        let edit = crate::layout::page_edit(question, page);
-        let (channel, message) = (interaction.channel_id, interaction.message.id);
-        match self.rest.edit_message(channel, message, &edit).await {
-            Ok(()) => tracing::info!(question_id = %id, page, "Discord batch page shown"),
-            Err(error) => tracing::warn!(question_id = %id, %error, "cannot show a batch page"),
-        }
     }
 }
 

@@ -60,7 +60,7 @@ pub(crate) fn commands() -> Vec<CreateCommand> {
     ]
 }
 
-pub(crate) fn sender(user: &User) -> (Identity, Option<String>) {
+fn sender(user: &User) -> (Identity, Option<String>) {
     (
         Identity::compose(crate::SURFACE, user.id),
         Some(format!("@{}", user.name)),

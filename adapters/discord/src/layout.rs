@@ -10,6 +10,10 @@
 //! menu instead, whose custom_id is `/answer <id>` and whose chosen values (option numbers) are
 //! appended to it, so a selection is still a plain-text command.
 
+use crate::parts::{
+    BUTTON_LABEL_CHARS, BUTTONS_PER_ROW, CONTENT_CHARS, MAX_OPTION_BUTTONS, OPTION_LABEL_CHARS,
+    Part, ROWS, Style,
+};
 use askbridge_core::render::{self, Button, ButtonRole};
 use askbridge_core::{Kind, Question};
 use serenity::builder::{
@@ -17,49 +21,6 @@ use serenity::builder::{
     CreateSelectMenuKind, CreateSelectMenuOption, EditMessage,
 };
 use serenity::model::application::ButtonStyle;
-
-/// Discord's limit on message content, in characters.
-pub(crate) const CONTENT_CHARS: usize = 2000;
-/// Discord's limit on a button label, in characters.
-pub(crate) const BUTTON_LABEL_CHARS: usize = 80;
-/// Discord's limit on a select option's label, in characters.
-pub(crate) const OPTION_LABEL_CHARS: usize = 100;
-/// Buttons in one action row.
-pub(crate) const BUTTONS_PER_ROW: usize = 5;
-/// Action rows in one message.
-pub(crate) const ROWS: usize = 5;
-/// The most options shown as buttons: with Decline they fill the 5 rows of 5.
-pub(crate) const MAX_OPTION_BUTTONS: usize = BUTTONS_PER_ROW * ROWS - 1;
-
-/// What [`components`] decided, kept plain so that it can be tested without serenity's builders
-/// (which expose nothing).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Part {
-    /// A button: label (already shortened), custom_id, style.
-    Button {
-        label: String,
-        custom_id: String,
-        style: Style,
-    },
-    /// A string select menu.
-    Select {
-        custom_id: String,
-        placeholder: String,
-        /// (label, value) pairs; values are option numbers.
-        options: Vec<(String, String)>,
-        min: u8,
-        max: u8,
-    },
-}
-
-/// A button's colour.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Style {
-    Primary,
-    Secondary,
-    Success,
-    Danger,
-}
 
 /// The custom_id of a question's select menu: the chosen numbers are appended to it.
 pub(crate) fn select_custom_id(question: &Question) -> String {
@@ -308,6 +269,7 @@ pub(crate) fn fit(text: &str) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::parts::ROWS;
     use askbridge_core::question::{DEFAULT_TIMEOUT, MAX_OPTIONS};
     use askbridge_core::{Millis, NewQuestion, QuestionId};
     use std::collections::HashSet;

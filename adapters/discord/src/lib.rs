@@ -31,6 +31,8 @@ mod endpoint;
 mod error;
 mod events;
 mod layout;
+mod paging;
+mod parts;
 mod rest;
 
 pub use error::Error;

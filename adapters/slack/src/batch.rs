@@ -9,7 +9,7 @@
 //! `args_schema`, and the submitted command (`/answer <id> <n> edit #<digest>` + the JSON) is
 //! the one a person could type.
 
-use crate::blocks::{ACTIONS_ELEMENTS, BUTTON_TEXT_CHARS, EDIT_ACTION, REASON_ACTION};
+use crate::limits::{ACTIONS_ELEMENTS, BUTTON_TEXT_CHARS, EDIT_ACTION, REASON_ACTION};
 use askbridge_core::command::{Command, CommandLine};
 use askbridge_core::render::{self, Button, ButtonRole};
 use askbridge_core::{Decision, Question};
@@ -100,67 +100,4 @@ pub(crate) fn subject(question: &Question, command: Option<&str>) -> Option<Ques
     };
     let n = answer.choice.split_whitespace().next()?.parse().ok()?;
     question.action_view(n).ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::blocks::question_blocks;
-    use crate::blocks::tests::{check_limits, question};
-    use askbridge_core::batch::BatchAction;
-    use askbridge_core::decision::ALL_DECISIONS;
-    use askbridge_core::{Action, NewQuestion};
-    use serde_json::{Value, json};
-
-    fn batch(count: usize) -> Question {
-        let actions = (1..=count).map(|n| {
-            let mut item = BatchAction::new(Action::new(
-                "deploy",
-                json!({"service": format!("svc-{n}"), "replicas": 2}),
-            ));
-            item.allowed = ALL_DECISIONS.to_vec();
-            item.args_schema = Some(json!({"type": "object", "properties": {
-                "service": {"type": "string"}, "replicas": {"type": "integer"}}}));
-            item
-        });
-        question(NewQuestion::new("s", "The agent proposes these").approve_all(actions))
-    }
-
-    #[test]
-    fn twenty_actions_fit_one_message_with_a_block_each() {
-        let q = batch(20);
-        let blocks = question_blocks(&q);
-        check_limits(&blocks);
-        let blocks = serde_json::to_value(&blocks).unwrap();
-        let blocks = blocks.as_array().unwrap();
-        // The text, one block per action, the "all" block.
-        assert_eq!(blocks.len(), 22);
-        let third: Vec<&str> = blocks[3]["elements"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["action_id"].as_str().unwrap())
-            .collect();
-        assert!(third.contains(&"askbridge-modal-edit:3"), "{third:?}");
-        assert!(third.contains(&"askbridge-modal-reason:3"), "{third:?}");
-        let last: Vec<&Value> = blocks[21]["elements"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| &e["text"]["text"])
-            .collect();
-        assert_eq!(last, ["Approve all", "Reject all"]);
-    }
-
-    #[test]
-    fn an_opener_names_the_action_whose_modal_it_opens() {
-        let q = batch(3);
-        assert_eq!(opener_kind("askbridge-modal-edit:3"), EDIT_ACTION);
-        assert_eq!(opener_kind(REASON_ACTION), REASON_ACTION);
-        let command = format!("/answer {} 2 edit #{}", q.id, q.batch_short_digest());
-        let view = subject(&q, Some(&command)).unwrap();
-        assert_eq!(view.action.unwrap().args["service"], "svc-2");
-        assert!(subject(&q, Some("/pending")).is_none());
-        assert!(subject(&q, None).is_none());
-    }
 }

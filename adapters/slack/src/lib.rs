@@ -31,6 +31,7 @@ pub mod blocks;
 mod http;
 mod inbound;
 mod inputs;
+mod limits;
 pub mod modals;
 mod sending;
 mod socket;
