@@ -12,7 +12,7 @@
 
 use crate::parts::{
     BUTTON_LABEL_CHARS, BUTTONS_PER_ROW, CONTENT_CHARS, MAX_OPTION_BUTTONS, OPTION_LABEL_CHARS,
-    Part, ROWS, Style,
+    Part, Style,
 };
 use askbridge_core::render::{self, Button, ButtonRole};
 use askbridge_core::{Kind, Question};
