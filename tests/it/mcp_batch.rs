@@ -2,18 +2,14 @@
 //! proposed calls asked as one approval, the result a decision per action with the arguments
 //! to run with, in words and as structured content; `get_answer` the same.
 
+use crate::cli::post;
 use crate::mcp::{Client, text};
-use crate::support::{http, memory_bridge, pending_in_session, serve_api};
+use crate::support::{memory_bridge, pending_in_session, serve_api};
 use serde_json::{Value, json};
 
+/// Posts `body` as the reply to batch `id`; it must be taken.
 async fn decide(base: &str, id: &str, body: Value) {
-    let status = http()
-        .post(format!("{base}/api/questions/{id}/reply"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .status();
+    let status = post(base, &format!("/api/questions/{id}/reply"), body).await;
     assert_eq!(status, 200);
 }
 

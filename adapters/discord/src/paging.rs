@@ -3,10 +3,8 @@
 //! batch here; anyone else is told so privately and nothing changes.
 
 use crate::Core;
-use crate::layout::no_pings;
-use askbridge_core::{Inbox, QuestionId, Target};
+use askbridge_core::{Inbox, QuestionId, Reply, Target};
 use serenity::all::ComponentInteraction;
-use serenity::builder::CreateInteractionResponseFollowup;
 
 impl Core {
     /// A batch's page button, after its acknowledgement: the clicked message redrawn with that
@@ -22,17 +20,8 @@ impl Core {
         let chat = Target::compose(crate::SURFACE, interaction.channel_id);
         let pending = inbox.pending_for(&sender, &chat).await;
         let Some(question) = pending.iter().find(|q| &q.id == id) else {
-            let follow_up = CreateInteractionResponseFollowup::new()
-                .content("This approval is not waiting for you here.")
-                .ephemeral(true)
-                .allowed_mentions(no_pings());
-            if let Err(error) = self
-                .rest
-                .follow_up(interaction.application_id, &interaction.token, &follow_up)
-                .await
-            {
-                tracing::warn!(question_id = %id, %error, "cannot tell the clicker why the page stayed");
-            }
+            let refused = Reply::refused("This approval is not waiting for you here.");
+            self.tell_clicker(interaction, &refused, id.as_str()).await;
             return;
         };
         let edit = crate::layout::page_edit(question, page);

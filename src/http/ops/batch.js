@@ -10,7 +10,7 @@
 (() => {
   const ops = window.askbridgeOps;
   if (!ops) return;
-  const { el, visible } = ops;
+  const { el, visible, jsonEditForm } = ops;
 
   // How a decision reads, as the chat surfaces word it.
   function decisionText(d) {
@@ -53,29 +53,6 @@
     return form;
   }
 
-  function editForm(id, args, submit) {
-    const area = el('textarea', { id, rows: 3, spellcheck: 'false' });
-    area.value = JSON.stringify(args, null, 2);
-    const form = el(
-      'form',
-      { class: 'edit' },
-      el('label', { for: id, text: 'Arguments to run with (JSON)' }),
-      area,
-      el('div', { class: 'buttons' }, el('button', { type: 'submit', class: 'primary', text: 'Approve with changes' })),
-    );
-    form.addEventListener('submit', (event) => {
-      event.preventDefault();
-      let value;
-      try {
-        value = JSON.parse(area.value);
-      } catch (_) {
-        value = area.value; // sent as it is: askbridge says why it does not fit
-      }
-      submit(value);
-    });
-    return form;
-  }
-
   // One action: what it is, then its decision or its controls.
   function actionItem(q, item, send) {
     const n = item.n;
@@ -98,7 +75,7 @@
     if (buttons.length) li.append(el('div', { class: 'buttons', role: 'group', 'aria-label': `Decide action ${n}` }, ...buttons));
     const id = (what) => `${what}-${q.id}-${n}`;
     if (allowed.includes('edit')) {
-      li.append(editForm(id('edit'), item.args, (args) => decide({ decision: 'edit', args })));
+      li.append(jsonEditForm(id('edit'), item.args, (args) => decide({ decision: 'edit', args })));
     }
     if (allowed.includes('respond')) {
       li.append(wordsForm(id('respond'), 'Or respond in the tool\'s place', 'Respond', 'primary', (text) => decide({ decision: 'respond', text })));

@@ -798,7 +798,11 @@
       const fields = { id: `${q.id}-edit`, prompt: 'Edit the arguments', form: { type: 'object', properties, required } };
       return el('div', { class: 'edit' }, el('p', { class: 'help', text: 'Or edit the arguments:' }), hooks.form(fields, submit, 'Approve with changes'));
     }
-    const fieldId = `edit-${q.id}`;
+    return jsonEditForm(`edit-${q.id}`, args, submit);
+  }
+
+  // The whole arguments as JSON in a text area (an action of a batch uses it too).
+  function jsonEditForm(fieldId, args, submit) {
     const area = el('textarea', { id: fieldId, rows: 4, spellcheck: 'false' });
     area.value = JSON.stringify(args, null, 2);
     const form = el(
@@ -1109,6 +1113,7 @@
     visible,
     api,
     el,
+    jsonEditForm,
     errorOf,
     now,
     clock,
