@@ -57,6 +57,16 @@ pub enum Error {
     #[error("You have voted on this question already; each person votes once. {}", render::progress_line(.0).unwrap_or_default())]
     AlreadyVoted(Box<Question>),
 
+    /// A quorum member's decisions on some of a batch's actions, kept until they cover every
+    /// action (their vote): nothing is refused, and the question is unchanged.
+    #[error("{}", noted_line(*.noted, .question.actions.len()))]
+    Noted {
+        /// The question, as it stands.
+        question: Box<Question>,
+        /// How many actions the member has decided so far.
+        noted: usize,
+    },
+
     /// A target names a surface that no configured channel serves.
     #[error("No channel can show questions in `{target}`: {hint}")]
     UnknownTarget {
@@ -102,6 +112,18 @@ impl Error {
             _ => false,
         }
     }
+}
+
+/// What a quorum member is told of a partial list ([`Error::Noted`]; 0 when not yet known).
+fn noted_line(noted: usize, of: usize) -> String {
+    let count = if noted == 0 {
+        String::new()
+    } else {
+        format!(" ({noted} of {of} actions)")
+    };
+    format!(
+        "Noted{count}. With a quorum, your vote is your decision on every action: decide the rest too."
+    )
 }
 
 /// Why an ask gives no answer. Each is an outcome the asking function handles; see the module

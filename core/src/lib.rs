@@ -71,6 +71,7 @@ pub mod text;
 pub mod time;
 pub mod value;
 
+pub use actions::{ActionOutcome, BatchAction};
 pub use actor::{Actor, Decider};
 pub use approval::{Action, Approval, ApprovalReply, Rule, Scope};
 pub use channel::{Channel, Inbound, Inbox, Prepared, Reply, ReplyTo, Tone};

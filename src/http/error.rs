@@ -61,6 +61,8 @@ impl From<Error> for ApiError {
                 .with("resolution", json!(question.resolution))
                 .with("question", super::view::json(&question)),
             Error::Forbidden => ApiError::new(StatusCode::FORBIDDEN, message),
+            Error::Noted { question, .. } => ApiError::new(StatusCode::ACCEPTED, message)
+                .with("question", super::view::json(&question)),
             Error::AlreadyVoted(question) => ApiError::new(StatusCode::CONFLICT, message)
                 .with("question", super::view::json(&question)),
             Error::RunNotWaiting {

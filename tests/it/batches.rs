@@ -110,6 +110,22 @@ async fn a_batch_of_three_is_decided_action_by_action_over_http() {
     assert_eq!(status, 422, "{body}");
     let (status, _) = reply(&base, id, json!({"action": 4, "decision": "once"})).await;
     assert_eq!(status, 422);
+    // The digest binding: a reply bound to the same batch with one action changed is refused.
+    let mut changed = three_actions();
+    changed[2]["args"]["path"] = json!("/");
+    let other = ask(
+        &base,
+        json!({"kind": "approval", "prompt": "Changed", "session_id": "batch-http", "actions": changed, "answerers": ["api"]}),
+    )
+    .await;
+    assert_ne!(other["digest"], q["digest"]);
+    let bound = json!({"action": 2, "decision": "once", "digest": other["digest"]});
+    let (status, body) = reply(&base, id, bound).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        error(&body).starts_with("This reply is for other actions"),
+        "{body}"
+    );
     // A single approval's reply names no action: refused.
     let (status, body) = reply(&base, id, json!({"decision": "once"})).await;
     assert_eq!(status, 422, "{body}");
@@ -227,10 +243,13 @@ async fn a_two_of_three_quorum_takes_each_members_decisions_on_every_action() {
         chat: Target::new("console"),
     };
     let partial = bridge.attempt(typed("1 once")).await;
-    let Err(askbridge::Error::Model(askbridge_core::Error::NotFit { reason })) = partial else {
+    let Err(noted @ askbridge::Error::Noted { .. }) = partial else {
         panic!("a partial list is noted, not a vote: {partial:?}")
     };
-    assert!(reason.starts_with("Noted (1 of 2 actions)"), "{reason}");
+    assert!(
+        noted.to_string().starts_with("Noted (1 of 2 actions)."),
+        "{noted}"
+    );
     assert!(bridge.get(&qid).await.unwrap().votes.len() == 1);
     let done = bridge.attempt(typed("2 reject")).await.unwrap();
     assert_eq!(done.status, askbridge_core::Status::Answered, "{done:?}");
@@ -343,4 +362,67 @@ async fn the_rust_api_gets_one_outcome_per_action_and_a_timeout_keeps_what_was_d
     let decisions = expired.resolution.unwrap().decisions;
     assert_eq!(decisions.len(), 1);
     assert_eq!(decisions[0].action, 1);
+}
+
+#[tokio::test]
+async fn a_text_surface_lists_the_actions_and_takes_the_commands() {
+    use crate::support::{memory_bridge, message};
+    use askbridge_core::batch::BatchAction;
+    use askbridge_core::{Action, Inbox, NewQuestion, Tone};
+    let (bridge, _) = memory_bridge().await;
+    let q = bridge
+        .create(
+            NewQuestion::ask("Two actions")
+                .approve_all([
+                    BatchAction::new(Action::new("a", json!({"x": 1}))),
+                    BatchAction::new(Action::new("b", json!({"y": 2}))),
+                ])
+                .session("s")
+                .targets(["chat:1"])
+                .answerers(["chat:7"]),
+        )
+        .await
+        .unwrap();
+    let text = askbridge_core::render::question_text(&q, 4000);
+    assert!(
+        text.contains("\n1. a\n   x: 1\n") && text.contains("\n2. b\n   y: 2\n"),
+        "{text}"
+    );
+    let say = |text: String| {
+        let bridge = bridge.clone();
+        async move {
+            bridge
+                .handle(message("chat:7", "chat:1", &text))
+                .await
+                .unwrap()
+        }
+    };
+    let r = say(format!("/answer {} 2 reject not now", q.id)).await;
+    assert_eq!(
+        (r.tone, r.text.as_str()),
+        (
+            Tone::Done,
+            "✓ Recorded. 1 of 2 actions decided; 1 is still undecided."
+        )
+    );
+    let r = say(format!("/answer {} 2 once", q.id)).await;
+    assert_eq!(r.tone, Tone::Refused);
+    assert!(
+        r.text
+            .starts_with("Action 2 was decided already (reject by @chat_7)."),
+        "{}",
+        r.text
+    );
+    let r = say(format!("/answer {} once", q.id)).await;
+    assert!(
+        r.text
+            .starts_with("This approval has 2 actions: decide one by its number"),
+        "{}",
+        r.text
+    );
+    let r = say(format!("/answer {} all once", q.id)).await;
+    assert_eq!(
+        r.text,
+        "✓ Decided: 1 allowed once; 2 rejected, by @chat_7 via chat"
+    );
 }

@@ -16,6 +16,7 @@ mod approvals;
 mod approvals_edit;
 mod architecture;
 mod batches;
+mod batches_telegram;
 mod bridge;
 mod claim_race;
 mod cli;

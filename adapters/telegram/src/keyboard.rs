@@ -33,7 +33,45 @@ pub fn resolved_text(question: &Question) -> String {
 /// The inline keyboard for `question` with `selection` (1-based option numbers) chosen.
 pub fn keyboard(question: &Question, selection: &[usize]) -> InlineKeyboardMarkup {
     let buttons = render::buttons(question, selection);
+    if question.is_batch() {
+        return batch_keyboard(buttons);
+    }
     keyboard_of(buttons, question.kind, question.multi)
+}
+
+/// Most buttons Telegram takes on one inline keyboard.
+const MAX_BUTTONS: usize = 100;
+
+/// A batch's keyboard: a row per undecided action with the decisions it offers, then "Approve
+/// all" and "Reject all". Past Telegram's 100 buttons, each action keeps its first allowing
+/// decision and Reject; the others are typed (the message lists the commands).
+fn batch_keyboard(buttons: Vec<render::Button>) -> InlineKeyboardMarkup {
+    let buttons = if buttons.len() > MAX_BUTTONS {
+        let mut kept: Vec<render::Button> = Vec::new();
+        for button in buttons {
+            let first_accept = button.role == ButtonRole::Accept
+                && !kept
+                    .iter()
+                    .any(|k| k.number == button.number && k.role == ButtonRole::Accept);
+            if button.number.is_none() || button.role == ButtonRole::Refuse || first_accept {
+                kept.push(button);
+            }
+        }
+        kept
+    } else {
+        buttons
+    };
+    let mut rows: Vec<Vec<InlineKeyboardButton>> = Vec::new();
+    let mut row_of = None;
+    for button in buttons {
+        let tg_button = InlineKeyboardButton::callback(button.label, button.payload);
+        match rows.last_mut() {
+            Some(row) if row_of == Some(button.number) => row.push(tg_button),
+            _ => rows.push(vec![tg_button]),
+        }
+        row_of = Some(button.number);
+    }
+    InlineKeyboardMarkup::new(rows)
 }
 
 /// The inline keyboard of `buttons` (a form field's, say), laid out as for a question of `kind`.
@@ -171,5 +209,32 @@ mod tests {
                 format!("/answer k3f9x2m8qa reject #{digest}")
             )]
         );
+    }
+
+    #[test]
+    fn twenty_actions_fit_telegrams_hundred_buttons() {
+        use askbridge_core::batch::BatchAction;
+        use askbridge_core::decision::ALL_DECISIONS;
+        let actions = (0..20).map(|i| BatchAction {
+            allowed: ALL_DECISIONS.to_vec(),
+            ..BatchAction::new(askbridge_core::Action::new(
+                "t",
+                serde_json::json!({"i": i}),
+            ))
+        });
+        let q = NewQuestion::ask("Twenty")
+            .session("s")
+            .approve_all(actions)
+            .into_question(QuestionId::random(), Millis(0), DEFAULT_TIMEOUT)
+            .unwrap();
+        let rows = rows(&keyboard(&q, &[]));
+        assert_eq!(rows.len(), 21, "a row per action, then the two for all");
+        assert!(rows.iter().map(Vec::len).sum::<usize>() <= 100);
+        assert!(rows.iter().all(|row| row.len() <= 8));
+        let labels =
+            |row: &Vec<(String, String)>| row.iter().map(|(l, _)| l.clone()).collect::<Vec<_>>();
+        assert_eq!(labels(&rows[19]), ["20: Allow", "20: Reject"]);
+        assert_eq!(labels(&rows[20]), ["Approve all", "Reject all"]);
+        assert!(rows.iter().flatten().all(|(_, data)| data.len() <= 64));
     }
 }

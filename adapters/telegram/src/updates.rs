@@ -138,8 +138,12 @@ impl Telegram {
             self.redraw_selection(inbox.as_ref(), &reply, message, &selection)
                 .await;
         }
-        // A reply with buttons (a form's next field) is a message: a toast cannot hold them.
-        if (predicted.as_ref().is_none_or(|p| p.text != reply.text) || !reply.buttons.is_empty())
+        // A reply with buttons (a form's next field) is a message: a toast cannot hold them; nor
+        // can it hold a long reply whole (a batch's Edit says the command to copy).
+        let whole_in_toast = reply.text.chars().count() <= TOAST_CHARS;
+        if (predicted.as_ref().is_none_or(|p| p.text != reply.text)
+            || !reply.buttons.is_empty()
+            || !whole_in_toast)
             && let Err(error) = self
                 .sender()
                 .answer(chat.id, Some(message_id), &reply)

@@ -82,6 +82,9 @@ impl Question {
             return self.check_choices(transition);
         }
         match transition {
+            Transition::Decide { .. } => Err(Error::NotFit {
+                reason: "Decisions per action are for an approval of several actions.".into(),
+            }),
             Transition::Edit { args } => self.check_edit(args.clone()).map(|_| ()),
             Transition::Respond { text } => self.check_response(text).map(|_| ()),
             Transition::Decline { .. } if self.kind == Kind::Approval => {

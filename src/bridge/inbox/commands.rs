@@ -176,6 +176,9 @@ pub(super) fn refusal_reply(error: &Error) -> Reply {
         )),
         Error::Model(error) => Reply::refused(error.to_string()),
         Error::Forbidden => Reply::refused("You can't answer this question."),
+        Error::Noted { question, .. } => {
+            Reply::new(Tone::Done, error.to_string()).about((**question).clone())
+        }
         Error::AlreadyVoted(question) => {
             Reply::refused(error.to_string()).about((**question).clone())
         }

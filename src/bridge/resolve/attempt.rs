@@ -133,6 +133,13 @@ impl Checked {
                 VoteOutcome::AlreadyResolved => Err(Error::AlreadyResolved(Box::new(copy))),
             };
         }
+        if self.question.is_batch() && self.question.quorum.is_some() {
+            // A member's partial list is kept in their draft, which this reading does not see.
+            return Err(Error::Noted {
+                question: Box::new(copy),
+                noted: 0,
+            });
+        }
         if let Some(entries) = self.decisions() {
             return match batch::apply_decisions(&mut copy, &entries) {
                 DecideOutcome::Recorded => Ok(copy),

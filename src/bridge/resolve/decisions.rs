@@ -102,13 +102,10 @@ impl Resolver {
             .drafts
             .save_draft(&question.id, &actor.by, &draft, ttl)
             .await?;
-        Err(Error::Model(askbridge_core::Error::NotFit {
-            reason: format!(
-                "Noted ({} of {} actions). With a quorum, your vote is your decision on every action: decide the rest too.",
-                gathered.len(),
-                question.actions.len()
-            ),
-        }))
+        Err(Error::Noted {
+            question: Box::new(question.clone()),
+            noted: gathered.len(),
+        })
     }
 }
 

@@ -178,7 +178,8 @@ impl Resolver {
             Ok(question) => return Ok(question),
             Err(refusal) => refusal,
         };
-        if refusal.error.is_retryable() {
+        // A quorum member's partial list is kept, not refused.
+        if refusal.error.is_retryable() || matches!(refusal.error, Error::Noted { .. }) {
             return Err(refusal.error);
         }
         let caller = format!("{}/{}", actor.by, actor.via);

@@ -3,7 +3,8 @@
 //! It behaves as Telegram does where it matters to askbridge (see shared/notes/platforms.md):
 //! method names are matched case-insensitively (teloxide writes `SendMessage`), `getMe` carries
 //! every field teloxide's `Me` needs, `callback_data` longer than 64 bytes is refused with
-//! `BUTTON_DATA_INVALID`, editing without `reply_markup` removes the keyboard, updates are
+//! `BUTTON_DATA_INVALID` and a keyboard of more than 100 buttons (or 8 in a row) with
+//! `BUTTONS_TOO_MUCH`, editing without `reply_markup` removes the keyboard, updates are
 //! confirmed by the next `getUpdates` offset, a queued 429 carries `retry_after`, and it never
 //! answers 5xx (teloxide sleeps 10 s on those). Every call is recorded in order.
 
@@ -444,6 +445,11 @@ async fn get_updates(state: &Arc<Mutex<Inner>>, new_update: &Notify, body: &Valu
 }
 
 fn markup_error(markup: &Value) -> Option<&'static str> {
+    let rows = markup["inline_keyboard"].as_array()?;
+    let count: usize = rows.iter().map(|r| r.as_array().map_or(0, Vec::len)).sum();
+    if count > 100 || rows.iter().any(|r| r.as_array().map_or(0, Vec::len) > 8) {
+        return Some("Bad Request: BUTTONS_TOO_MUCH");
+    }
     for button in markup["inline_keyboard"]
         .as_array()?
         .iter()
