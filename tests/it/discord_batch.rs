@@ -26,7 +26,18 @@ async fn twenty_actions_are_decided_on_discord_page_by_page_within_its_limits() 
         .await;
     let (id, digest) = (q.id.clone(), q.batch_short_digest());
     let message = rig.shown(&q, channel()).await;
-    let rows = components(&rig.shown_body(&q, channel()).await);
+    let body = rig.shown_body(&q, channel()).await;
+    let content = body["content"].as_str().unwrap();
+    println!(
+        "20 actions on Discord: {} of 2000 characters, {} components on the first page",
+        content.chars().count(),
+        components(&body).concat().len()
+    );
+    assert!(
+        content.contains("20. shell"),
+        "every action listed: {content}"
+    );
+    let rows = components(&body);
     assert_eq!(rows.len(), 5, "{rows:?}");
     assert_eq!(
         rows[0],

@@ -32,6 +32,14 @@ async fn twenty_actions_fit_one_message_and_one_is_edited_in_its_modal() {
         22,
         "the text, a block per action, the all block"
     );
+    let text = blocks[0]["text"]["text"].as_str().unwrap();
+    println!(
+        "20 actions on Slack: {} blocks of 50, {} elements, the text {} of 3000 characters",
+        blocks.len(),
+        elements(&posted).len(),
+        text.chars().count()
+    );
+    assert!(text.contains("20. deploy"), "every action listed: {text}");
     let texts: Vec<String> = elements(&posted)
         .into_iter()
         .filter_map(|e| e["text"]["text"].as_str().map(str::to_owned))
