@@ -90,3 +90,52 @@ async fn a_run_asks_a_batch_and_resumes_with_an_outcome_per_action() {
         "{done}"
     );
 }
+
+/// A flow in another language (an HTTP endpoint) asks a batch as any question; the journal it is
+/// called back with carries the decisions, each with the arguments to run with.
+#[tokio::test]
+async fn an_http_flow_asks_a_batch_and_reads_the_decisions_from_its_journal() {
+    let route = axum::routing::post(|body: axum::body::Bytes| async move {
+        let request: Value = serde_json::from_slice(&body).unwrap();
+        let journal = request["journal"].as_array().unwrap();
+        let reply = match journal.first() {
+            None => json!({"ask": {"kind": "approval", "prompt": "Ship both?",
+                "answerers": ["chat:7"],
+                "actions": [{"tool": "ship", "args": {"to": "eu"}},
+                            {"tool": "ship", "args": {"to": "us"}, "allowed": ["once", "edit", "reject"]}]}}),
+            Some(record) => {
+                let said: Vec<String> = record["decisions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| format!("{} {}", d["decision"].as_str().unwrap(), d["args"]))
+                    .collect();
+                json!({"reply": said.join("; ")})
+            }
+        };
+        axum::Json(reply)
+    });
+    let url = format!(
+        "{}/flow",
+        serve(axum::Router::new().route("/flow", route)).await
+    );
+    let flow = HttpFlow::new("ship", &url, Secret::new("s"));
+    let flows = Flows::new().register("ship", Arc::new(flow)).unwrap();
+    let (bridge, chat) = memory_bridge_running(flows).await;
+    bridge
+        .handle(message("chat:7", "chat:1", "/ship"))
+        .await
+        .unwrap();
+    let q = waiting_question(&bridge, "chat:1", "Ship both?").await;
+    let edit = format!("/answer {} 2 edit {{\"to\": \"ap\"}}", q.id);
+    for command in [format!("/answer {} 1 once", q.id), edit] {
+        bridge
+            .handle(message("chat:7", "chat:1", &command))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        wait_said(&chat, "✓ ship").await,
+        "✓ ship: once {\"to\":\"eu\"}; edit {\"to\":\"ap\"}"
+    );
+}
