@@ -81,8 +81,20 @@ pub fn text_body(question: &Question) -> String {
 /// The commands offered as links: the question's own buttons that answer or decline (a
 /// multi-choice toggle is not an answer by itself), but not an approval's edit or respond, which
 /// need words a link cannot carry (the arguments, the response; `reply_command::runs_on`): the
-/// mail's text says how to reply with them.
+/// mail's text says how to reply with them. A link names its command by its place in this list,
+/// so a batch's list is the one it had when mailed, every action undecided: a decision since
+/// must not shift another action's link onto it (a link to a decided action is refused).
 pub(crate) fn linked_commands(question: &Question) -> Vec<(String, String)> {
+    let mut as_mailed;
+    let question = if question.is_batch() {
+        as_mailed = question.clone();
+        for item in &mut as_mailed.actions {
+            item.decision = None;
+        }
+        &as_mailed
+    } else {
+        question
+    };
     render::buttons(question, &[])
         .into_iter()
         .filter(|button| {
@@ -317,6 +329,43 @@ mod tests {
         );
         let text = text_body(&approval);
         assert!(text.contains("respond"), "the text still says how: {text}");
+    }
+
+    #[test]
+    fn a_batchs_links_keep_their_places_as_actions_are_decided() {
+        let actions = (1..=3).map(|n| {
+            askbridge_core::BatchAction::new(askbridge_core::Action::new(
+                format!("tool-{n}"),
+                Default::default(),
+            ))
+        });
+        let mut batch = NewQuestion::ask("Three?")
+            .approve_all(actions)
+            .session("s")
+            .targets(["email:a@example.com"])
+            .into_question(QuestionId::random(), Millis(0), DEFAULT_TIMEOUT)
+            .unwrap();
+        let before = linked_commands(&batch);
+        assert!(before.iter().any(|(label, _)| label == "Approve all"));
+        let entry = askbridge_core::batch::Entry {
+            action: 1,
+            decision: Decision::Once,
+            by: "email:a@example.com".into(),
+            by_name: None,
+            via: "email".into(),
+            at: Millis(1),
+            args: None,
+            proposed_args: None,
+            digest: None,
+            message: None,
+            text: None,
+            rule_id: None,
+            by_rule: false,
+            everywhere: false,
+        };
+        batch.actions[0].decision = Some(entry.clone());
+        batch.actions[1].decision = Some(askbridge_core::batch::Entry { action: 2, ..entry });
+        assert_eq!(linked_commands(&batch), before);
     }
 
     #[test]
