@@ -182,23 +182,15 @@ mod tests {
         );
         assert_eq!(labels(&rows(&q, 2))[0], "◀ Actions 5-8");
         assert_eq!(labels(&rows(&q, 1))[1], "Actions 9 ▶");
-        for n in 0..8 {
-            q.actions[n].decision = Some(askbridge_core::batch::Entry {
-                action: n + 1,
-                decision: askbridge_core::Decision::Once,
-                by: askbridge_core::Identity::compose("discord", 1),
-                by_name: None,
-                via: "discord".into(),
-                at: Millis(1),
-                args: None,
-                proposed_args: None,
-                digest: None,
-                message: None,
-                text: None,
-                rule_id: None,
-                by_rule: false,
-                everywhere: false,
-            });
+        let by = askbridge_core::Actor::new("discord:1", "discord").into();
+        for n in 1..=8 {
+            let once = askbridge_core::question::Choice {
+                action: n,
+                then: askbridge_core::Transition::Answer {
+                    value: askbridge_core::Answer::Text("once".into()),
+                },
+            };
+            q.actions[n - 1].decision = Some(q.entry_of(&once, &by, Millis(1)));
         }
         // One action left: its row alone (no page buttons, no "all" for one).
         let left = rows(&q, 3);

@@ -347,24 +347,16 @@ mod tests {
             .unwrap();
         let before = linked_commands(&batch);
         assert!(before.iter().any(|(label, _)| label == "Approve all"));
-        let entry = askbridge_core::batch::Entry {
-            action: 1,
-            decision: Decision::Once,
-            by: "email:a@example.com".into(),
-            by_name: None,
-            via: "email".into(),
-            at: Millis(1),
-            args: None,
-            proposed_args: None,
-            digest: None,
-            message: None,
-            text: None,
-            rule_id: None,
-            by_rule: false,
-            everywhere: false,
-        };
-        batch.actions[0].decision = Some(entry.clone());
-        batch.actions[1].decision = Some(askbridge_core::batch::Entry { action: 2, ..entry });
+        let by = askbridge_core::Actor::new("email:a@example.com", "email").into();
+        for n in 1..=2 {
+            let once = askbridge_core::question::Choice {
+                action: n,
+                then: askbridge_core::Transition::Answer {
+                    value: askbridge_core::Answer::Text("once".into()),
+                },
+            };
+            batch.actions[n - 1].decision = Some(batch.entry_of(&once, &by, Millis(1)));
+        }
         assert_eq!(linked_commands(&batch), before);
     }
 

@@ -24,12 +24,10 @@ async fn a_run_asks_a_batch_and_resumes_with_an_outcome_per_action() {
                     ];
                     item
                 };
-                let outcomes = ctx
-                    .approve_actions(
-                        NewQuestion::ask("Deploy both?")
-                            .approve_all([action("api"), action("web")]),
-                    )
-                    .await?;
+                let mut request =
+                    NewQuestion::ask("Deploy both?").approve_all([action("api"), action("web")]);
+                request.answerers = vec!["chat:7".into()];
+                let outcomes = ctx.approve_actions(request).await?;
                 let said: Vec<String> = outcomes
                     .iter()
                     .map(|outcome| match outcome {
@@ -45,17 +43,7 @@ async fn a_run_asks_a_batch_and_resumes_with_an_outcome_per_action() {
             },
         )
         .unwrap();
-    let chat = FakeChannel::new("chat");
-    let bridge = Bridge::builder(Arc::new(MemoryStore::default()))
-        .options(BridgeOptions {
-            approvers: vec!["chat:7".into()],
-            ..BridgeOptions::default()
-        })
-        .channel(chat.clone())
-        .runner(Arc::new(deploy))
-        .start()
-        .await
-        .unwrap();
+    let (bridge, chat) = memory_bridge_running(deploy).await;
     bridge
         .handle(message("chat:7", "chat:1", "/deploy"))
         .await
