@@ -3,6 +3,7 @@
 //! Who did what, through which surface, when, and by which rule; kept for a configured time and
 //! readable per session. Records are plain data so every store keeps them the same way.
 
+use crate::actions::Entry;
 use crate::id::RuleId;
 use crate::identity::Identity;
 use crate::question::{Answer, Kind, Question, Resolution, Status};
@@ -67,6 +68,10 @@ pub struct AuditEntry {
     /// Their digest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approved_digest: Option<String>,
+    /// A batch's decisions, one per action decided (each with the arguments proposed and
+    /// those approved apart, for an edit).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<Entry>,
 }
 
 impl AuditEntry {
@@ -78,7 +83,7 @@ impl AuditEntry {
             question.kind,
             question.status,
             question.resolution.clone(),
-            question.action.as_ref().map(|a| a.digest()),
+            digest_of(question),
         );
         if question.resolution.is_none() {
             entry.at = Millis::now();
@@ -96,7 +101,12 @@ impl AuditEntry {
         digest: Option<String>,
     ) -> Self {
         let edited = resolution.as_ref().and_then(|r| r.edited.clone());
+        let decisions = resolution
+            .as_ref()
+            .map(|r| r.decisions.clone())
+            .unwrap_or_default();
         AuditEntry {
+            decisions,
             proposed_args: edited.as_ref().map(|e| e.proposed.args.clone()),
             approved_args: edited.as_ref().map(|e| e.approved.args.clone()),
             approved_digest: edited.as_ref().map(|e| e.approved.digest()),
@@ -163,10 +173,11 @@ impl AuditEntry {
             value: None,
             message: None,
             rule_id: None,
-            digest: question.action.as_ref().map(|a| a.digest()),
+            digest: digest_of(question),
             proposed_args: None,
             approved_args: None,
             approved_digest: None,
+            decisions: Vec::new(),
         }
     }
 
@@ -190,11 +201,21 @@ impl AuditEntry {
             value: None,
             message: Some(reason.to_owned()),
             rule_id: None,
-            digest: question.and_then(|q| q.action.as_ref()).map(|a| a.digest()),
+            digest: question.and_then(digest_of),
             proposed_args: None,
             approved_args: None,
             approved_digest: None,
+            decisions: Vec::new(),
         }
+    }
+}
+
+/// The digest an approval is bound to, as its audit records name it: its action's, or a
+/// batch's.
+pub fn digest_of(question: &Question) -> Option<String> {
+    match &question.action {
+        Some(action) => Some(action.digest()),
+        None => question.batch_digest.clone(),
     }
 }
 

@@ -80,16 +80,19 @@ impl Session {
     /// [`NoAnswer::Declined`] with the approver's feedback, [`NoAnswer::Timeout`] (denied, unless
     /// the question's default allows), [`NoAnswer::Cancelled`].
     pub async fn approve(&self, request: NewQuestion) -> Result<Approval, AskError> {
+        approval_of(&self.ask_approval(request).await?)
+    }
+
+    /// Asks an approval and waits for its outcome (a rule may have decided it at once).
+    async fn ask_approval(&self, request: NewQuestion) -> Result<Question, AskError> {
         let question = self
             .bridge
             .create(self.prepare(request.kind(Kind::Approval))?)
             .await?;
-        let done = if question.is_pending() {
-            self.bridge.wait_for_outcome(&question.id).await?
-        } else {
-            question
-        };
-        approval_of(&done)
+        if !question.is_pending() {
+            return Ok(question);
+        }
+        Ok(self.bridge.wait_for_outcome(&question.id).await?)
     }
 
     /// Asks for approval of several actions in one question (`NewQuestion::ask(prompt)
@@ -101,16 +104,7 @@ impl Session {
         &self,
         request: NewQuestion,
     ) -> Result<Vec<ActionOutcome>, AskError> {
-        let question = self
-            .bridge
-            .create(self.prepare(request.kind(Kind::Approval))?)
-            .await?;
-        let done = if question.is_pending() {
-            self.bridge.wait_for_outcome(&question.id).await?
-        } else {
-            question
-        };
-        outcomes_of(&done)
+        outcomes_of(&self.ask_approval(request).await?)
     }
 
     /// Cancels this session's pending questions.

@@ -52,7 +52,7 @@ fn all() -> Vec<Decision> {
     ]
 }
 
-async fn reply(base: &str, id: &str, body: Value) -> (u16, Value) {
+pub(crate) async fn reply(base: &str, id: &str, body: Value) -> (u16, Value) {
     let r = http()
         .post(format!("{base}/api/questions/{id}/reply"))
         .json(&body)

@@ -5,7 +5,8 @@
 //! creating a rule per action, and a 2-of-3 quorum whose members each decide every action.
 
 use crate::approvals::setup;
-use crate::support::{get_json, http, post_json};
+use crate::approvals_edit::reply;
+use crate::support::{get_json, post_json};
 use askbridge::bridge::{Attempt, Bridge, Said};
 use askbridge_core::{Actor, QuestionId, Target};
 use serde_json::{Value, json};
@@ -31,16 +32,6 @@ async fn ask(base: &str, body: Value) -> Value {
     let json: Value = r.json().await.unwrap();
     assert_eq!(status, 201, "{json}");
     json
-}
-
-pub(crate) async fn reply(base: &str, id: &str, body: Value) -> (u16, Value) {
-    let r = http()
-        .post(format!("{base}/api/questions/{id}/reply"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    (r.status().as_u16(), r.json().await.unwrap())
 }
 
 fn error(body: &Value) -> &str {
@@ -425,4 +416,81 @@ async fn a_text_surface_lists_the_actions_and_takes_the_commands() {
         r.text,
         "✓ Decided: 1 allowed once; 2 rejected, by @chat_7 via chat"
     );
+}
+
+#[tokio::test]
+async fn the_audit_trail_keeps_each_actions_decision_with_proposed_and_approved_arguments() {
+    use askbridge_core::audit::{AuditEvent, AuditFilter};
+    let (bridge, base) = setup().await;
+    let q = asked(&bridge, &base, "batch-audit").await;
+    let id = q["id"].as_str().unwrap();
+    let edit =
+        json!({"action": 2, "decision": "edit", "args": {"env": "production", "replicas": 3}});
+    assert_eq!(reply(&base, id, edit).await.0, 200);
+    assert_eq!(
+        reply(&base, id, json!({"all": "reject", "message": "no"}))
+            .await
+            .0,
+        200
+    );
+    let filter = AuditFilter {
+        session_id: Some("batch-audit".into()),
+        ..AuditFilter::default()
+    };
+    let audit = bridge.audit(&filter).await.unwrap();
+    let resolved = audit
+        .iter()
+        .find(|e| e.event == AuditEvent::Resolved)
+        .expect("the resolution's record");
+    assert_eq!(resolved.digest.as_deref(), q["digest"].as_str());
+    let d = &resolved.decisions;
+    assert_eq!(d.len(), 3);
+    assert_eq!(
+        d[1].proposed_args,
+        Some(json!({"env": "staging", "replicas": 2}))
+    );
+    assert_eq!(d[1].args, Some(json!({"env": "production", "replicas": 3})));
+    assert_eq!(d[0].message.as_deref(), Some("no"));
+}
+
+#[tokio::test]
+async fn a_batch_whose_last_decider_died_before_claiming_is_resolved_by_the_sweeper() {
+    use askbridge::store::{Questions, Votes};
+    use askbridge_core::batch::{self, Choice};
+    use askbridge_core::{Actor, Answer, Decider, Millis, Transition};
+    let store = std::sync::Arc::new(askbridge::store::memory::MemoryStore::default());
+    let (bridge, _) = crate::support::bridge_over(store.clone()).await;
+    let base = crate::support::serve_api(bridge.clone()).await;
+    let q = asked(&bridge, &base, "batch-swept").await;
+    let qid = QuestionId::parse(q["id"].as_str().unwrap()).unwrap();
+    let question = bridge.get(&qid).await.unwrap();
+    // Every action decided in the store, as a process does just before its completing claim.
+    let choices: Vec<Choice> = (1..=3)
+        .map(|n| Choice {
+            action: n,
+            then: Transition::Answer {
+                value: Answer::Text("once".into()),
+            },
+        })
+        .collect();
+    let decider = Decider::Actor(Actor::new("api", "api"));
+    let entries = question.entries_of(&choices, &decider, Millis::now());
+    let (outcome, decided) = store
+        .decide(&question, &entries, Millis::now())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome, batch::DecideOutcome::Complete);
+    assert!(
+        Questions::get(store.as_ref(), &qid)
+            .await
+            .unwrap()
+            .unwrap()
+            .is_pending()
+    );
+    assert!(decided.is_pending(), "recorded, not yet claimed");
+    bridge.sweep_once().await.unwrap();
+    let swept = bridge.get(&qid).await.unwrap();
+    assert_eq!(swept.status, askbridge_core::Status::Answered);
+    assert_eq!(swept.resolution.unwrap().decisions.len(), 3);
 }

@@ -3,14 +3,14 @@
 //! decisions each create a rule for their action. Apart from `mod.rs` so that each reads at a
 //! glance; the rules themselves (who a rule may decide for) are `mod.rs`'s `decides`.
 
-use super::{Approvals, decides};
+use super::{Approvals, decides, rule_of};
 use crate::bridge::{Bridge, EFFECT_RULE, SETTLE_GRACE};
 use crate::store::ClaimOptions;
 use crate::{AskError, Error, NoAnswer};
 use askbridge_core::Status;
 use askbridge_core::actions::ActionOutcome;
 use askbridge_core::batch::{self, Choice, DecideOutcome};
-use askbridge_core::{ApprovalReply, Decider, Millis, Question, Rule, Scope, Transition};
+use askbridge_core::{ApprovalReply, Decider, Millis, Question, Transition};
 
 /// What the function that asked for a batch gets: one outcome per action, in order, once every
 /// action is decided; otherwise why there is none.
@@ -109,22 +109,8 @@ impl Approvals {
             let (Some(rule_id), Some(item)) = (&entry.rule_id, item) else {
                 continue;
             };
-            let scope = if entry.everywhere {
-                Scope::Everywhere
-            } else {
-                Scope::Session {
-                    session_id: question.session_id.clone(),
-                }
-            };
-            let rule = Rule {
-                id: rule_id.clone(),
-                action: item.action.clone(),
-                scope,
-                created_by: entry.by.clone(),
-                created_at: entry.at,
-                question_id: Some(question.id.clone()),
-                quorum: question.quorum.as_ref().map_or(0, |q| q.needs),
-            };
+            let made = (rule_id.clone(), entry.by.clone(), entry.at);
+            let rule = rule_of(question, &item.action, entry.everywhere, made);
             self.record_rule(bridge, question, &rule).await?;
         }
         self.store

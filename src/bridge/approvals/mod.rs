@@ -139,6 +139,32 @@ fn decides(rule: &Rule, question: &Question, action: &Action) -> bool {
         && question.answerers.contains(&rule.created_by)
 }
 
+/// The rule an "always" on `question` creates for `action` (for the session, or `everywhere`),
+/// `made` as its id, creator and time.
+fn rule_of(
+    question: &Question,
+    action: &Action,
+    everywhere: bool,
+    (id, created_by, created_at): (RuleId, Identity, Millis),
+) -> Rule {
+    let scope = if everywhere {
+        Scope::Everywhere
+    } else {
+        Scope::Session {
+            session_id: question.session_id.clone(),
+        }
+    };
+    Rule {
+        id,
+        action: action.clone(),
+        scope,
+        created_by,
+        created_at,
+        question_id: Some(question.id.clone()),
+        quorum: question.quorum.as_ref().map_or(0, |q| q.needs),
+    }
+}
+
 /// The approvals' part of the bridge: see the module documentation.
 pub(super) struct Approvals {
     store: ApprovalRoles,
@@ -293,22 +319,9 @@ impl Approvals {
             return Ok(());
         };
         let reply = resolution.value.as_ref().and_then(ApprovalReply::of_answer);
-        let scope = if reply == Some(ApprovalReply::AlwaysEverywhere) {
-            Scope::Everywhere
-        } else {
-            Scope::Session {
-                session_id: question.session_id.clone(),
-            }
-        };
-        let rule = Rule {
-            id: rule_id.clone(),
-            action: action.clone(),
-            scope,
-            created_by: resolution.by(),
-            created_at: resolution.at,
-            question_id: Some(question.id.clone()),
-            quorum: question.quorum.as_ref().map_or(0, |q| q.needs),
-        };
+        let everywhere = reply == Some(ApprovalReply::AlwaysEverywhere);
+        let made = (rule_id.clone(), resolution.by(), resolution.at);
+        let rule = rule_of(question, action, everywhere, made);
         self.record_rule(bridge, question, &rule).await?;
         self.store
             .outbox

@@ -79,11 +79,7 @@ impl RedisStore {
             settle_at: Millis::now().after(options.settle_after).0,
             session: &snapshot.session_id,
             kind: kind_name(snapshot.kind),
-            digest: snapshot
-                .action
-                .as_ref()
-                .map(|a| a.digest())
-                .unwrap_or_default(),
+            digest: askbridge_core::audit::digest_of(snapshot).unwrap_or_default(),
             maxlen: EVENTS_MAXLEN,
             // Stream ids are milliseconds: MINID trims audit records older than the retention.
             oldest_audit: claim
