@@ -57,7 +57,12 @@ async fn run(command: Command) -> u8 {
         Command::Audit(args) => cli::client::audit(args).await.map(|()| 0),
         Command::Ask(args) => return cli::ask::ask(args).await,
         Command::Confirm(args) => return cli::ask::confirm(args).await,
-        Command::Approve(args) => return cli::ask::approve(args).await,
+        Command::Approve(args) => {
+            return match args.actions.clone() {
+                Some(file) => cli::actions::approve_actions(args, &file).await,
+                None => cli::ask::approve(args).await,
+            };
+        }
         Command::Exec(args) => return cli::exec::exec(args).await,
         Command::Mcp(args) => cli::mcp::mcp(args).await.map(|()| 0),
         Command::Completions { shell } => {

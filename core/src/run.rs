@@ -82,6 +82,9 @@ pub struct AskRecord {
     /// An approval's action as approved, when it was edited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited: Option<Box<crate::approval::Action>>,
+    /// A batch's decisions, one per action decided, in order ([`crate::batch`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<crate::batch::Entry>,
 }
 
 /// One thing a run has learned.
@@ -197,6 +200,10 @@ impl Run {
             edited: resolution
                 .as_ref()
                 .and_then(|r| r.edited.as_ref().map(|e| Box::new(e.approved.clone()))),
+            decisions: resolution
+                .as_ref()
+                .map(|r| r.decisions.clone())
+                .unwrap_or_default(),
             by: resolution.map_or_else(|| Identity::new(""), |r| r.by()),
         }));
         self.waiting_on = None;
@@ -296,6 +303,10 @@ pub fn fingerprint(question: &Question) -> String {
     hasher.update([u8::from(question.multi), u8::from(question.allow_custom)]);
     if let Some(action) = &question.action {
         hasher.update(action.digest().as_bytes());
+    }
+    // A batch: its digest covers its actions, in order.
+    if let Some(digest) = &question.batch_digest {
+        hasher.update(digest.as_bytes());
     }
     if let Some(form) = &question.form {
         hasher.update(serde_json::to_string(form).unwrap_or_default().as_bytes());

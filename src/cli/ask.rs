@@ -63,6 +63,10 @@ pub(crate) async fn confirm(args: ConfirmArgs) -> u8 {
 
 /// `askbridge approve`.
 pub(crate) async fn approve(args: ApproveArgs) -> u8 {
+    let Some(tool) = args.tool.clone() else {
+        tell!("askbridge: approve needs --tool (or --actions FILE)");
+        return ExitCode::ERROR;
+    };
     let action_args: Value = match serde_json::from_str(&args.args) {
         Ok(value) => value,
         Err(error) => {
@@ -73,11 +77,11 @@ pub(crate) async fn approve(args: ApproveArgs) -> u8 {
     let prompt = args
         .prompt
         .clone()
-        .unwrap_or_else(|| format!("Allow {}?", args.tool));
+        .unwrap_or_else(|| format!("Allow {tool}?"));
     let mut body = json!({
         "prompt": prompt,
         "kind": "approval",
-        "action": {"tool": args.tool, "args": action_args},
+        "action": {"tool": tool, "args": action_args},
     });
     if let Some(allow) = &args.allow {
         match Decision::parse_list(allow) {
@@ -104,7 +108,7 @@ pub(crate) async fn approve(args: ApproveArgs) -> u8 {
 }
 
 /// A file's JSON.
-fn read_json(path: &std::path::Path) -> Result<Value, String> {
+pub(super) fn read_json(path: &std::path::Path) -> Result<Value, String> {
     std::fs::read_to_string(path)
         .map_err(|e| e.to_string())
         .and_then(|text| serde_json::from_str::<Value>(&text).map_err(|e| e.to_string()))
@@ -119,7 +123,7 @@ enum Kind {
 
 /// Asks, then waits for the resolution (or Ctrl-C). `Err` holds the exit code of a failure,
 /// already explained on stderr.
-async fn run(mut body: Value, common: &Common) -> Result<Question, u8> {
+pub(super) async fn run(mut body: Value, common: &Common) -> Result<Question, u8> {
     let api = api(&common.remote).map_err(|error| {
         tell!("askbridge: {error:#}");
         ExitCode::ERROR

@@ -25,6 +25,7 @@ macro_rules! tell {
     };
 }
 
+pub(crate) mod actions;
 pub(crate) mod ask;
 mod chats;
 pub(crate) mod client;
@@ -65,7 +66,8 @@ pub(crate) enum Command {
     Ask(AskArgs),
     /// Ask yes or no: exit 0 for yes, 1 for no (for `if askbridge confirm ...; then`).
     Confirm(ConfirmArgs),
-    /// Ask for approval of an action: exit 0 allowed (prints once or always), 3 rejected.
+    /// Ask for approval of an action: exit 0 allowed (prints once or always), 3 rejected. With
+    /// --actions FILE, several actions: one line per decision, exit 0 all may run, 3 none, 7 some.
     Approve(ApproveArgs),
     /// Run a command whose questions belong to one session, cancelled when it ends.
     Exec(ExecArgs),
@@ -198,8 +200,13 @@ pub(crate) struct ConfirmArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ApproveArgs {
     /// The tool or action to approve (terraform, deploy, rm).
-    #[arg(long)]
-    pub(crate) tool: String,
+    #[arg(long, required_unless_present = "actions")]
+    pub(crate) tool: Option<String>,
+    /// A file holding a JSON array of actions ({"tool", "args", "allowed"?, "args_schema"?}),
+    /// decided one by one in one approval; prints one line per decision (`2 edit {...}`,
+    /// `3 reject <why>`).
+    #[arg(long, conflicts_with_all = ["tool", "allow", "schema"])]
+    pub(crate) actions: Option<std::path::PathBuf>,
     /// Its arguments as JSON; the approval is bound to their digest.
     #[arg(long, default_value = "{}")]
     pub(crate) args: String,
@@ -279,6 +286,8 @@ impl ExitCode {
     pub(crate) const CANCELLED: u8 = 5;
     /// approve: the person responded in the tool's place; nothing runs, their text on stdout.
     pub(crate) const RESPONDED: u8 = 6;
+    /// approve --actions: some actions may run and some may not; the lines say which.
+    pub(crate) const SOME: u8 = 7;
     /// Interrupted (Ctrl-C): the question was cancelled and its buttons withdrawn.
     pub(crate) const INTERRUPTED: u8 = 130;
 }

@@ -1,7 +1,8 @@
 //! The ops page at `/`: pending questions live in a browser, answerable there.
 //!
-//! Five static files (`ops/index.html`, `ops/ops.js`, `ops/floor.js` for the runs, rules, audit
-//! and history views, `ops/forms.js` for forms, `ops/ops.css`) compiled into the binary, so
+//! Six static files (`ops/index.html`, `ops/ops.js`, `ops/floor.js` for the runs, rules, audit
+//! and history views, `ops/forms.js` for forms, `ops/batch.js` for approvals of several actions,
+//! `ops/ops.css`) compiled into the binary, so
 //! there is no build step, nothing to deploy beside askbridge, and nothing fetched from another
 //! host. The page holds no data itself: everything it shows comes from `/api` with the token the
 //! person types, so these routes sit outside the token layer.
@@ -21,13 +22,14 @@ const OPS_JS: &str = include_str!("ops/ops.js");
 const OPS_CSS: &str = include_str!("ops/ops.css");
 const FLOOR_JS: &str = include_str!("ops/floor.js");
 const FORMS_JS: &str = include_str!("ops/forms.js");
+const BATCH_JS: &str = include_str!("ops/batch.js");
 
 /// The page's Content-Security-Policy.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
      style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; \
      form-action 'none'; frame-ancestors 'none'";
 
-/// The routes `/`, `/ops.js`, `/floor.js`, `/forms.js` and `/ops.css`.
+/// The routes `/`, `/ops.js`, `/floor.js`, `/forms.js`, `/batch.js` and `/ops.css`.
 pub(super) fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
         .route(
@@ -45,6 +47,10 @@ pub(super) fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
         .route(
             "/forms.js",
             get(|| async { asset("text/javascript; charset=utf-8", FORMS_JS) }),
+        )
+        .route(
+            "/batch.js",
+            get(|| async { asset("text/javascript; charset=utf-8", BATCH_JS) }),
         )
         .route(
             "/ops.css",

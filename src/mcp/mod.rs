@@ -16,13 +16,14 @@
 //! as sentences), this file (the tools).
 
 mod backend;
+mod batch;
 mod words;
 
 pub use backend::{Backend, BridgeBackend, HttpBackend};
 
 use askbridge_core::error::Chain;
 use askbridge_core::quorum::Quorum;
-use askbridge_core::{Answer, Decision, NewQuestion, Question};
+use askbridge_core::{Answer, NewQuestion, Question};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -136,8 +137,8 @@ pub struct ConfirmParams {
 /// `request_approval`'s arguments.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct ApprovalParams {
-    /// The tool or action to be run, like `terraform` or `shell`.
-    pub tool: String,
+    /// The tool or action to be run, like `terraform` or `shell` (or give `actions`).
+    pub tool: Option<String>,
     /// Its arguments; the approval holds for exactly these.
     #[serde(default)]
     pub args: Value,
@@ -149,6 +150,9 @@ pub struct ApprovalParams {
     pub allowed: Option<Vec<String>>,
     /// A JSON Schema of the arguments, which edited arguments must fit.
     pub args_schema: Option<Value>,
+    /// Several actions proposed together (1 to 20), instead of `tool`: the person decides each,
+    /// and the result lists each decision in order with the arguments to run it with.
+    pub actions: Option<Vec<batch::ActionParams>>,
     #[serde(flatten)]
     pub audience: Audience,
 }
@@ -230,31 +234,23 @@ impl AskServer {
     }
 
     #[tool(
-        description = "Ask the user to approve an action before you run it (a command, a deploy, a payment). They can allow it once, allow it always (a rule for this action), or reject it with feedback; where you allow it, edit the arguments or respond in the tool's place. Run the action only if the result says it is allowed, and with the arguments the result gives."
+        description = "Ask the user to approve an action before you run it (a command, a deploy, a payment). They can allow it once, allow it always (a rule for this action), or reject it with feedback; where you allow it, edit the arguments or respond in the tool's place. Run the action only if the result says it is allowed, and with the arguments the result gives. Several actions proposed together go in one call as actions: [{tool, args}, ...]; the result then gives a decision per action, in order."
     )]
     async fn request_approval(
         &self,
         Parameters(params): Parameters<ApprovalParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let prompt = params
-            .prompt
-            .unwrap_or_else(|| format!("Allow {}?", params.tool));
-        let allowed = match params
-            .allowed
-            .map(|words| Decision::parse_list(&words.join(",")))
-        {
-            Some(Err(why)) => return Ok(words::failure(&format!("allowed: {why}"))),
-            Some(Ok(allowed)) => Some(allowed),
-            None => None,
-        };
-        let request = NewQuestion {
-            allowed,
-            args_schema: params.args_schema,
-            ..NewQuestion::ask(prompt).approve(askbridge_core::approval::Action {
-                tool: params.tool,
-                args: params.args,
-            })
+        let request = match batch::approval_request(
+            params.tool,
+            params.args,
+            params.prompt,
+            params.allowed,
+            params.args_schema,
+            params.actions,
+        ) {
+            Ok(request) => request,
+            Err(why) => return Ok(words::failure(&why)),
         };
         self.ask_and_wait(request, params.audience, ctx).await
     }

@@ -16,6 +16,9 @@ fn value_text(value: &Answer) -> String {
 
 /// The result of a question as it is now.
 pub(super) fn result(question: &Question) -> CallToolResult {
+    if question.is_batch() && !question.is_pending() {
+        return super::batch::result(question);
+    }
     let id = &question.id;
     let resolution = question.resolution.as_ref();
     let value = resolution.and_then(|r| r.value.as_ref());

@@ -20,7 +20,7 @@ use tokio::process::{Child, Command};
 const WITHIN: Duration = Duration::from_secs(15);
 
 /// `askbridge <args>` against `base`, with a clean environment.
-fn cli(base: &str, args: &[&str]) -> Child {
+pub(crate) fn cli(base: &str, args: &[&str]) -> Child {
     Command::new(askbridge_binary())
         .args(args)
         .env_clear()
@@ -34,7 +34,7 @@ fn cli(base: &str, args: &[&str]) -> Child {
         .unwrap()
 }
 
-async fn finish(child: Child) -> (i32, String, String) {
+pub(crate) async fn finish(child: Child) -> (i32, String, String) {
     let output = tokio::time::timeout(WITHIN, child.wait_with_output())
         .await
         .expect("the command ended")
@@ -46,7 +46,7 @@ async fn finish(child: Child) -> (i32, String, String) {
     )
 }
 
-async fn post(base: &str, path: &str, body: Value) -> u16 {
+pub(crate) async fn post(base: &str, path: &str, body: Value) -> u16 {
     http()
         .post(format!("{base}{path}"))
         .json(&body)
@@ -216,7 +216,7 @@ async fn ctrl_c_cancels_the_question_and_exits_130() {
 }
 
 /// A running askbridge whose one approver is the API, its base URL.
-async fn api_approving_server() -> String {
+pub(crate) async fn api_approving_server() -> String {
     let bridge = Bridge::builder(Arc::new(MemoryStore::default()))
         .options(BridgeOptions {
             approvers: vec![Identity::new("api")],

@@ -23,15 +23,15 @@ const WITHIN: Duration = Duration::from_secs(10);
 const CHANNEL: u64 = 555_000_000_000_000_001;
 const DM: u64 = 666_000_000_000_000_001;
 
-fn alice() -> FakeUser {
+pub(crate) fn alice() -> FakeUser {
     FakeUser::person(111_000_000_000_000_001, "alice")
 }
 
-fn bob() -> FakeUser {
+pub(crate) fn bob() -> FakeUser {
     FakeUser::person(222_000_000_000_000_002, "bob")
 }
 
-fn channel() -> Place {
+pub(crate) fn channel() -> Place {
     Place::guild_channel(CHANNEL)
 }
 
@@ -47,9 +47,9 @@ fn http_for(base: &str) -> Arc<askbridge_discord::serenity::http::Http> {
 
 /// A fake Discord, a started bridge with the Discord channel, the gateway client running, and
 /// the HTTP API.
-struct Rig {
-    fake: FakeDiscord,
-    bridge: Bridge,
+pub(crate) struct Rig {
+    pub(crate) fake: FakeDiscord,
+    pub(crate) bridge: Bridge,
     discord: Discord,
     api: Router,
 }
@@ -61,7 +61,7 @@ impl Drop for Rig {
 }
 
 impl Rig {
-    async fn start() -> Rig {
+    pub(crate) async fn start() -> Rig {
         let fake = FakeDiscord::start().await;
         let discord = Discord::with_http(http_for(&fake.base));
         let rig = Rig::over(fake, discord).await;
@@ -87,7 +87,7 @@ impl Rig {
     }
 
     /// POST /api/questions with `body` (targets default to the test channel).
-    async fn ask(&self, mut body: Value) -> Question {
+    pub(crate) async fn ask(&self, mut body: Value) -> Question {
         body["session_id"] = json!("s1");
         if body.get("targets").is_none() {
             body["targets"] = json!([channel().target()]);
@@ -97,12 +97,12 @@ impl Rig {
         serde_json::from_value(value).unwrap()
     }
 
-    async fn get(&self, id: &QuestionId) -> Question {
+    pub(crate) async fn get(&self, id: &QuestionId) -> Question {
         self.bridge.get(id).await.unwrap()
     }
 
     /// The id of the message showing `question` in `place`, as the adapter reported it.
-    async fn shown(&self, question: &Question, place: Place) -> u64 {
+    pub(crate) async fn shown(&self, question: &Question, place: Place) -> u64 {
         let target = place.target();
         eventually_some(WITHIN, "the question is shown on Discord", || async {
             let shown = self.bridge.store().shown(&question.id).await.unwrap();
@@ -115,7 +115,7 @@ impl Rig {
     }
 
     /// The body of the POST that showed `question` in `place`.
-    async fn shown_body(&self, question: &Question, place: Place) -> Value {
+    pub(crate) async fn shown_body(&self, question: &Question, place: Place) -> Value {
         self.shown(question, place).await;
         let posted = self.fake.posted(place.channel);
         posted
@@ -130,7 +130,7 @@ impl Rig {
             .body
     }
 
-    async fn wait_status(&self, id: &QuestionId, status: Status) -> Question {
+    pub(crate) async fn wait_status(&self, id: &QuestionId, status: Status) -> Question {
         eventually_some(WITHIN, &format!("question {id} is {status}"), || async {
             let question = self.get(id).await;
             (question.status == status).then_some(question)
@@ -139,7 +139,7 @@ impl Rig {
     }
 
     /// Waits until message `message_id` is edited to show no components, and returns it.
-    async fn withdrawn(&self, message_id: u64) -> Value {
+    pub(crate) async fn withdrawn(&self, message_id: u64) -> Value {
         eventually_some(WITHIN, "the message is edited to its outcome", || async {
             let message = self.fake.message(message_id)?;
             (message["components"] == json!([]) && !message["edited_timestamp"].is_null())
@@ -149,7 +149,7 @@ impl Rig {
     }
 
     /// Waits for an ephemeral follow-up to `interaction` and returns its text.
-    async fn follow_up(&self, interaction: &SentInteraction) -> String {
+    pub(crate) async fn follow_up(&self, interaction: &SentInteraction) -> String {
         let path = format!("/webhooks/{APP_ID}/{}", interaction.token);
         let recorded = eventually_some(WITHIN, "an ephemeral follow-up", || async {
             self.fake
@@ -164,7 +164,7 @@ impl Rig {
     }
 
     /// Edits of message `message_id` so far.
-    fn edits(&self, message_id: u64) -> Vec<Recorded> {
+    pub(crate) fn edits(&self, message_id: u64) -> Vec<Recorded> {
         let path = format!("/channels/{CHANNEL}/messages/{message_id}");
         self.fake
             .requests_to("PATCH", &path)
@@ -185,7 +185,7 @@ impl Rig {
     }
 }
 
-async fn call(
+pub(crate) async fn call(
     router: &Router,
     method: &str,
     uri: &str,
@@ -216,7 +216,7 @@ async fn call(
 }
 
 /// Every component of a message body, row by row: (type, label, custom_id).
-fn components(body: &Value) -> Vec<Vec<(u64, String, String)>> {
+pub(crate) fn components(body: &Value) -> Vec<Vec<(u64, String, String)>> {
     body["components"]
         .as_array()
         .unwrap()

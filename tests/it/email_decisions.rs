@@ -22,7 +22,7 @@ fn approval(allowed: &[&str]) -> Value {
 }
 
 /// Asks `body`; returns its id and the question mail, Alice's `count`th.
-async fn ask(s: &Setup, body: Value, count: usize) -> (String, Held) {
+pub(crate) async fn ask(s: &Setup, body: Value, count: usize) -> (String, Held) {
     let id = s.ask(body).await;
     let mails = s.wait_for_mails(ALICE, count).await;
     let mail = mails
@@ -34,7 +34,7 @@ async fn ask(s: &Setup, body: Value, count: usize) -> (String, Held) {
 
 /// Alice replies `body` to `mail` (askbridge's `count`th mail received); the text of the mail
 /// askbridge sends back in the thread (Alice's `back`th).
-async fn reply(s: &Setup, mail: &Held, body: &str, count: usize, back: usize) -> String {
+pub(crate) async fn reply(s: &Setup, mail: &Held, body: &str, count: usize, back: usize) -> String {
     let to = mail.reply_address();
     let message_id = mail.header("Message-ID").unwrap();
     let own_id = format!("reply-{count}@mail.example.com");

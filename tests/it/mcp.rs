@@ -16,7 +16,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 const WITHIN: Duration = Duration::from_secs(15);
 
 /// A client speaking MCP's stdio transport to `askbridge mcp`.
-struct Client {
+pub(crate) struct Client {
     _child: Child,
     stdin: ChildStdin,
     lines: Lines<BufReader<ChildStdout>>,
@@ -25,7 +25,7 @@ struct Client {
 }
 
 impl Client {
-    fn spawn(base: &str, session: &str) -> Self {
+    pub(crate) fn spawn(base: &str, session: &str) -> Self {
         let mut child = Command::new(askbridge_binary())
             .args(["mcp", "--progress-s", "0.3"])
             .env_clear()
@@ -49,14 +49,14 @@ impl Client {
         }
     }
 
-    async fn send(&mut self, message: Value) {
+    pub(crate) async fn send(&mut self, message: Value) {
         let mut line = message.to_string();
         line.push('\n');
         self.stdin.write_all(line.as_bytes()).await.unwrap();
     }
 
     /// The response to request `id`, keeping the notifications that come first.
-    async fn response(&mut self, id: u64) -> Value {
+    pub(crate) async fn response(&mut self, id: u64) -> Value {
         loop {
             let line = tokio::time::timeout(WITHIN, self.lines.next_line())
                 .await
@@ -71,7 +71,7 @@ impl Client {
         }
     }
 
-    async fn initialize(&mut self, version: &str) -> Value {
+    pub(crate) async fn initialize(&mut self, version: &str) -> Value {
         self.send(
             json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": version, "capabilities": {},
@@ -84,7 +84,7 @@ impl Client {
         response
     }
 
-    async fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+    pub(crate) async fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
         self.send(
             json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
             "name": tool, "arguments": arguments, "_meta": {"progressToken": format!("p{id}")}}}),
@@ -94,7 +94,7 @@ impl Client {
     }
 }
 
-fn text(result: &Value) -> String {
+pub(crate) fn text(result: &Value) -> String {
     result["content"][0]["text"]
         .as_str()
         .unwrap_or_default()

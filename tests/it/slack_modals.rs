@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 /// The element of the message showing `question` whose action id is `action`.
-async fn element(rig: &Rig, question: &Question, action: &str) -> Value {
+pub(crate) async fn element(rig: &Rig, question: &Question, action: &str) -> Value {
     let (_, posted) = rig.shown(question).await;
     elements(&posted)
         .into_iter()
@@ -21,7 +21,7 @@ async fn element(rig: &Rig, question: &Question, action: &str) -> Value {
 }
 
 /// `user` clicks `element`, with `trigger`; returns the view the click opened.
-async fn open(rig: &Rig, user: &str, element: &Value, trigger: &str) -> Value {
+pub(crate) async fn open(rig: &Rig, user: &str, element: &Value, trigger: &str) -> Value {
     let status = rig.act(user, element.clone(), trigger).await;
     assert_eq!(status, StatusCode::OK);
     let call = eventually_some(WITHIN, "views.open with the click's trigger", || async {
@@ -37,7 +37,7 @@ async fn open(rig: &Rig, user: &str, element: &Value, trigger: &str) -> Value {
 }
 
 /// `user` submits `view` with `values` as its state; returns what askbridge told Slack.
-async fn submit(rig: &Rig, user: &str, view: &Value, values: Value) -> Value {
+pub(crate) async fn submit(rig: &Rig, user: &str, view: &Value, values: Value) -> Value {
     let payload = json!({
         "type": "view_submission",
         "user": {"id": user, "username": user.to_lowercase(), "name": user.to_lowercase()},
@@ -50,7 +50,7 @@ async fn submit(rig: &Rig, user: &str, view: &Value, values: Value) -> Value {
     answer
 }
 
-fn block_ids(view: &Value) -> Vec<String> {
+pub(crate) fn block_ids(view: &Value) -> Vec<String> {
     view["blocks"]
         .as_array()
         .unwrap()
@@ -209,7 +209,7 @@ fn approval_to_edit(args_schema: Value) -> Value {
            "answerers": [format!("slack:{ALICE}")]})
 }
 
-fn edit_values(env: &str, replicas: &str) -> Value {
+pub(crate) fn edit_values(env: &str, replicas: &str) -> Value {
     json!({
         "field-0": {"value": {"type": "static_select",
                               "selected_option": {"text": {"type": "plain_text", "text": env}, "value": env}}},

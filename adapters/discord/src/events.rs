@@ -198,6 +198,9 @@ impl Core {
         inbox: &dyn Inbox,
         interaction: ComponentInteraction,
     ) {
+        if let Some((id, page)) = crate::batch::page_of(&interaction.data.custom_id) {
+            return self.turn_page(inbox, &interaction, &id, page).await;
+        }
         let inbound = self.component_inbound(&interaction);
         let text = inbound.text.clone();
         let sender = inbound.sender.clone();
@@ -213,6 +216,16 @@ impl Core {
         if reply.tone == Tone::Done && reply.buttons.is_empty() {
             return;
         }
+        self.tell_clicker(&interaction, &reply, &question_id).await;
+    }
+
+    /// `reply` for the clicker alone, as an ephemeral follow-up with its buttons.
+    pub(crate) async fn tell_clicker(
+        &self,
+        interaction: &ComponentInteraction,
+        reply: &Reply,
+        question_id: &str,
+    ) {
         let follow_up = CreateInteractionResponseFollowup::new()
             .content(fit(&reply.text))
             .components(crate::layout::reply_components(&reply.buttons))

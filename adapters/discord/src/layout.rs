@@ -10,6 +10,10 @@
 //! menu instead, whose custom_id is `/answer <id>` and whose chosen values (option numbers) are
 //! appended to it, so a selection is still a plain-text command.
 
+use crate::parts::{
+    BUTTON_LABEL_CHARS, BUTTONS_PER_ROW, CONTENT_CHARS, MAX_OPTION_BUTTONS, OPTION_LABEL_CHARS,
+    Part, Style,
+};
 use askbridge_core::render::{self, Button, ButtonRole};
 use askbridge_core::{Kind, Question};
 use serenity::builder::{
@@ -17,49 +21,6 @@ use serenity::builder::{
     CreateSelectMenuKind, CreateSelectMenuOption, EditMessage,
 };
 use serenity::model::application::ButtonStyle;
-
-/// Discord's limit on message content, in characters.
-pub(crate) const CONTENT_CHARS: usize = 2000;
-/// Discord's limit on a button label, in characters.
-pub(crate) const BUTTON_LABEL_CHARS: usize = 80;
-/// Discord's limit on a select option's label, in characters.
-pub(crate) const OPTION_LABEL_CHARS: usize = 100;
-/// Buttons in one action row.
-pub(crate) const BUTTONS_PER_ROW: usize = 5;
-/// Action rows in one message.
-pub(crate) const ROWS: usize = 5;
-/// The most options shown as buttons: with Decline they fill the 5 rows of 5.
-pub(crate) const MAX_OPTION_BUTTONS: usize = BUTTONS_PER_ROW * ROWS - 1;
-
-/// What [`components`] decided, kept plain so that it can be tested without serenity's builders
-/// (which expose nothing).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Part {
-    /// A button: label (already shortened), custom_id, style.
-    Button {
-        label: String,
-        custom_id: String,
-        style: Style,
-    },
-    /// A string select menu.
-    Select {
-        custom_id: String,
-        placeholder: String,
-        /// (label, value) pairs; values are option numbers.
-        options: Vec<(String, String)>,
-        min: u8,
-        max: u8,
-    },
-}
-
-/// A button's colour.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Style {
-    Primary,
-    Secondary,
-    Success,
-    Danger,
-}
 
 /// The custom_id of a question's select menu: the chosen numbers are appended to it.
 pub(crate) fn select_custom_id(question: &Question) -> String {
@@ -84,6 +45,9 @@ fn button(button: Button, kind: Kind) -> Part {
 
 /// The rows of components for `question`, each a list of parts.
 pub(crate) fn rows(question: &Question) -> Vec<Vec<Part>> {
+    if question.is_batch() {
+        return crate::batch::rows(question, 0);
+    }
     let uses_select = question.kind == Kind::Ask
         && (question.multi || question.options.len() > MAX_OPTION_BUTTONS);
     if !uses_select {
@@ -184,6 +148,15 @@ pub(crate) fn reply_components(buttons: &[Button]) -> Vec<CreateActionRow> {
 /// The components of `question`'s message.
 pub(crate) fn components(question: &Question) -> Vec<CreateActionRow> {
     rows(question).into_iter().map(build_row).collect()
+}
+
+/// The edit that shows page `page` of a pending batch's buttons ([`crate::batch`]).
+pub(crate) fn page_edit(question: &Question, page: usize) -> EditMessage {
+    let rows = crate::batch::rows(question, page);
+    EditMessage::new()
+        .content(render::question_text(question, CONTENT_CHARS))
+        .components(rows.into_iter().map(build_row).collect())
+        .allowed_mentions(no_pings())
 }
 
 /// Nobody is pinged by what askbridge writes: prompts, labels and decline messages come from
@@ -294,8 +267,9 @@ pub(crate) fn fit(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::parts::ROWS;
     use askbridge_core::question::{DEFAULT_TIMEOUT, MAX_OPTIONS};
     use askbridge_core::{Millis, NewQuestion, QuestionId};
     use std::collections::HashSet;
@@ -318,14 +292,18 @@ mod tests {
 
     /// Discord's limits, checked on every layout the adapter can produce.
     fn assert_within_limits(question: &Question) {
-        let rows = rows(question);
+        assert_rows_within_limits(&rows(question));
+    }
+
+    /// Discord's limits on a message's rows of components.
+    pub(crate) fn assert_rows_within_limits(rows: &[Vec<Part>]) {
         assert!(
             !rows.is_empty() && rows.len() <= ROWS,
             "{} rows",
             rows.len()
         );
         let mut ids = HashSet::new();
-        for row in &rows {
+        for row in rows {
             let selects = row
                 .iter()
                 .filter(|p| matches!(p, Part::Select { .. }))

@@ -25,11 +25,14 @@
 //! Tests hand [`Discord::with_http`] a serenity `Http` pointed at a fake Discord; serenity is
 //! re-exported so that they build it with the very version this crate uses.
 
+mod batch;
 mod edits;
 mod endpoint;
 mod error;
 mod events;
 mod layout;
+mod paging;
+mod parts;
 mod rest;
 
 pub use error::Error;

@@ -45,6 +45,14 @@ fn single_line(text: &str) -> String {
 /// How to answer by mail, in words.
 pub(crate) fn how_to_answer(question: &Question) -> String {
     let id = &question.id;
+    if question.is_batch() {
+        return format!(
+            "Reply to this mail with one line per action: its number and your decision \
+             (2 reject too broad, 3 edit {{\"replicas\": 3}}), or all once / all reject <why>; \
+             /answer {id} 2 reject ... works too. Several lines decide several actions. \
+             Your reply's own text is read; what it quotes is not."
+        );
+    }
     let what = match question.kind {
         Kind::Confirm => "yes or no".to_owned(),
         // Exactly the decisions this approval offers.
@@ -73,8 +81,20 @@ pub fn text_body(question: &Question) -> String {
 /// The commands offered as links: the question's own buttons that answer or decline (a
 /// multi-choice toggle is not an answer by itself), but not an approval's edit or respond, which
 /// need words a link cannot carry (the arguments, the response; `reply_command::runs_on`): the
-/// mail's text says how to reply with them.
+/// mail's text says how to reply with them. A link names its command by its place in this list,
+/// so a batch's list is the one it had when mailed, every action undecided: a decision since
+/// must not shift another action's link onto it (a link to a decided action is refused).
 pub(crate) fn linked_commands(question: &Question) -> Vec<(String, String)> {
+    let mut as_mailed;
+    let question = if question.is_batch() {
+        as_mailed = question.clone();
+        for item in &mut as_mailed.actions {
+            item.decision = None;
+        }
+        &as_mailed
+    } else {
+        question
+    };
     render::buttons(question, &[])
         .into_iter()
         .filter(|button| {
@@ -309,6 +329,35 @@ mod tests {
         );
         let text = text_body(&approval);
         assert!(text.contains("respond"), "the text still says how: {text}");
+    }
+
+    #[test]
+    fn a_batchs_links_keep_their_places_as_actions_are_decided() {
+        let actions = (1..=3).map(|n| {
+            askbridge_core::BatchAction::new(askbridge_core::Action::new(
+                format!("tool-{n}"),
+                Default::default(),
+            ))
+        });
+        let mut batch = NewQuestion::ask("Three?")
+            .approve_all(actions)
+            .session("s")
+            .targets(["email:a@example.com"])
+            .into_question(QuestionId::random(), Millis(0), DEFAULT_TIMEOUT)
+            .unwrap();
+        let before = linked_commands(&batch);
+        assert!(before.iter().any(|(label, _)| label == "Approve all"));
+        let by = askbridge_core::Actor::new("email:a@example.com", "email").into();
+        for n in 1..=2 {
+            let once = askbridge_core::question::Choice {
+                action: n,
+                then: askbridge_core::Transition::Answer {
+                    value: askbridge_core::Answer::Text("once".into()),
+                },
+            };
+            batch.actions[n - 1].decision = Some(batch.entry_of(&once, &by, Millis(1)));
+        }
+        assert_eq!(linked_commands(&batch), before);
     }
 
     #[test]

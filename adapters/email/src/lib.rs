@@ -43,8 +43,8 @@ pub use imap::{ImapError, ImapOptions, PROCESSED};
 pub use inbound::{Ignored, MailReply, Policy, SURFACE, dmarc_pass, read};
 pub use links::{BadPublicUrl, Link, OneClick, PAGE_PATH, Refused};
 pub use quote::{html_to_text, own_text};
-pub use reply_command::command_for;
 use reply_command::command_text;
+pub use reply_command::{command_for, commands_for};
 
 use askbridge_core::{Channel, Inbound, Inbox, Millis, Question, Secret, Target, Tone};
 use lettre::message::Mailbox;
@@ -290,19 +290,9 @@ impl Email {
         let may_answer = question
             .as_ref()
             .is_some_and(|q| q.may_answer(&reply.sender, &chat, Millis::now()));
-        let text = match question.as_ref() {
-            Some(q) => command_for(q, &reply.text),
-            None => command_text(&reply.question, &reply.text),
-        };
-        let inbound = Inbound {
-            via: SURFACE.into(),
-            chat,
-            sender: reply.sender.clone(),
-            sender_name: reply.name.clone(),
-            text,
-            private: true,
-            delivery_id: Some(reply.delivery_id.clone()),
-            in_reply_to: None,
+        let commands = match question.as_ref() {
+            Some(q) => commands_for(q, &reply.text),
+            None => vec![command_text(&reply.question, &reply.text)],
         };
         let answer = if reply.text.is_empty() {
             Some(askbridge_core::Reply::refused(format!(
@@ -310,7 +300,28 @@ impl Email {
                 reply.question
             )))
         } else {
-            inbox.handle(inbound).await
+            let mut answers = Vec::with_capacity(commands.len());
+            for (k, text) in commands.into_iter().enumerate() {
+                // Each line of a reply to a batch is its own delivery, redelivered as a whole.
+                let delivery_id = match k {
+                    0 => reply.delivery_id.clone(),
+                    k => format!("{}#{k}", reply.delivery_id),
+                };
+                let inbound = Inbound {
+                    via: SURFACE.into(),
+                    chat: chat.clone(),
+                    sender: reply.sender.clone(),
+                    sender_name: reply.name.clone(),
+                    text: text.clone(),
+                    private: true,
+                    delivery_id: Some(delivery_id),
+                    in_reply_to: None,
+                };
+                if let Some(answer) = inbox.handle(inbound).await {
+                    answers.push((text, answer));
+                }
+            }
+            reply_command::joined(answers)
         };
         let mailed = match &answer {
             Some(answer) if may_answer => self.mail_back(&reply, answer, question.as_ref()).await,

@@ -15,19 +15,16 @@
 //! Text from outside (a prompt, a detail, an option, a name) is escaped for mrkdwn, so that a
 //! question cannot ping `@channel` (`<!channel>`) or show a link other than what it says.
 
+pub use crate::limits::{ACTIONS_ELEMENTS, BUTTON_TEXT_CHARS, EDIT_ACTION, REASON_ACTION};
 use askbridge_core::command::{Command, CommandLine};
 use askbridge_core::render::{self, Button, ButtonRole};
 use askbridge_core::{Kind, Question};
 use slack_morphism::prelude::*;
 
-/// Slack's limit on a button's text, in characters.
-pub const BUTTON_TEXT_CHARS: usize = 75;
 /// Slack's limit on a button's or an option's `value`, in characters.
 pub const VALUE_CHARS: usize = 2000;
 /// Slack's limit on an `action_id`, in characters.
 pub const ACTION_ID_CHARS: usize = 255;
-/// Slack's limit on the elements of one actions block.
-pub const ACTIONS_ELEMENTS: usize = 25;
 /// Slack's limit on the blocks of one message.
 pub const MESSAGE_BLOCKS: usize = 50;
 /// Slack's limit on the options of a select menu.
@@ -38,12 +35,8 @@ pub const OPTION_TEXT_CHARS: usize = 75;
 pub const SECTION_CHARS: usize = 3000;
 /// The most options shown as buttons; more get a select menu.
 pub const MAX_OPTION_BUTTONS: usize = 5;
-/// The action id of "Reject with a reason…".
-pub const REASON_ACTION: &str = "askbridge-modal-reason";
 /// The action id of "Fill in the form…".
 pub const FORM_ACTION: &str = "askbridge-modal-form";
-/// The action id of an approval's Edit button when its arguments are edited in a modal.
-pub const EDIT_ACTION: &str = "askbridge-modal-edit";
 /// Characters of the prompt in a message's notification text.
 const FALLBACK_CHARS: usize = 150;
 
@@ -117,6 +110,10 @@ pub fn resolved_text(question: &Question) -> String {
 /// The blocks of the message showing `question`: its text, then its elements.
 pub fn question_blocks(question: &Question) -> Vec<SlackBlock> {
     let mut blocks = vec![section(&message_text(question))];
+    if question.is_batch() {
+        blocks.extend(crate::batch::action_blocks(question));
+        return blocks;
+    }
     let Elements { before, elements } = elements(question);
     blocks.extend(before);
     for chunk in elements.chunks(ACTIONS_ELEMENTS) {
@@ -315,7 +312,7 @@ pub(crate) mod tests {
     }
 
     /// Every limit Slack checks on a message's blocks, as the fake Slack checks them.
-    fn check_limits(blocks: &[SlackBlock]) {
+    pub(crate) fn check_limits(blocks: &[SlackBlock]) {
         let blocks = serde_json::to_value(blocks).unwrap();
         let blocks = blocks.as_array().unwrap();
         assert!(blocks.len() <= MESSAGE_BLOCKS);
@@ -465,5 +462,69 @@ pub(crate) mod tests {
         let blocks = serde_json::to_value(resolved_blocks(&q)).unwrap();
         assert_eq!(blocks.as_array().unwrap().len(), 1);
         assert_eq!(blocks[0]["type"], "section");
+    }
+
+    /// A batch's blocks ([`crate::batch`]).
+    mod batch {
+        use super::{check_limits, question};
+        use crate::batch::{opener_kind, subject};
+        use crate::blocks::{EDIT_ACTION, REASON_ACTION, question_blocks};
+        use askbridge_core::Question;
+        use askbridge_core::batch::BatchAction;
+        use askbridge_core::decision::ALL_DECISIONS;
+        use askbridge_core::{Action, NewQuestion};
+        use serde_json::{Value, json};
+
+        fn batch(count: usize) -> Question {
+            let actions = (1..=count).map(|n| {
+                let mut item = BatchAction::new(Action::new(
+                    "deploy",
+                    json!({"service": format!("svc-{n}"), "replicas": 2}),
+                ));
+                item.allowed = ALL_DECISIONS.to_vec();
+                item.args_schema = Some(json!({"type": "object", "properties": {
+                "service": {"type": "string"}, "replicas": {"type": "integer"}}}));
+                item
+            });
+            question(NewQuestion::new("s", "The agent proposes these").approve_all(actions))
+        }
+
+        #[test]
+        fn twenty_actions_fit_one_message_with_a_block_each() {
+            let q = batch(20);
+            let blocks = question_blocks(&q);
+            check_limits(&blocks);
+            let blocks = serde_json::to_value(&blocks).unwrap();
+            let blocks = blocks.as_array().unwrap();
+            // The text, one block per action, the "all" block.
+            assert_eq!(blocks.len(), 22);
+            let third: Vec<&str> = blocks[3]["elements"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["action_id"].as_str().unwrap())
+                .collect();
+            assert!(third.contains(&"askbridge-modal-edit:3"), "{third:?}");
+            assert!(third.contains(&"askbridge-modal-reason:3"), "{third:?}");
+            let last: Vec<&Value> = blocks[21]["elements"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| &e["text"]["text"])
+                .collect();
+            assert_eq!(last, ["Approve all", "Reject all"]);
+        }
+
+        #[test]
+        fn an_opener_names_the_action_whose_modal_it_opens() {
+            let q = batch(3);
+            assert_eq!(opener_kind("askbridge-modal-edit:3"), EDIT_ACTION);
+            assert_eq!(opener_kind(REASON_ACTION), REASON_ACTION);
+            let command = format!("/answer {} 2 edit #{}", q.id, q.batch_short_digest());
+            let view = subject(&q, Some(&command)).unwrap();
+            assert_eq!(view.action.unwrap().args["service"], "svc-2");
+            assert!(subject(&q, Some("/pending")).is_none());
+            assert!(subject(&q, None).is_none());
+        }
     }
 }

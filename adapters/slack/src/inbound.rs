@@ -159,7 +159,7 @@ impl Interaction {
 /// A click on a button that opens a modal, if it is one.
 fn modal_click(interaction: &Interaction) -> Option<crate::modals::Click<'_>> {
     let action = interaction.actions.first()?;
-    let id = action.action_id.as_deref()?;
+    let id = crate::batch::opener_kind(action.action_id.as_deref()?);
     let openers = [
         crate::blocks::REASON_ACTION,
         crate::blocks::FORM_ACTION,

@@ -26,10 +26,12 @@
 //!   form, and their submissions; `inputs.rs`: a form field's input, at its initial value.
 
 mod api;
+mod batch;
 pub mod blocks;
 mod http;
 mod inbound;
 mod inputs;
+mod limits;
 pub mod modals;
 mod sending;
 mod socket;

@@ -239,8 +239,10 @@ pub(crate) async fn open(slack: &Slack, inbox: &dyn Inbox, click: Click<'_>) {
             let meta = metadata(click.channel, &q.id, completes.then_some(click.command));
             match (click.action, &q.form) {
                 (REASON_ACTION, _) => Ok(reason_view(q, meta)),
-                (EDIT_ACTION, _) => match q.edit_form().filter(|_| q.edits_in_fields()) {
-                    Some(form) => Ok(edit_view(q, &form, meta)),
+                (EDIT_ACTION, _) => match crate::batch::subject(q, Some(click.command))
+                    .and_then(|q| Some((q.edit_form().filter(|_| q.edits_in_fields())?, q)))
+                {
+                    Some((form, q)) => Ok(edit_view(&q, &form, meta)),
                     None => Err("This approval's arguments are edited as JSON: edit {...}."),
                 },
                 (_, Some(form)) => Ok(form_view(q, form, meta)),
@@ -297,7 +299,9 @@ pub(crate) async fn submitted(inbox: Arc<dyn Inbox>, by: Submitter, view: &Value
             let edit = callback == EDIT_CALLBACK;
             let question = inbox.current(&id).await;
             let form = match &question {
-                Some(q) if edit => q.edit_form(),
+                Some(q) if edit => {
+                    crate::batch::subject(q, meta["command"].as_str()).and_then(|q| q.edit_form())
+                }
                 Some(q) => q.form.clone(),
                 None => None,
             };

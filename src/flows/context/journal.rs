@@ -8,7 +8,7 @@ use askbridge_core::{NewQuestion, QuestionId};
 
 /// What the journal says at the cursor, for an ask.
 pub(super) enum AskAt {
-    Recorded(AskRecord),
+    Recorded(Box<AskRecord>),
     New(QuestionId),
 }
 
@@ -26,7 +26,7 @@ impl FlowContext {
             Some(JournalEntry::Ask(record)) if record.fingerprint == fingerprint => {
                 let record = record.clone();
                 replay.cursor += 1;
-                Ok(AskAt::Recorded(record))
+                Ok(AskAt::Recorded(Box::new(record)))
             }
             // Same words, different question: other options, or another action to approve.
             Some(JournalEntry::Ask(record)) if record.prompt == request.prompt.trim() => diverged(

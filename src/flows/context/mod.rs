@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+mod batch;
 mod journal;
 use journal::AskAt;
 
@@ -229,7 +230,7 @@ impl FlowContext {
         let request = self.complete(request);
         let fingerprint = fingerprint_of(&request).map_err(crate::Error::from)?;
         let question_id = match self.next_ask(&request, &fingerprint)? {
-            AskAt::Recorded(record) => return Ok(record),
+            AskAt::Recorded(record) => return Ok(*record),
             AskAt::New(question_id) => question_id,
         };
         if request.kind != Kind::Approval {

@@ -600,8 +600,22 @@
   }
 
   function updateProgress(q) {
-    const node = findCard(q.id)?.querySelector('.progress');
+    const card = findCard(q.id);
+    const node = card?.querySelector('.progress');
     if (node && q.quorum) node.textContent = progressText(q);
+    // A batch with an action newly decided: its list redrawn, each decision in place of its
+    // controls. The same state again (the reply's answer, then its event) leaves what is typed.
+    const box = card?.querySelector('.controls');
+    if (box && q.actions && q.actions.length) {
+      const fresh = controls(q);
+      if (box.dataset.decided !== fresh.dataset.decided) box.replaceWith(fresh);
+    }
+  }
+
+  // How far a batch is: "2 of 5 actions decided".
+  function batchProgress(q) {
+    const decided = q.actions.filter((item) => item.decision).length;
+    return `${decided} of ${q.actions.length} actions decided.`;
   }
 
   // Reminders and escalation steps: when each comes, and what a step adds.
@@ -646,6 +660,15 @@
         ? hooks.form(q, (answer) => send(q, 'reply', { answer }))
         : el('p', { text: 'This page cannot show this form; answer it over the API.' });
       box.append(form, declineForm(q, 'Decline'));
+      return box;
+    }
+    if (q.kind === 'approval' && q.actions && q.actions.length) {
+      // Several actions, each decided on its own (batch.js); which are decided, to redraw
+      // only when that changes.
+      box.dataset.decided = q.actions.filter((item) => item.decision).map((item) => item.n).join(',');
+      box.append(hooks.batch
+        ? hooks.batch(q, send)
+        : el('p', { text: 'This page cannot show these actions; decide them over the API.' }));
       return box;
     }
     if (q.kind === 'approval') {
@@ -775,7 +798,11 @@
       const fields = { id: `${q.id}-edit`, prompt: 'Edit the arguments', form: { type: 'object', properties, required } };
       return el('div', { class: 'edit' }, el('p', { class: 'help', text: 'Or edit the arguments:' }), hooks.form(fields, submit, 'Approve with changes'));
     }
-    const fieldId = `edit-${q.id}`;
+    return jsonEditForm(`edit-${q.id}`, args, submit);
+  }
+
+  // The whole arguments as JSON in a text area (an action of a batch uses it too).
+  function jsonEditForm(fieldId, args, submit) {
     const area = el('textarea', { id: fieldId, rows: 4, spellcheck: 'false' });
     area.value = JSON.stringify(args, null, 2);
     const form = el(
@@ -870,9 +897,11 @@
     if (response.ok && body) {
       apply(body);
       if (body.status === 'pending') {
-        // A vote on a question with a quorum: counted, and the question waits for more.
+        // A vote on a question with a quorum: counted, and the question waits for more. A
+        // decision on some actions of a batch: recorded, the others still to decide.
         setBusy(id, false);
-        notice(id, `Vote counted. ${progressText(body)}`, 'info');
+        if (body.quorum) notice(id, `Vote counted. ${progressText(body)}`, 'info');
+        else if (body.actions && body.actions.length) notice(id, `Recorded. ${batchProgress(body)}`, 'info');
       }
       return;
     }
@@ -1079,11 +1108,12 @@
 
   // ---- for floor.js: the other views use the same requests, token and event stream -----------
 
-  const hooks = { events: [], connected: [], form: null };
+  const hooks = { events: [], connected: [], form: null, batch: null };
   window.askbridgeOps = Object.freeze({
     visible,
     api,
     el,
+    jsonEditForm,
     errorOf,
     now,
     clock,
@@ -1092,6 +1122,9 @@
     onConnect: (listener) => hooks.connected.push(listener),
     onForm: (render) => {
       hooks.form = render;
+    },
+    onBatch: (render) => {
+      hooks.batch = render;
     },
   });
 

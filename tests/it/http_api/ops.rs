@@ -148,6 +148,7 @@ async fn the_ops_page_is_served_without_a_token_under_a_strict_policy() {
             r#"<script src="ops.js" defer>"#,
         ),
         ("/ops.js", "text/javascript; charset=utf-8", "api/events"),
+        ("/batch.js", "text/javascript; charset=utf-8", "onBatch"),
         ("/ops.css", "text/css; charset=utf-8", ":focus-visible"),
     ] {
         let request = Request::builder().uri(path).body(Body::empty()).unwrap();

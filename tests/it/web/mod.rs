@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod answering;
+mod batch;
 mod live;
 mod token;
 mod views;
