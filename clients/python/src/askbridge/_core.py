@@ -21,9 +21,11 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, TypeVar, cast
 
-from . import forms
+from . import actions, forms
+from ._json import JsonObject
+from .actions import ActionDecision, ProposedAction
 from .errors import ApiError, AskbridgeError, Unreachable
-from .models import Approval, AuditEntry, Decision, Event, JsonObject, Question, Rule, Run
+from .models import Approval, AuditEntry, Decision, Event, Question, Rule, Run
 
 T = TypeVar("T")
 
@@ -275,8 +277,10 @@ class Core:
             body["quorum"] = {"needs": options["quorum"], "of": list(options.get("answerers", []))}
         return body
 
-    def create(self, body: Mapping[str, Any]) -> Op[Question]:
-        key = secrets.token_hex(16)
+    def create(self, body: Mapping[str, Any], key: str | None = None) -> Op[Question]:
+        """Creates a question, sent with ``key`` as its ``Idempotency-Key`` (a random one when
+        not given): a repeat with the same key and body gives the first question back."""
+        key = key or secrets.token_hex(16)
         request = Request("POST", "/api/questions", body=dict(body), idempotency_key=key)
         return Question.from_json((yield from self.call(request)))
 
@@ -290,10 +294,10 @@ class Core:
         body = yield from self.long_poll(f"/api/questions/{question_id}/wait", {}, done, deadline)
         return Question.from_json(body)
 
-    def ask_and_wait(self, body: Mapping[str, Any]) -> Op[Question]:
+    def ask_and_wait(self, body: Mapping[str, Any], key: str | None = None) -> Op[Question]:
         """Asks and waits for the resolution. Interrupted (Ctrl-C, a cancelled task), it cancels
         the question — every surface withdraws it — and passes the interruption on."""
-        question = yield from self.create(body)
+        question = yield from self.create(body, key)
         if not question.pending:
             return question
         try:
@@ -347,6 +351,18 @@ class Core:
             body["args_schema"] = dict(args_schema)
         question = yield from self.ask_and_wait(body)
         return Approval.of(question)
+
+    def approve_actions(
+        self,
+        proposed: Sequence[ProposedAction],
+        prompt: str | None,
+        opts: AskOptions,
+        key: str | None,
+    ) -> Op[list[ActionDecision]]:
+        listed = list(proposed)
+        body = self.question_body(prompt or actions.default_prompt(listed), "approval", opts)
+        body["actions"] = actions.actions_body(listed)
+        return actions.outcome((yield from self.ask_and_wait(body, key)))
 
     def form(self, prompt: str, fields: Any, opts: AskOptions) -> Op[Any]:
         as_class = isinstance(fields, type)
@@ -409,9 +425,13 @@ class Core:
         question_id: str,
         decision: Decision,
         reply: DecisionReply,
+        action: int | None = None,
     ) -> Op[Question]:
-        """An approval's decision as LangChain words it: ``{"decision": ..., "args"?, "text"?}``."""
+        """An approval's decision as LangChain words it: ``{"decision": ..., "args"?, "text"?}``
+        (with ``action``, on that action of a batch)."""
         body: JsonObject = {"decision": decision}
+        if action is not None:
+            body["action"] = action
         body.update({k: v for k, v in reply.items() if v is not None})
         request = Request("POST", f"/api/questions/{question_id}/reply", body=body)
         return Question.from_json((yield from self.call(request)))
