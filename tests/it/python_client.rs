@@ -2,9 +2,9 @@
 //! test starts its own `askbridge serve` on a free loopback port and plays the person over HTTP),
 //! and its checks (mypy --strict, ruff), so CI holds it to the contract and its types.
 //!
-//! `scripts/test` installs it with pytest, mypy and ruff into `target/py-venv`; without a package
-//! index that cannot happen, and these tests say they were skipped (unless
-//! `ASKBRIDGE_REQUIRE_PYTHON_CLIENT` says the install succeeded).
+//! `scripts/test` installs it (with its LangChain extra), pytest, mypy and ruff into
+//! `target/py-venv`; without a package index that cannot happen, and these tests say they were
+//! skipped (unless `ASKBRIDGE_REQUIRE_PYTHON_CLIENT` says the install succeeded).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -17,7 +17,7 @@ fn root() -> &'static Path {
 fn python() -> Option<PathBuf> {
     let python = root().join("target/py-venv/bin/python");
     let ok = Command::new(&python)
-        .args(["-c", "import askbridge, pytest, mypy, ruff"])
+        .args(["-c", "import askbridge, pytest, mypy, ruff, langchain"])
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {

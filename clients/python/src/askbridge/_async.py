@@ -198,19 +198,14 @@ class AsyncClient:
         actions: Sequence[ProposedAction],
         *,
         prompt: str | None = None,
-        idempotency_key: str | None = None,
         **opts: Unpack[AskOptions],
     ) -> list[ActionDecision]:
         """Approval of several actions at once (an agent's parallel tool calls): one question,
         each action decided on its own. Gives one :class:`~askbridge.ActionDecision` per action,
         in order — ``runs`` with ``args`` (once, always, edit), or reject (``message``) or
         respond (``text``). Raises :class:`~askbridge.TimedOut` or :class:`~askbridge.Cancelled`
-        when the batch ended undecided (``.question.decided()`` has the decisions made before).
-
-        ``idempotency_key`` makes the create repeatable across processes: a process asking
-        again with the same key (and the same question) within a day gets the first question
-        back, and waits on it, instead of asking twice."""
-        op = self._core.approve_actions(actions, prompt, opts, idempotency_key)
+        when the batch ended undecided (``.question.decided()`` has the decisions made before)."""
+        op = self._core.approve_actions(actions, prompt, opts)
         return await self._run(op)
 
     @overload

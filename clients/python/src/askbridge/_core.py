@@ -102,6 +102,10 @@ class AskOptions(TypedDict, total=False):
     quorum: int
     escalate: Sequence[Mapping[str, Any]]
     callback_url: str
+    #: Sent as the create's ``Idempotency-Key`` (a random one otherwise): another process
+    #: asking the same question with the same key within a day gets the first one back and
+    #: waits on it, instead of asking twice.
+    idempotency_key: str
 
 
 def _env(name: str) -> str | None:
@@ -321,7 +325,7 @@ class Core:
         body.update(options=list(options), multi=multi, allow_custom=allow_custom)
         if default is not None:
             body["default"] = default if isinstance(default, str) else list(default)
-        question = yield from self.ask_and_wait(body)
+        question = yield from self.ask_and_wait(body, opts.get("idempotency_key"))
         value = question.answer()
         if multi:
             return [str(v) for v in value] if isinstance(value, list) else [value]
@@ -331,7 +335,7 @@ class Core:
         body = self.question_body(prompt, "confirm", opts)
         if default is not None:
             body["default"] = default
-        question = yield from self.ask_and_wait(body)
+        question = yield from self.ask_and_wait(body, opts.get("idempotency_key"))
         return question.answer() is True
 
     def approve(
@@ -349,7 +353,7 @@ class Core:
             body["allowed"] = list(allowed)
         if args_schema is not None:
             body["args_schema"] = dict(args_schema)
-        question = yield from self.ask_and_wait(body)
+        question = yield from self.ask_and_wait(body, opts.get("idempotency_key"))
         return Approval.of(question)
 
     def approve_actions(
@@ -357,19 +361,19 @@ class Core:
         proposed: Sequence[ProposedAction],
         prompt: str | None,
         opts: AskOptions,
-        key: str | None,
     ) -> Op[list[ActionDecision]]:
         listed = list(proposed)
         body = self.question_body(prompt or actions.default_prompt(listed), "approval", opts)
         body["actions"] = actions.actions_body(listed)
-        return actions.outcome((yield from self.ask_and_wait(body, key)))
+        question = yield from self.ask_and_wait(body, opts.get("idempotency_key"))
+        return actions.outcome(question)
 
     def form(self, prompt: str, fields: Any, opts: AskOptions) -> Op[Any]:
         as_class = isinstance(fields, type)
         schema = forms.schema_of(fields) if as_class else dict(fields)
         body = self.question_body(prompt, "form", opts)
         body["form"] = schema
-        question = yield from self.ask_and_wait(body)
+        question = yield from self.ask_and_wait(body, opts.get("idempotency_key"))
         value = question.answer()
         if not isinstance(value, dict):
             raise AskbridgeError(f"a form's answer is not an object: {value!r}")
