@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from ._json import JsonObject, as_object, opt_str, req_str, str_list
+from ._json import JsonObject, as_object, opt_str, parse_time, req_str, str_list
 from .errors import AskbridgeError
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ class ActionDecision:
     by: str
     by_name: str | None
     via: str
+    at: datetime | None
     args: Any
     proposed_args: Any
     digest: str | None
@@ -65,6 +67,8 @@ class ActionDecision:
     text: str | None
     rule_id: str | None
     by_rule: bool
+    #: For always: the rule holds in every session, not only this one.
+    everywhere: bool
     raw: JsonObject = field(repr=False, compare=False)
 
     @property
@@ -84,6 +88,7 @@ class ActionDecision:
             by=req_str(raw, "by"),
             by_name=opt_str(raw, "by_name"),
             via=req_str(raw, "via"),
+            at=parse_time(raw.get("at")),
             args=raw.get("args"),
             proposed_args=raw.get("proposed_args"),
             digest=opt_str(raw, "digest"),
@@ -91,6 +96,7 @@ class ActionDecision:
             text=opt_str(raw, "text"),
             rule_id=opt_str(raw, "rule_id"),
             by_rule=raw.get("by_rule") is True,
+            everywhere=raw.get("everywhere") is True,
             raw=raw,
         )
 
