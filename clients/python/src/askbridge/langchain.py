@@ -19,7 +19,7 @@ answer and resumes the graph.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from langgraph.types import Command, Interrupt
 from pydantic import BaseModel
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncReviewer", "Reviewer", "tool_schemas"]
 
+C = TypeVar("C", Client, AsyncClient)
+
 #: The middleware's default description prefix (``description_prefix``).
 DEFAULT_PREFIX = "Tool execution requires approval"
 
@@ -55,16 +57,19 @@ def tool_schemas(tools: Sequence[BaseTool]) -> dict[str, Any]:
     return out
 
 
-class _Reviewing:
+class _Reviewing(Generic[C]):
     """What both reviewers share: their settings and the question each interrupt makes."""
 
     def __init__(
         self,
-        tools: Sequence[BaseTool],
-        offer_always: bool,
-        description_prefix: str,
-        opts: AskOptions,
+        client: C,
+        *,
+        tools: Sequence[BaseTool] = (),
+        offer_always: bool = True,
+        description_prefix: str = DEFAULT_PREFIX,
+        **opts: Unpack[AskOptions],
     ) -> None:
+        self.client: C = client
         self._schemas = tool_schemas(tools)
         self._offer_always = offer_always
         self._prefix = description_prefix
@@ -107,7 +112,7 @@ def _schema_refused(error: ApiError) -> bool:
     return error.status == 422 and "args_schema" in (error.field or "")
 
 
-class Reviewer(_Reviewing):
+class Reviewer(_Reviewing[Client]):
     """Decides a LangGraph graph's interrupts through askbridge, blocking.
 
     >>> reviewer = Reviewer(client, tools=tools, answerers=["telegram:42"], timeout_s=3600)
@@ -119,18 +124,6 @@ class Reviewer(_Reviewing):
     names one; every other option (``answerers``, ``targets``, ``timeout_s``, reminders...) is
     the client's.
     """
-
-    def __init__(
-        self,
-        client: Client,
-        *,
-        tools: Sequence[BaseTool] = (),
-        offer_always: bool = True,
-        description_prefix: str = DEFAULT_PREFIX,
-        **opts: Unpack[AskOptions],
-    ) -> None:
-        super().__init__(tools, offer_always, description_prefix, opts)
-        self.client = client
 
     def invoke(self, graph: Pregel[Any, Any, Any, Any], input: Any, config: RunnableConfig) -> Any:
         """Runs ``graph`` on ``input`` (``None``: resumes the thread where it waits) until no
@@ -178,20 +171,8 @@ class Reviewer(_Reviewing):
         return _hitl.decisions(request, decided, ended)
 
 
-class AsyncReviewer(_Reviewing):
+class AsyncReviewer(_Reviewing[AsyncClient]):
     """:class:`Reviewer` for async graphs (``ainvoke``) with an :class:`~askbridge.AsyncClient`."""
-
-    def __init__(
-        self,
-        client: AsyncClient,
-        *,
-        tools: Sequence[BaseTool] = (),
-        offer_always: bool = True,
-        description_prefix: str = DEFAULT_PREFIX,
-        **opts: Unpack[AskOptions],
-    ) -> None:
-        super().__init__(tools, offer_always, description_prefix, opts)
-        self.client = client
 
     async def invoke(
         self, graph: Pregel[Any, Any, Any, Any], input: Any, config: RunnableConfig
