@@ -31,14 +31,6 @@ TESTS = Path(__file__).resolve().parent
 ASK = {"messages": [{"role": "user", "content": "Ship it and clean up"}]}
 
 
-@pytest.fixture
-def batches(server: Server) -> None:
-    """Skips where askbridge takes no batch approvals (issue 33) yet, saying so."""
-    spec = httpx.get(f"{server.url}/api/openapi.json").json()
-    if "actions" not in spec["components"]["schemas"]["Question"]["properties"]:
-        pytest.skip("this askbridge has no batch approvals (issue 33) yet")
-
-
 def config(thread: str) -> Any:
     return {"configurable": {"thread_id": thread}}
 
