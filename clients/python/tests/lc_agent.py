@@ -57,7 +57,10 @@ TOOLS: list[BaseTool] = [deploy, drop_table]
 
 
 class FakeModel(BaseChatModel):
-    """Proposes :data:`PROPOSED` to a question, and ends once the tools have answered."""
+    """Proposes ``proposed`` (:data:`PROPOSED`) to a question, and ends once the tools have
+    answered."""
+
+    proposed: list[dict[str, Any]] = PROPOSED
 
     @property
     def _llm_type(self) -> str:
@@ -76,11 +79,13 @@ class FakeModel(BaseChatModel):
         if isinstance(messages[-1], ToolMessage):
             message = AIMessage(content="done")
         else:
-            message = AIMessage(content="", tool_calls=PROPOSED)
+            message = AIMessage(content="", tool_calls=self.proposed)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 
-def build(checkpointer: Checkpointer, record: Path) -> Any:
+def build(
+    checkpointer: Checkpointer, record: Path, proposed: list[dict[str, Any]] = PROPOSED
+) -> Any:
     """The agent: deploy offers every decision, drop_table only approve and reject."""
     _record.append(record)
     record.touch()
@@ -89,7 +94,8 @@ def build(checkpointer: Checkpointer, record: Path) -> Any:
         "drop_table": {"allowed_decisions": ["approve", "reject"]},
     }
     review = HumanInTheLoopMiddleware(interrupt_on=interrupt_on)
-    return create_agent(FakeModel(), TOOLS, middleware=[review], checkpointer=checkpointer)
+    model = FakeModel(proposed=proposed)
+    return create_agent(model, TOOLS, middleware=[review], checkpointer=checkpointer)
 
 
 def ran(record: Path) -> list[dict[str, Any]]:

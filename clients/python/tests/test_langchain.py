@@ -222,6 +222,28 @@ def test_what_nobody_decided_in_time_is_rejected(
     assert only_question(server, thread)["status"] == "expired"
 
 
+@pytest.mark.usefixtures("batches")
+def test_arguments_breaking_the_tools_schema_are_asked_without_it(
+    server: Server, person: Person, tmp_path: Path
+) -> None:
+    too_many = [{**lc_agent.PROPOSED[0], "args": {"env": "staging", "replicas": 20}}]
+    agent = lc_agent.build(InMemorySaver(), tmp_path / "ran.jsonl", too_many)
+    thread = f"unfit-{tmp_path.name}"
+
+    def reject(client: Client, question: dict[str, Any]) -> None:
+        assert "args_schema" not in question["actions"][0]
+        client.decide(question["id"], "reject", action=1, message="20 is too many")
+
+    waiting, failures = deciding(server, person, thread, reject)
+    with Client(server.url) as client:
+        reviewer = Reviewer(client, tools=lc_agent.TOOLS, answerers=["api"], timeout_s=60)
+        result = reviewer.invoke(agent, ASK, config(thread))
+    waiting.join(10)
+    assert failures == []
+    assert lc_agent.tool_results(result)["deploy"].endswith("with reason: 20 is too many")
+    assert only_question(server, thread)["actions"][0]["args"]["replicas"] == 20
+
+
 class Release(TypedDict, total=False):
     version: str
     note: str
