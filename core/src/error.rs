@@ -46,6 +46,15 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// An action of a batch was decided already (`action` 0: every action was); the question
+    /// stays as it is.
+    #[error("{reason}")]
+    AlreadyDecided {
+        /// The action's number.
+        action: usize,
+        /// Which, by whom, and that nothing was decided.
+        reason: String,
+    },
     /// Text that should be a question id is not one.
     #[error("`{0}` is not a question id.")]
     BadId(String),

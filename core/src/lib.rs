@@ -16,6 +16,9 @@
 //!   people ([`Identity`]) and places ([`Target`]).
 //! - [`actor`]: who decides an outcome: a person or program, a rule, or the deadline.
 //! - [`approval`]: actions to approve, their digests, approval replies and "always allow" rules.
+//! - [`actions`]: a batch's actions and their decisions as records (the question holds them).
+//! - [`batch`]: several actions in one approval: each decided as the single approval it stands
+//!   for, the first decision per action winning, resolved when every action is decided.
 //! - [`form`]: a form's flat schema (as MCP elicitation has it), its fields read from replies and
 //!   checked, and a person's draft while filling one in chat.
 //! - [`decision`]: the decisions an approval offers (once, always, edit, reject, respond), and
@@ -37,10 +40,12 @@
 //! - [`render`]: the words and buttons every surface shows.
 //! - [`channel`]: the traits between the bridge and chat adapters.
 
+pub mod actions;
 pub mod actor;
 pub mod answer;
 pub mod approval;
 pub mod audit;
+pub mod batch;
 pub mod button;
 pub mod channel;
 mod checks;

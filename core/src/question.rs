@@ -6,6 +6,7 @@
 //! same steps on the server (the shared conformance suite checks that they agree). Keeping the
 //! rule in one place is what makes "first answer wins" mean the same thing on every store.
 
+use crate::actions::BatchAction;
 use crate::actor::Decider;
 use crate::approval::{Action, ApprovalReply, Edited};
 use crate::decision::Decision;
@@ -170,6 +171,13 @@ pub struct Question {
     /// The JSON Schema of an approval's arguments, which edited arguments must fit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args_schema: Option<serde_json::Value>,
+    /// A batch's actions ([`crate::batch`]), each with its decision once made; empty for
+    /// every other question.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<BatchAction>,
+    /// A batch's digest, over its actions' digests in order ([`crate::batch::digest`]).
+    #[serde(default, rename = "digest", skip_serializing_if = "Option::is_none")]
+    pub batch_digest: Option<String>,
 }
 /// What a resolution does to a question.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -196,6 +204,13 @@ pub enum Transition {
         /// The person's text: the tool's result.
         text: String,
     },
+    /// Decide actions of a batch ([`crate::batch`]): recorded without resolving while some are
+    /// undecided; as a claim, it resolves a batch with its decisions (those recorded and
+    /// `choices`, which a quorum's completing claim carries).
+    Decide {
+        /// The decisions, each checked against its action.
+        choices: Vec<Choice>,
+    },
     /// The deadline passed.
     Expire,
     /// The session was stopped.
@@ -204,6 +219,16 @@ pub enum Transition {
         reason: Option<String>,
     },
 }
+/// One decision asked for an action: the single-action transition it stands for (an answer
+/// `once`/`always`, an edit, a response, a rejection), already checked against that action.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Choice {
+    /// The action's number.
+    pub action: usize,
+    /// What is decided about it.
+    pub then: Transition,
+}
+
 /// One attempt to resolve a question.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Claim {
@@ -276,7 +301,14 @@ impl Question {
             return self.expiry_resolution(claim.at);
         }
         let mut edited = None;
+        let mut decisions = self.decided();
         let (status, value, message) = match &claim.transition {
+            Transition::Decide { choices } => {
+                decisions.extend(self.entries_of(choices, &claim.decider, claim.at));
+                decisions.sort_by_key(|e| e.action);
+                let value = crate::actions::answer_of(&decisions);
+                (Status::Answered, Some(value), None)
+            }
             Transition::Answer { value } => (Status::Answered, Some(value.clone()), None),
             Transition::Edit { args } => {
                 edited = self.action.as_ref().map(|proposed| Edited {
@@ -314,6 +346,7 @@ impl Question {
             // Every vote cast, whether a quorum completed it or a member's "no" ended it.
             votes: self.votes.clone(),
             edited,
+            decisions,
         };
         (status, resolution)
     }
@@ -328,6 +361,7 @@ impl Question {
             rule_id: None,
             votes: self.votes.clone(),
             edited: None,
+            decisions: self.decided(),
         };
         (Status::Expired, resolution)
     }

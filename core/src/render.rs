@@ -26,6 +26,7 @@ pub fn buttons(question: &Question, selection: &[usize]) -> Vec<Button> {
     let mut buttons = match question.kind {
         // Their own refusal (No, Reject) stands for Decline.
         Kind::Confirm => return confirm_buttons(question),
+        Kind::Approval if question.is_batch() => return crate::batch::render::buttons(question),
         Kind::Approval => return approval_buttons(question),
         // The first field's buttons: tapping one starts filling the form in.
         Kind::Form => match &question.form {
@@ -202,6 +203,10 @@ fn compose(
         text.push_str("\n\n");
         text.push_str(detail);
     }
+    if question.is_batch() {
+        text.push_str("\n\n");
+        text.push_str(&crate::batch::render::block(question, label_chars));
+    }
     if let Some(action) = &question.action {
         text.push_str("\n\n");
         // Shortened with the labels, whole when the message has room (`/show` always is).
@@ -237,6 +242,7 @@ pub fn commands_hint(question: &Question) -> String {
             format!("Fill it in field by field: reply with each value, or /answer {id} <value>.")
         }
         Kind::Confirm => format!("Answer: /answer {id} yes  or  /answer {id} no"),
+        Kind::Approval if question.is_batch() => crate::batch::render::hint(question),
         Kind::Approval => approval_hint(question),
         Kind::Ask if question.options.is_empty() => format!("Answer: /answer {id} <your answer>"),
         Kind::Ask => {
@@ -328,6 +334,9 @@ pub fn outcome_line(question: &Question) -> String {
     let via = resolution.via();
     match question.status {
         Status::Pending => "Pending".to_owned(),
+        Status::Answered if question.is_batch() => {
+            crate::batch::render::outcome(question, &by, &via)
+        }
         Status::Answered => {
             if let (Kind::Approval, Decider::Rule(rule)) = (question.kind, &resolution.decider) {
                 return format!("Allowed by rule {rule}");
@@ -603,6 +612,7 @@ mod tests {
             rule_id: None,
             votes: Vec::new(),
             edited: None,
+            decisions: Vec::new(),
         });
         assert_eq!(
             outcome_line(&question),

@@ -6,6 +6,7 @@
 //! the two apart is what keeps the modules free of import cycles.
 
 use crate::Error;
+use crate::actions::BatchAction;
 use crate::approval::{Action, ApprovalReply};
 pub use crate::checks::check_session_id;
 use crate::checks::{check_identities, check_shape, check_text, check_url, dedup};
@@ -69,6 +70,9 @@ pub struct NewQuestion {
     /// See [`Question::action`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<Action>,
+    /// See [`Question::actions`]: a batch's actions, on an approval without `action`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<BatchAction>,
     /// Seconds unanswered before a reminder (and between reminders); none when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remind_after_s: Option<f64>,
@@ -175,6 +179,13 @@ impl NewQuestion {
         self
     }
 
+    /// Makes this an approval of several actions, decided one by one (a batch).
+    pub fn approve_all(mut self, actions: impl IntoIterator<Item = BatchAction>) -> Self {
+        self.kind = Kind::Approval;
+        self.actions = actions.into_iter().collect();
+        self
+    }
+
     /// Makes this an approval of `action`.
     pub fn approve(mut self, action: Action) -> Self {
         self.kind = Kind::Approval;
@@ -278,12 +289,17 @@ impl NewQuestion {
         nudge::check_escalation(&self.escalate, timeout)?;
         self.check_action()?;
         let allowed = crate::decision::check_request(
-            self.kind == Kind::Approval,
+            self.kind == Kind::Approval && self.actions.is_empty(),
             self.allowed.as_deref(),
             self.args_schema.as_ref(),
             self.action.as_ref(),
             self.quorum.is_some(),
         )?;
+        let actions = match self.actions {
+            actions if actions.is_empty() => Vec::new(),
+            actions => crate::actions::check_actions(actions, self.quorum.is_some())?,
+        };
+        let batch_digest = (!actions.is_empty()).then(|| crate::actions::digest(&actions));
         let mut question = Question {
             id,
             session_id: self.session_id,
@@ -311,6 +327,8 @@ impl NewQuestion {
             form: self.form,
             allowed,
             args_schema: self.args_schema,
+            actions,
+            batch_digest,
         };
         if let Some(default) = self.default {
             question.default = Some(fitted_default(&question, default)?);
@@ -368,6 +386,17 @@ impl NewQuestion {
 
     /// An action, on an approval and nothing else.
     fn check_action(&self) -> Result<(), Error> {
+        if !self.actions.is_empty() {
+            let reason = match (&self.kind, &self.action) {
+                (Kind::Approval, None) => return Ok(()),
+                (Kind::Approval, Some(_)) => "give either action or actions, not both",
+                _ => "only approvals carry actions",
+            };
+            return Err(Error::Invalid {
+                field: "actions",
+                reason: reason.into(),
+            });
+        }
         match (&self.kind, &self.action) {
             (Kind::Approval, Some(action)) => action.check(),
             (Kind::Approval, None) => Err(Error::Invalid {
@@ -403,6 +432,12 @@ impl NewQuestion {
 
 /// The default answer of `question`, fitted to it: a valid answer, and for an approval only "once".
 fn fitted_default(question: &Question, default: Answer) -> Result<Answer, Error> {
+    if question.is_batch() {
+        return Err(Error::Invalid {
+            field: "default",
+            reason: "a batch of actions takes no default; leave it out to deny on timeout".into(),
+        });
+    }
     let fitted = question.check_answer(default).map_err(|e| Error::Invalid {
         field: "default",
         reason: format!("the default must be a valid answer: {e}"),

@@ -3,6 +3,7 @@
 //! Apart from [`crate::question`] so that the question module stays about the question and its
 //! state machine; a resolution needs only the answer, the decider and the rule id.
 
+use crate::actions::Entry;
 use crate::actor::{Decider, WireDecider};
 use crate::approval::Edited;
 use crate::id::RuleId;
@@ -31,6 +32,8 @@ pub struct Resolution {
     pub votes: Vec<Vote>,
     /// An approval edited before it was allowed: the proposed action and the one approved.
     pub edited: Option<Edited>,
+    /// A batch's decisions, one per action decided, in order ([`crate::batch`]).
+    pub decisions: Vec<Entry>,
 }
 
 impl Resolution {
@@ -54,6 +57,18 @@ impl Resolution {
     pub fn rule_to_create(&self) -> Option<&RuleId> {
         self.decider.actor().and(self.rule_id.as_ref())
     }
+
+    /// A batch's "always" decisions made by people: each creates a rule.
+    pub fn batch_rules(&self) -> impl Iterator<Item = &Entry> {
+        self.decisions
+            .iter()
+            .filter(|e| e.decision == crate::Decision::Always && !e.by_rule)
+    }
+
+    /// True when this resolution creates a rule (or, for a batch, rules).
+    pub fn creates_rules(&self) -> bool {
+        self.rule_to_create().is_some() || self.batch_rules().next().is_some()
+    }
 }
 
 /// [`Resolution`] as stored and sent, field for field as it has always been.
@@ -72,6 +87,8 @@ struct ResolutionWire {
     votes: Vec<Vote>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     edited: Option<Edited>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    decisions: Vec<Entry>,
 }
 
 impl From<Resolution> for ResolutionWire {
@@ -87,6 +104,7 @@ impl From<Resolution> for ResolutionWire {
             rule_id: resolution.rule_id,
             votes: resolution.votes,
             edited: resolution.edited,
+            decisions: resolution.decisions,
         }
     }
 }
@@ -105,6 +123,7 @@ impl From<ResolutionWire> for Resolution {
             rule_id: wire.rule_id,
             votes: wire.votes,
             edited: wire.edited,
+            decisions: wire.decisions,
         }
     }
 }

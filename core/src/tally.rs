@@ -9,7 +9,9 @@
 
 use crate::actor::{Actor, Decider};
 use crate::approval::ApprovalReply;
+use crate::decision::Decision;
 use crate::identity::Identity;
+use crate::question::Choice;
 use crate::question::{Claim, Kind, Question, Transition};
 use crate::quorum::{Vote, count};
 use crate::value::Answer;
@@ -41,6 +43,9 @@ impl VoteOutcome {
 pub fn vote_of(question: &Question, claim: &Claim) -> Option<Vote> {
     question.quorum.as_ref()?;
     let actor = claim.decider.actor()?;
+    if let Transition::Decide { choices } = &claim.transition {
+        return batch_vote(question, choices, actor, claim);
+    }
     let Transition::Answer { value } = &claim.transition else {
         return None;
     };
@@ -61,6 +66,70 @@ pub fn vote_of(question: &Question, claim: &Claim) -> Option<Vote> {
         value: value.clone(),
         tally,
     })
+}
+
+/// A member's decisions on a batch with a quorum, when they decide every action: their vote,
+/// its value the decisions' words in order, counted with the votes of the same list (once and
+/// always agree, as they do on one approval).
+fn batch_vote(
+    question: &Question,
+    choices: &[Choice],
+    actor: &Actor,
+    claim: &Claim,
+) -> Option<Vote> {
+    if choices.len() != question.actions.len() {
+        return None;
+    }
+    let mut words = vec![String::new(); choices.len()];
+    let mut tally = vec![""; choices.len()];
+    for choice in choices {
+        let at = choice.action.checked_sub(1).filter(|i| *i < words.len())?;
+        (words[at], tally[at]) = match &choice.then {
+            Transition::Answer { value } => (
+                ApprovalReply::of_answer(value)?.as_str().to_owned(),
+                "allow",
+            ),
+            Transition::Decline { .. } => (Decision::Reject.as_str().to_owned(), "reject"),
+            _ => return None,
+        };
+    }
+    Some(Vote {
+        by: actor.by.clone(),
+        by_name: actor.by_name.clone(),
+        via: actor.via.clone(),
+        at: claim.at,
+        value: Answer::List(words),
+        tally: tally.join(","),
+    })
+}
+
+/// The choices a batch's agreeing votes make: per action, "always" only when every agreeing
+/// vote said the same "always"; otherwise "once", or "reject".
+fn batch_choices(agreeing: &[&Vote]) -> Vec<Choice> {
+    let words = |v: &Vote| match &v.value {
+        Answer::List(words) => words.clone(),
+        _ => Vec::new(),
+    };
+    let first = words(agreeing[0]);
+    (0..first.len())
+        .map(|i| {
+            let same = agreeing.iter().all(|v| words(v).get(i) == first.get(i));
+            let word = if same { first[i].as_str() } else { "once" };
+            let then = if word == Decision::Reject.as_str() {
+                Transition::Decline { message: None }
+            } else {
+                let parts: Vec<&str> = word.split(' ').collect();
+                let reply = ApprovalReply::from_words(&parts).unwrap_or(ApprovalReply::Once);
+                Transition::Answer {
+                    value: reply.into(),
+                }
+            };
+            Choice {
+                action: i + 1,
+                then,
+            }
+        })
+        .collect()
 }
 
 /// The state machine of a vote, as every store applies it atomically: a pending question takes
@@ -85,10 +154,12 @@ pub fn has_voted(question: &Question, who: &Identity) -> bool {
     question.votes.iter().any(|v| v.by == *who)
 }
 
-/// True when `needs` of the question's votes agree.
+/// True when `needs` of the question's votes agree, or every action of a batch without a
+/// quorum is decided ([`crate::batch::is_complete`]): the question is ready for its
+/// completing claim.
 pub fn is_met(question: &Question) -> bool {
     let Some(quorum) = &question.quorum else {
-        return false;
+        return crate::batch::is_complete(question);
     };
     question
         .votes
@@ -101,7 +172,9 @@ pub fn is_met(question: &Question) -> bool {
 /// every agreeing vote said the same "always"; otherwise "once"), listing every vote. `None` while
 /// the quorum is not met.
 pub fn completing_claim(question: &Question) -> Option<Claim> {
-    let quorum = question.quorum.as_ref()?;
+    let Some(quorum) = question.quorum.as_ref() else {
+        return crate::batch::completing_claim(question);
+    };
     let agreeing: Vec<&Vote> = {
         let tally = question
             .votes
@@ -112,16 +185,24 @@ pub fn completing_claim(question: &Question) -> Option<Claim> {
         question.votes.iter().filter(|v| v.tally == tally).collect()
     };
     let last = agreeing.iter().max_by_key(|v| v.at)?;
+    let actor = Actor {
+        by: last.by.clone(),
+        by_name: last.by_name.clone(),
+        via: last.via.clone(),
+    };
+    if question.is_batch() {
+        let choices = batch_choices(&agreeing);
+        return Some(Claim::new(
+            Transition::Decide { choices },
+            Decider::Actor(actor),
+            last.at,
+        ));
+    }
     let first_value = &agreeing[0].value;
     let value = if agreeing.iter().all(|v| &v.value == first_value) {
         first_value.clone()
     } else {
         Answer::Text(ApprovalReply::Once.as_str().to_owned())
-    };
-    let actor = Actor {
-        by: last.by.clone(),
-        by_name: last.by_name.clone(),
-        via: last.via.clone(),
     };
     // The resolution lists the question's votes (`Question::resolution_for`).
     Some(Claim::new(
@@ -262,5 +343,56 @@ mod tests {
         let vote = vote_of(&confirm, &yes).unwrap();
         assert_eq!(apply_vote(&mut confirm, &vote), VoteOutcome::Counted);
         assert_eq!(confirm.status, Status::Pending);
+    }
+
+    #[test]
+    fn a_quorum_batch_takes_each_members_whole_list_as_a_vote() {
+        let mut q = NewQuestion::ask("x")
+            .session("s")
+            .approve_all([
+                crate::batch::tests::item("a", serde_json::json!({}), &[]),
+                crate::batch::tests::item("b", serde_json::json!({}), &[]),
+            ])
+            .quorum(2, ["telegram:1", "telegram:2", "api"])
+            .into_question(
+                QuestionId::random(),
+                Millis(0),
+                crate::question::DEFAULT_TIMEOUT,
+            )
+            .unwrap();
+        let vote = |q: &Question, by: &str, raw: &str, at: u64| {
+            let claim = Claim::new(q.read_typed(raw).unwrap(), Actor::new(by, "t"), Millis(at));
+            super::vote_of(q, &claim)
+        };
+        assert!(
+            vote(&q, "telegram:1", "1 once", 1).is_none(),
+            "a partial list"
+        );
+        let mut choices = crate::batch::tests::choices(&q, "all once").unwrap();
+        choices[1].then = Transition::Decline { message: None };
+        let claim = |by: &str, at| {
+            Claim::new(
+                Transition::Decide {
+                    choices: choices.clone(),
+                },
+                Actor::new(by, "t"),
+                Millis(at),
+            )
+        };
+        let a = super::vote_of(&q, &claim("telegram:1", 1)).unwrap();
+        assert_eq!(super::apply_vote(&mut q, &a), super::VoteOutcome::Counted);
+        let b = vote(&q, "telegram:2", "all once", 2).unwrap();
+        assert_eq!(super::apply_vote(&mut q, &b), super::VoteOutcome::Counted);
+        let c = super::vote_of(&q, &claim("api", 3)).unwrap();
+        assert_eq!(super::apply_vote(&mut q, &c), super::VoteOutcome::Met);
+        let done = super::completing_claim(&q).unwrap();
+        q.apply(&done);
+        let r = q.resolution.unwrap();
+        assert_eq!(
+            r.value,
+            Some(Answer::List(vec!["once".into(), "reject".into()]))
+        );
+        assert_eq!(r.decisions.len(), 2);
+        assert_eq!(r.by(), "api");
     }
 }

@@ -58,7 +58,7 @@ mod runs;
 mod session;
 mod waiters;
 
-pub use approvals::{Decided, approval_of, decide};
+pub use approvals::{Decided, approval_of, decide, outcomes_of};
 pub use builder::BridgeBuilder;
 pub use idempotent::{KEY_KEPT, Reserved};
 pub use registry::CreateError;

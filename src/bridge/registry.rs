@@ -125,8 +125,13 @@ impl Registry {
             "question asked"
         );
         bridge.metrics().asked();
+        let mut question = question;
         if let Some(allowed) = bridge.approvals().allow_by_rule(bridge, &question).await? {
-            return Ok(allowed);
+            if !allowed.is_pending() {
+                return Ok(allowed);
+            }
+            // A batch some of whose actions rules decided: shown with them.
+            question = allowed;
         }
         for target in &question.targets {
             bridge

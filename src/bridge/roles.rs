@@ -46,6 +46,7 @@ pub(super) struct IdempotentRoles {
 pub(super) struct ResolverRoles {
     pub(super) questions: Arc<dyn Questions>,
     pub(super) votes: Arc<dyn Votes>,
+    pub(super) drafts: Arc<dyn Drafts>,
     pub(super) audit: Arc<dyn AuditLog>,
     pub(super) deliveries: Arc<dyn Deliveries>,
 }
@@ -68,6 +69,7 @@ pub(super) struct EffectsRoles {
 /// an answer.
 pub(super) struct ApprovalRoles {
     pub(super) questions: Arc<dyn Questions>,
+    pub(super) votes: Arc<dyn Votes>,
     pub(super) rules: Arc<dyn Rules>,
     pub(super) audit: Arc<dyn AuditLog>,
     pub(super) outbox: Arc<dyn Outbox>,
@@ -98,6 +100,7 @@ impl Roles {
             resolver: ResolverRoles {
                 questions: questions.clone(),
                 votes: store.clone(),
+                drafts: store.clone(),
                 audit: store.clone(),
                 deliveries: store.clone(),
             },
@@ -113,6 +116,7 @@ impl Roles {
             },
             approvals: ApprovalRoles {
                 questions: questions.clone(),
+                votes: store.clone(),
                 rules: store.clone(),
                 audit: store.clone(),
                 outbox: store.clone(),

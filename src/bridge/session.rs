@@ -1,7 +1,8 @@
 //! One session of the in-process API: the seed's `runtime.ask` / `confirm` / `can_ask`.
 
-use super::{Bridge, approval_of};
+use super::{Bridge, approval_of, outcomes_of};
 use crate::{AskError, Error, NoAnswer};
+use askbridge_core::actions::ActionOutcome;
 use askbridge_core::error::Chain;
 use askbridge_core::{Actor, Answer, Approval, Kind, NewQuestion, Question, QuestionId, Status};
 
@@ -89,6 +90,27 @@ impl Session {
             question
         };
         approval_of(&done)
+    }
+
+    /// Asks for approval of several actions in one question (`NewQuestion::ask(prompt)
+    /// .approve_all(actions)`, a batch) and waits until each is decided. Returns one outcome
+    /// per action, in order (approved, edited, responded, rejected: each one the caller must
+    /// handle), or [`NoAnswer::Timeout`] (nothing runs: the decisions made before the deadline
+    /// are in the question's resolution) or [`NoAnswer::Cancelled`].
+    pub async fn approve_actions(
+        &self,
+        request: NewQuestion,
+    ) -> Result<Vec<ActionOutcome>, AskError> {
+        let question = self
+            .bridge
+            .create(self.prepare(request.kind(Kind::Approval))?)
+            .await?;
+        let done = if question.is_pending() {
+            self.bridge.wait_for_outcome(&question.id).await?
+        } else {
+            question
+        };
+        outcomes_of(&done)
     }
 
     /// Cancels this session's pending questions.

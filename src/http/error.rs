@@ -46,6 +46,9 @@ impl From<Error> for ApiError {
             Error::Model(Model::Argument { field, .. }) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message).with("field", json!(field))
             }
+            Error::Model(Model::AlreadyDecided { action, .. }) => {
+                ApiError::new(StatusCode::CONFLICT, message).with("action", json!(action))
+            }
             Error::Model(Model::NotFit { .. }) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
             }

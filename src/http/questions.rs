@@ -15,6 +15,9 @@ use serde::Deserialize;
 use serde_json::json;
 use std::time::Duration;
 
+mod batch;
+use batch::BatchDecision;
+
 fn parse_id(text: &str) -> Result<QuestionId, ApiError> {
     QuestionId::parse(text).map_err(|_| {
         ApiError::new(
@@ -111,6 +114,15 @@ pub(super) struct ReplyBody {
     /// An approval's edited arguments (with `edit`).
     #[serde(default)]
     args: Option<serde_json::Value>,
+    /// A batch: the action `decision` is about.
+    #[serde(default)]
+    action: Option<usize>,
+    /// A batch: several decisions at once.
+    #[serde(default)]
+    decisions: Option<Vec<BatchDecision>>,
+    /// A batch: one decision for every action still undecided.
+    #[serde(default)]
+    all: Option<Decision>,
 }
 
 /// A reply body's parts as the reply path takes them: `decision` stands for `answer`, `text`
@@ -173,8 +185,11 @@ fn api_actor(by: Option<String>) -> Result<Actor, ApiError> {
 pub(super) async fn reply(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody<ReplyBody>,
+    JsonBody(mut body): JsonBody<ReplyBody>,
 ) -> Result<QuestionJson, ApiError> {
+    if let Some(reply) = body.batch()? {
+        return attempt(&state, &id, Said::Batch(reply), body.by).await;
+    }
     let said = Said::Program(program_reply(
         body.answer,
         body.decision,

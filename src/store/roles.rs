@@ -12,6 +12,7 @@ use super::{
     ClaimOptions, Claimed, Counts, Event, Inserted, ListFilter, Page, Parked, Saved, Shown, Work,
 };
 use askbridge_core::audit::{AuditEntry, AuditFilter};
+use askbridge_core::batch::{DecideOutcome, Entry};
 use askbridge_core::form::Draft;
 use askbridge_core::quorum::Vote;
 use askbridge_core::run::{Acquire, Run};
@@ -61,7 +62,9 @@ pub trait Questions: Send + Sync {
     async fn counts(&self, since: Millis) -> Result<Counts>;
 }
 
-/// Votes on questions with a quorum: one per person, decided by the store.
+/// Votes on questions with a quorum: one per person, decided by the store. And a batch's
+/// decisions: one per action, recorded the same way (without resolving), the last one making
+/// the question ready for its completing claim.
 #[async_trait]
 pub trait Votes: Send + Sync {
     /// Records `vote` on the pending question `snapshot` names unless its voter has voted
@@ -75,6 +78,20 @@ pub trait Votes: Send + Sync {
         vote: &Vote,
         due_if_met: Millis,
     ) -> Result<Option<(VoteOutcome, Question)>>;
+
+    /// Records a batch's `entries` on the pending question `snapshot` names unless one of their
+    /// actions was decided already, all of them or none, atomically
+    /// ([`askbridge_core::batch::apply_decisions`]), and announces it (`question.voted`). When
+    /// every action is decided with them, the question's outbox entry becomes due at
+    /// `due_if_complete`, so that a sweeper makes the completing claim if the decider's process
+    /// dies first. Returns what happened and the question as stored; `None` when it does not
+    /// exist.
+    async fn decide(
+        &self,
+        snapshot: &Question,
+        entries: &[Entry],
+        due_if_complete: Millis,
+    ) -> Result<Option<(DecideOutcome, Question)>>;
 }
 
 /// Forms filled in one field at a time in chat: each person's draft, in the store, so that any

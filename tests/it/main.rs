@@ -15,6 +15,7 @@ mod support;
 mod approvals;
 mod approvals_edit;
 mod architecture;
+mod batches;
 mod bridge;
 mod claim_race;
 mod cli;

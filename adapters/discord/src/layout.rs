@@ -435,6 +435,7 @@ mod tests {
             rule_id: None,
             votes: Vec::new(),
             edited: None,
+            decisions: Vec::new(),
         });
         assert!(outcome_text(&q).chars().count() <= CONTENT_CHARS);
     }

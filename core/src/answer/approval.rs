@@ -20,6 +20,9 @@ impl Question {
         digest: Option<&str>,
         args: Option<serde_json::Value>,
     ) -> Result<Transition, Error> {
+        if self.is_batch() {
+            return Err(self.batch_needs_numbers());
+        }
         if let Some(digest) = digest {
             self.check_digest(digest)?;
         }
@@ -62,6 +65,9 @@ impl Question {
     /// A decline (an approval's rejection) with `message`: refused on an approval that does not
     /// offer reject.
     pub fn decline_transition(&self, message: Option<&str>) -> Result<Transition, Error> {
+        if self.is_batch() {
+            return self.reject_all(message);
+        }
         if self.kind == Kind::Approval {
             self.allows(Decision::Reject)?;
         }
@@ -72,6 +78,9 @@ impl Question {
     /// offer: an edit or a response anywhere but on an approval allowing it, with arguments
     /// that fit; a rejection an approval does not allow.
     pub fn check_transition(&self, transition: &Transition) -> Result<(), Error> {
+        if self.is_batch() {
+            return self.check_choices(transition);
+        }
         match transition {
             Transition::Edit { args } => self.check_edit(args.clone()).map(|_| ()),
             Transition::Respond { text } => self.check_response(text).map(|_| ()),

@@ -22,6 +22,7 @@ impl Question {
         }
         let value = match self.kind {
             Kind::Confirm => Answer::Bool(self.read_yes_no(raw)?),
+            Kind::Approval if self.is_batch() => return self.read_batch(raw),
             Kind::Approval => return self.read_approval(raw),
             Kind::Ask if self.multi => Answer::List(self.read_multi(raw)?),
             Kind::Ask => Answer::Text(self.read_single(raw)?),

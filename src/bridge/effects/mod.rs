@@ -223,7 +223,7 @@ impl Effects {
         let creates_rule = question
             .resolution
             .as_ref()
-            .is_some_and(|r| r.rule_to_create().is_some());
+            .is_some_and(|r| r.creates_rules());
         if creates_rule && !crate::bridge::approvals::rule_done(&done) {
             bridge.approvals().create_rule_now(bridge, question).await?;
         }

@@ -194,6 +194,12 @@ pub(super) fn done(resolved: Question) -> Reply {
     // A vote leaves the question pending: the reply is the quorum's progress.
     let line = match render::progress_line(&resolved) {
         Some(progress) if resolved.is_pending() => format!("Vote counted. {progress}"),
+        _ if resolved.is_pending() && resolved.is_batch() => {
+            format!(
+                "Recorded. {}",
+                askbridge_core::batch::render::progress(&resolved)
+            )
+        }
         _ => render::outcome_line(&resolved),
     };
     Reply::new(Tone::Done, format!("✓ {line}")).about(resolved)

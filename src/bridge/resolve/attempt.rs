@@ -3,6 +3,7 @@
 //! or why it was refused ([`Refusal`]).
 
 use crate::Error;
+use askbridge_core::batch::{self, BatchReply, DecideOutcome};
 use askbridge_core::quorum::Vote;
 use askbridge_core::tally::{self, VoteOutcome};
 use askbridge_core::{
@@ -43,6 +44,8 @@ pub enum Said {
     Program(ProgramReply),
     /// A decline (or an approval's rejection), maybe saying why.
     Decline(Option<String>),
+    /// A program's decisions on a batch's actions.
+    Batch(BatchReply),
     /// A transition already made by the caller (the Rust API), applied as it is.
     Transition(Transition),
 }
@@ -104,6 +107,16 @@ impl Checked {
             .filter(|_| self.claim.at < self.question.expires_at)
     }
 
+    /// The decisions this attempt records, when its question is a batch without a quorum.
+    fn decisions(&self) -> Option<Vec<batch::Entry>> {
+        let Transition::Decide { choices } = &self.claim.transition else {
+            return None;
+        };
+        let question = &self.question;
+        (question.is_batch() && question.quorum.is_none())
+            .then(|| question.entries_of(choices, &self.claim.decider, self.claim.at))
+    }
+
     /// The question as claiming would leave it, unless someone else wins first (computed on a
     /// copy: [`Question::apply`] is pure). A claim that would lose gives the error it would.
     pub(crate) fn predicted(&self) -> Result<Question, Error> {
@@ -118,6 +131,19 @@ impl Checked {
                 }
                 VoteOutcome::Duplicate => Err(Error::AlreadyVoted(Box::new(copy))),
                 VoteOutcome::AlreadyResolved => Err(Error::AlreadyResolved(Box::new(copy))),
+            };
+        }
+        if let Some(entries) = self.decisions() {
+            return match batch::apply_decisions(&mut copy, &entries) {
+                DecideOutcome::Recorded => Ok(copy),
+                DecideOutcome::Complete => {
+                    let claim = batch::completing_claim(&copy).expect("a complete batch claims");
+                    copy.apply(&claim);
+                    Ok(copy)
+                }
+                DecideOutcome::Decided(_) | DecideOutcome::AlreadyResolved => {
+                    Err(Error::AlreadyResolved(Box::new(copy)))
+                }
             };
         }
         match copy.apply(&self.claim) {

@@ -17,6 +17,7 @@ use askbridge_core::tally;
 use askbridge_core::{Actor, Claim, ClaimOutcome, Kind, Millis, Question};
 
 mod attempt;
+mod decisions;
 mod votes;
 
 pub use attempt::{Attempt, ProgramReply, Said};
@@ -47,7 +48,12 @@ impl Resolver {
     ) -> Result<Question, Error> {
         // A program gets the claim's verdict on a question remembered as asked (see
         // `recent.rs`): if it was resolved meanwhile, the claim says so with the winner.
-        let known = bridge.recent().question(&attempt.id);
+        // Not a batch: its decisions change it while it is pending, and "all" means the
+        // actions undecided as stored.
+        let known = bridge
+            .recent()
+            .question(&attempt.id)
+            .filter(|q| !q.is_batch());
         let result = match self.check(bridge, &attempt, known).await {
             Ok(Reading::Claim(checked)) => {
                 self.commit(bridge, checked).await.map_err(Refusal::from)
@@ -112,6 +118,7 @@ impl Resolver {
                 reply.args.clone(),
             ),
             Said::Decline(message) => question.decline_transition(message.as_deref()),
+            Said::Batch(reply) => question.batch_transition(reply),
             Said::Transition(transition) => question
                 .check_transition(transition)
                 .map(|()| transition.clone()),
@@ -151,6 +158,9 @@ impl Resolver {
         let checked = Checked { question, claim };
         if let Some(vote) = checked.vote() {
             return self.vote(bridge, &checked.question, vote).await;
+        }
+        if checked.question.is_batch() && checked.claim.at < checked.question.expires_at {
+            return self.decide(bridge, &checked.question, checked.claim).await;
         }
         self.claim(bridge, &checked.question, checked.claim).await
     }
@@ -249,8 +259,7 @@ impl Resolver {
         // A resolution with no effect of its own (no callback, no rule to create) can be finished
         // by the claim itself, when it turns out to have been shown nowhere.
         let (_, resolution) = question.resolution_for(&claim);
-        let finish_when_idle =
-            question.callback_url.is_none() && resolution.rule_to_create().is_none();
+        let finish_when_idle = question.callback_url.is_none() && !resolution.creates_rules();
         let ahead = take_run.and_then(|_| self.carry_ahead(bridge, question, &claim));
         let options = ClaimOptions {
             take_run,
@@ -284,7 +293,7 @@ impl Resolver {
                 if resolved
                     .resolution
                     .as_ref()
-                    .is_some_and(|r| r.rule_to_create().is_some())
+                    .is_some_and(|r| r.creates_rules())
                 {
                     // "Always allow": the rule exists (and matching pending approvals are
                     // allowed) before the approver's reply returns; the rest follows as usual.

@@ -73,7 +73,7 @@ impl Resolver {
 
     /// Redraws every message showing `question` with its progress, in the background (the
     /// voter's reply does not wait for every platform).
-    fn spawn_refresh(&self, bridge: &Bridge, question: Question) {
+    pub(super) fn spawn_refresh(&self, bridge: &Bridge, question: Question) {
         let (bridge, deliveries) = (bridge.clone(), self.store.deliveries.clone());
         tokio::spawn(async move {
             let shown = match deliveries.shown(&question.id).await {

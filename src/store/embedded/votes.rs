@@ -6,6 +6,7 @@ use super::EmbeddedStore;
 use super::tables::{DRAFTS, QUESTIONS, decode, encode, set_due};
 use crate::store::{Drafts, Error, Event, Result, Votes};
 use askbridge_core::Identity;
+use askbridge_core::batch::{self, DecideOutcome, Entry};
 use askbridge_core::form::Draft;
 use askbridge_core::quorum::Vote;
 use askbridge_core::tally::{self, VoteOutcome};
@@ -47,6 +48,39 @@ impl Votes for EmbeddedStore {
             let _ = self.events.send(Event::voted(question));
         }
         Ok(voted)
+    }
+
+    async fn decide(
+        &self,
+        snapshot: &Question,
+        entries: &[Entry],
+        due_if_complete: Millis,
+    ) -> Result<Option<(DecideOutcome, Question)>> {
+        let (id, entries) = (snapshot.id.clone(), entries.to_vec());
+        let decided = self
+            .write(move |txn| {
+                let mut questions = txn.open_table(QUESTIONS)?;
+                let stored = questions.get(id.as_str())?.map(|json| decode(json.value()));
+                let Some(mut question) = stored.transpose()? else {
+                    return Ok(None);
+                };
+                let outcome = batch::apply_decisions(&mut question, &entries);
+                if outcome.is_recorded() {
+                    questions.insert(id.as_str(), encode(&question).as_str())?;
+                }
+                drop(questions);
+                if outcome == DecideOutcome::Complete {
+                    set_due(txn, id.as_str(), due_if_complete.0)?;
+                }
+                Ok(Some((outcome, question)))
+            })
+            .await?;
+        if let Some((outcome, question)) = &decided
+            && outcome.is_recorded()
+        {
+            let _ = self.events.send(Event::voted(question));
+        }
+        Ok(decided)
     }
 }
 

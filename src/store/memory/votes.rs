@@ -4,6 +4,7 @@
 use super::MemoryStore;
 use crate::store::{Drafts, Event, Result, Votes};
 use askbridge_core::Identity;
+use askbridge_core::batch::{self, DecideOutcome, Entry};
 use askbridge_core::form::Draft;
 use askbridge_core::quorum::Vote;
 use askbridge_core::tally::{self, VoteOutcome};
@@ -32,6 +33,30 @@ impl Votes for MemoryStore {
             (outcome, question)
         };
         if outcome.is_counted() {
+            let _ = self.events.send(Event::voted(&question));
+        }
+        Ok(Some((outcome, question)))
+    }
+
+    async fn decide(
+        &self,
+        snapshot: &Question,
+        entries: &[Entry],
+        due_if_complete: Millis,
+    ) -> Result<Option<(DecideOutcome, Question)>> {
+        let (outcome, question) = {
+            let mut state = self.state();
+            let Some(question) = state.questions.get_mut(&snapshot.id) else {
+                return Ok(None);
+            };
+            let outcome = batch::apply_decisions(question, entries);
+            let question = question.clone();
+            if outcome == DecideOutcome::Complete {
+                state.set_due(&question.id, due_if_complete);
+            }
+            (outcome, question)
+        };
+        if outcome.is_recorded() {
             let _ = self.events.send(Event::voted(&question));
         }
         Ok(Some((outcome, question)))

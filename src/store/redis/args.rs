@@ -323,6 +323,19 @@ mod tests {
     }
 
     #[test]
+    fn decide_writes_what_its_header_documents_and_reads() {
+        const DECIDE: &str = include_str!("lua/decide.lua");
+        let mut names = Names::default();
+        super::super::decisions::DecideArgs {
+            complete: true,
+            ..Default::default()
+        }
+        .encode(&mut Named::new(&mut names));
+        assert_eq!(names.0, documented(DECIDE));
+        assert_eq!(read(DECIDE, "a"), documented(DECIDE));
+    }
+
+    #[test]
     fn save_run_writes_what_its_header_documents_and_reads() {
         let mut names = Names::default();
         full_save().encode(&mut Named::new(&mut names));

@@ -10,7 +10,7 @@
 //! - `args.rs` and `lua/lib/args.lua`: the scripts' named arguments, one struct per script;
 //! - a file per role, named as in the other stores: `questions.rs` (with `claim.rs`, a claim's
 //!   arguments and reply), `outbox.rs` (deliveries, the outbox, dedupe), `votes.rs` (votes,
-//!   drafts), `runs.rs`, `rules.rs`, `audit.rs`, `leases.rs`, `listings.rs` and `pages.rs` (the
+//!   drafts) with `decisions.rs` (a batch's decisions), `runs.rs`, `rules.rs`, `audit.rs`, `leases.rs`, `listings.rs` and `pages.rs` (the
 //!   ops page's paged listings), `events.rs` (the event stream every process reads).
 //!
 //! # Keys
@@ -39,6 +39,7 @@ mod claim;
 mod cluster_nodes;
 mod codec;
 mod connection;
+mod decisions;
 mod events;
 mod kept;
 mod keys;

@@ -5,6 +5,7 @@ use super::RedisStore;
 use super::args::{InsertArgs, Named};
 use super::claim::ANSWERS_KEPT;
 use super::codec::{ClaimReply, asked_and_frame, assemble, split_claim_reply};
+use super::decisions::put_decisions;
 use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, question_bucket};
 use super::scripts::{CLAIM, INSERT};
@@ -34,9 +35,11 @@ impl RedisStore {
                     .arg("q")
                     .arg("status")
                     .arg("res")
-                    .arg("votes");
+                    .arg("votes")
+                    .arg("decisions");
             }
             type Row = (
+                Option<String>,
                 Option<String>,
                 Option<String>,
                 Option<String>,
@@ -44,8 +47,10 @@ impl RedisStore {
             );
             let rows: Vec<Row> = self.query_pipe("load", &pipe).await?;
             for row in rows {
-                if let (Some(json), Some(status), res, votes) = row {
-                    found.push(assemble(&json, &status, res.as_deref(), votes.as_deref())?);
+                if let (Some(json), Some(status), res, votes, decisions) = row {
+                    let mut question = assemble(&json, &status, res.as_deref(), votes.as_deref())?;
+                    put_decisions(&mut question, decisions.as_deref().unwrap_or_default())?;
+                    found.push(question);
                 }
             }
         }

@@ -34,4 +34,5 @@ scripts! {
     FILE_RULE => ["rule_index.lua"] "file_rule.lua",
     REVOKE_RULE => ["rule_index.lua", "announce.lua"] "revoke_rule.lua",
     VOTE => ["announce.lua"] "vote.lua",
+    DECIDE => ["args.lua", "announce.lua"] "decide.lua",
 }

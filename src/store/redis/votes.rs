@@ -9,6 +9,7 @@ use super::events::EVENTS_MAXLEN;
 use super::keys::question_bucket;
 use super::scripts::VOTE;
 use crate::store::{Drafts, Error, Event, Result, Votes};
+use askbridge_core::batch::{DecideOutcome, Entry};
 use askbridge_core::form::Draft;
 use askbridge_core::quorum::Vote;
 use askbridge_core::tally::VoteOutcome;
@@ -73,6 +74,16 @@ impl Votes for RedisStore {
             self.deliver([Event::voted(&question)]);
         }
         Ok(Some((outcome, question)))
+    }
+
+    async fn decide(
+        &self,
+        snapshot: &Question,
+        entries: &[Entry],
+        due_if_complete: Millis,
+    ) -> Result<Option<(DecideOutcome, Question)>> {
+        self.record_decisions(snapshot, entries, due_if_complete)
+            .await
     }
 }
 

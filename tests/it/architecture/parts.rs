@@ -9,7 +9,8 @@ use super::*;
 /// fields of its struct (`src/bridge/roles.rs`), so the compiler keeps every other file off them;
 /// this table keeps each file to its own part, and the facade to one place.
 const BRIDGE_PARTS: &[(&str, Option<&str>)] = &[
-    ("approvals.rs", Some("Approvals")),
+    ("approvals/batch.rs", Some("Approvals")),
+    ("approvals/mod.rs", Some("Approvals")),
     ("builder.rs", None),
     ("effects/mod.rs", Some("Effects")),
     ("effects/nudges.rs", Some("Effects")),
@@ -26,6 +27,7 @@ const BRIDGE_PARTS: &[(&str, Option<&str>)] = &[
     ("refusals.rs", None),
     ("registry.rs", Some("Registry")),
     ("resolve/attempt.rs", None),
+    ("resolve/decisions.rs", Some("Resolver")),
     ("resolve/mod.rs", Some("Resolver")),
     ("resolve/votes.rs", Some("Resolver")),
     ("runner.rs", None),

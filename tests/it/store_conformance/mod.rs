@@ -35,6 +35,7 @@ macro_rules! conformance {
     };
 }
 
+mod decisions;
 mod kept;
 mod listings;
 mod outbox;

@@ -10,8 +10,8 @@
 //! rule matches is allowed at once without being shown, and pending approvals a new rule matches
 //! are allowed too; both are resolved by [`Decider::Rule`], recorded as `by rule:<id> via rule`.
 
-use super::roles::ApprovalRoles;
-use super::{Bridge, EFFECT_RULE, SETTLE_GRACE};
+use crate::bridge::roles::ApprovalRoles;
+use crate::bridge::{Bridge, EFFECT_RULE, SETTLE_GRACE};
 use crate::store::{ClaimOptions, Error as StoreError, ListFilter};
 use crate::{AskError, Error, NoAnswer};
 use askbridge_core::audit::{AuditEntry, AuditEvent, AuditFilter};
@@ -19,6 +19,10 @@ use askbridge_core::{
     Action, Actor, Answer, Approval, ApprovalReply, Claim, Decider, Decision, Identity, Kind,
     Millis, NewQuestion, Question, QuestionId, Rule, RuleId, Scope, Status, Transition,
 };
+
+mod batch;
+
+pub use batch::outcomes_of;
 
 /// What the function that asked for approval gets.
 pub fn approval_of(question: &Question) -> Result<Approval, AskError> {
@@ -209,12 +213,16 @@ impl Approvals {
         }
     }
 
-    /// Allows a new approval at once when a rule matches it. Returns the resolved question then.
+    /// Allows a new approval at once when a rule matches it. Returns the resolved question then
+    /// (for a batch, the actions rules decide; it stays pending while others are undecided).
     pub(super) async fn allow_by_rule(
         &self,
         bridge: &Bridge,
         question: &Question,
     ) -> Result<Option<Question>, Error> {
+        if question.is_batch() {
+            return self.decide_batch_by_rules(bridge, question).await;
+        }
         let Some(action) = question
             .action
             .as_ref()
@@ -275,6 +283,9 @@ impl Approvals {
         bridge: &Bridge,
         question: &Question,
     ) -> Result<(), Error> {
+        if question.is_batch() {
+            return self.create_batch_rules(bridge, question).await;
+        }
         let (Some(action), Some(resolution)) = (&question.action, &question.resolution) else {
             return Ok(());
         };
@@ -298,7 +309,23 @@ impl Approvals {
             question_id: Some(question.id.clone()),
             quorum: question.quorum.as_ref().map_or(0, |q| q.needs),
         };
-        self.store.rules.put_rule(&rule).await?;
+        self.record_rule(bridge, question, &rule).await?;
+        self.store
+            .outbox
+            .mark_effect(&question.id, EFFECT_RULE)
+            .await?;
+        Ok(())
+    }
+
+    /// Stores `rule`, made by `question`'s resolution, records it in the audit trail, and
+    /// allows the pending approvals it decides.
+    async fn record_rule(
+        &self,
+        bridge: &Bridge,
+        question: &Question,
+        rule: &Rule,
+    ) -> Result<(), Error> {
+        self.store.rules.put_rule(rule).await?;
         let mut entry = AuditEntry::resolved(question);
         entry.event = AuditEvent::RuleCreated;
         entry.message = Some(rule.describe());
@@ -321,15 +348,11 @@ impl Approvals {
             if other
                 .action
                 .as_ref()
-                .is_some_and(|a| decides(&rule, other, a))
+                .is_some_and(|a| decides(rule, other, a))
             {
-                self.allow_with(bridge, other, &rule).await?;
+                self.allow_with(bridge, other, rule).await?;
             }
         }
-        self.store
-            .outbox
-            .mark_effect(&question.id, EFFECT_RULE)
-            .await?;
         Ok(())
     }
 
