@@ -48,11 +48,12 @@ def test_each_action_gets_its_own_decision_in_order(
         with pytest.raises(ApiError) as refused:
             client.decide(qid, "always", action=1)
         assert refused.value.status == 422
-        assert 'action 1 does not offer "always"' in refused.value.error
+        assert 'Action 1 does not offer "always"' in refused.value.error
         client.decide(qid, "edit", action=1, args={"replicas": 3})
         with pytest.raises(ApiError) as twice:
             client.decide(qid, "reject", action=1)
         assert twice.value.status == 409
+        assert "Action 1 was decided already" in twice.value.error
         assert client.get_question(qid).pending
         client.decide(qid, "reject", action=2, message="too broad")
         client.decide(qid, "respond", action=3, text="blue")

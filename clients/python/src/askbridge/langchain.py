@@ -109,7 +109,7 @@ class _Reviewing(Generic[C]):
 def _schema_refused(error: ApiError) -> bool:
     """askbridge refused an argument schema (one it cannot show, or proposed arguments that
     break it): the batch is asked again without schemas, its edits then one JSON value."""
-    return error.status == 422 and "args_schema" in (error.field or "")
+    return error.status == 422 and "args_schema" in f"{error.field} {error.error}"
 
 
 class Reviewer(_Reviewing[Client]):
