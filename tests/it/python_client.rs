@@ -56,6 +56,9 @@ fn assert_passed(what: &str, output: &Output) {
 #[test]
 fn the_python_client_passes_its_suite_against_this_binary() {
     let Some(python) = python() else { return };
+    // The LangChain agent's run, as the closing note shows it: written by its test.
+    let transcript = root().join("target/test-artifacts/langchain-transcript.txt");
+    let _ = std::fs::remove_file(&transcript);
     let output = run(
         &python,
         &["pytest", "tests", "-q", "-p", "no:cacheprovider"],
@@ -63,6 +66,9 @@ fn the_python_client_passes_its_suite_against_this_binary() {
     assert_passed("pytest clients/python/tests", &output);
     let summary = String::from_utf8_lossy(&output.stdout);
     eprintln!("{}", summary.lines().last().unwrap_or_default());
+    if let Ok(text) = std::fs::read_to_string(&transcript) {
+        eprintln!("{text}");
+    }
 }
 
 #[test]
