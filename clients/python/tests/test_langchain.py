@@ -53,6 +53,21 @@ def deciding(
     return thread_, failures
 
 
+def reviewed(
+    flavour: str, server: Server, graph: Any, input: Any, thread: str, **options: Any
+) -> Any:
+    """``graph`` run on ``input`` by a :class:`Reviewer`, or an :class:`AsyncReviewer`."""
+    if flavour == "sync":
+        with Client(server.url) as client:
+            return Reviewer(client, **options).invoke(graph, input, config(thread))
+
+    async def go() -> Any:
+        async with AsyncClient(server.url) as client:
+            return await AsyncReviewer(client, **options).invoke(graph, input, config(thread))
+
+    return asyncio.run(go())
+
+
 def only_question(server: Server, thread: str) -> dict[str, Any]:
     """The one question the thread asked (none is pending; exactly one resolved)."""
     session = thread_session(thread)
@@ -100,16 +115,7 @@ def test_an_agents_tool_calls_are_one_approval_decided_action_by_action(
     thread = f"agent-{flavour}-{tmp_path.name}"
     waiting, failures = deciding(server, person, thread, edit_deploy_reject_drop)
     options: dict[str, Any] = {"tools": lc_agent.TOOLS, "answerers": ["api"], "timeout_s": 60}
-    if flavour == "sync":
-        with Client(server.url) as client:
-            result = Reviewer(client, **options).invoke(agent, ASK, config(thread))
-    else:
-
-        async def go() -> Any:
-            async with AsyncClient(server.url) as client:
-                return await AsyncReviewer(client, **options).invoke(agent, ASK, config(thread))
-
-        result = asyncio.run(go())
+    result = reviewed(flavour, server, agent, ASK, thread, **options)
     waiting.join(10)
     assert failures == []
 
@@ -276,18 +282,7 @@ def test_a_plain_interrupt_is_asked_and_resumed_with_the_answer(
     person_thread = threading.Thread(target=answer, daemon=True)
     person_thread.start()
     graph = release_graph()
-    if flavour == "sync":
-        with Client(server.url) as client:
-            result = Reviewer(client, answerers=["api"]).invoke(graph, {}, config(thread))
-    else:
-
-        async def go() -> Any:
-            async with AsyncClient(server.url) as client:
-                return await AsyncReviewer(client, answerers=["api"]).invoke(
-                    graph, {}, config(thread)
-                )
-
-        result = asyncio.run(go())
+    result = reviewed(flavour, server, graph, {}, thread, answerers=["api"])
     person_thread.join(10)
     assert result == {"version": "1.5", "note": "ship it friday"}
     history = httpx.get(f"{server.url}/api/history", params={"session_id": session}).json()
