@@ -29,6 +29,7 @@ from askbridge.langchain import AsyncReviewer, Reviewer
 
 TESTS = Path(__file__).resolve().parent
 ASK = {"messages": [{"role": "user", "content": "Ship it and clean up"}]}
+REVIEW: dict[str, Any] = {"tools": lc_agent.TOOLS, "answerers": ["api"]}
 
 
 def config(thread: str) -> Any:
@@ -114,8 +115,7 @@ def test_an_agents_tool_calls_are_one_approval_decided_action_by_action(
     agent = lc_agent.build(InMemorySaver(), record)
     thread = f"agent-{flavour}-{tmp_path.name}"
     waiting, failures = deciding(server, person, thread, edit_deploy_reject_drop)
-    options: dict[str, Any] = {"tools": lc_agent.TOOLS, "answerers": ["api"], "timeout_s": 60}
-    result = reviewed(flavour, server, agent, ASK, thread, **options)
+    result = reviewed(flavour, server, agent, ASK, thread, **REVIEW, timeout_s=60)
     waiting.join(10)
     assert failures == []
 
@@ -214,9 +214,7 @@ def test_what_nobody_decided_in_time_is_rejected(
         client.decide(question["id"], "once", action=2)
 
     waiting, failures = deciding(server, person, thread, approve_drop_only)
-    with Client(server.url) as client:
-        reviewer = Reviewer(client, tools=lc_agent.TOOLS, answerers=["api"], timeout_s=4)
-        result = reviewer.invoke(agent, ASK, config(thread))
+    result = reviewed("sync", server, agent, ASK, thread, **REVIEW, timeout_s=4)
     waiting.join(10)
     assert failures == []
     results = lc_agent.tool_results(result)
@@ -240,9 +238,7 @@ def test_arguments_breaking_the_tools_schema_are_asked_without_it(
         client.decide(question["id"], "reject", action=1, message="20 is too many")
 
     waiting, failures = deciding(server, person, thread, reject)
-    with Client(server.url) as client:
-        reviewer = Reviewer(client, tools=lc_agent.TOOLS, answerers=["api"], timeout_s=60)
-        result = reviewer.invoke(agent, ASK, config(thread))
+    result = reviewed("sync", server, agent, ASK, thread, **REVIEW, timeout_s=60)
     waiting.join(10)
     assert failures == []
     assert lc_agent.tool_results(result)["deploy"].endswith("with reason: 20 is too many")
