@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -175,10 +176,15 @@ def test_a_new_process_resumes_the_thread_when_the_answer_comes(
     first = subprocess.Popen(agent("start"), stderr=subprocess.DEVNULL)
     try:
         question = person.pending(thread_session(thread), within=60)
+        # The agent's process ends (Ctrl-C) while the person takes their time.
+        first.send_signal(signal.SIGINT)
+        first.wait(30)
     finally:
-        first.kill()  # the agent's process ends while the person takes their time
-        first.wait(10)
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode != 0
     assert lc_agent.ran(record) == []
+    assert person.pending(thread_session(thread))["id"] == question["id"], "still pending"
 
     person.post(
         question["id"],

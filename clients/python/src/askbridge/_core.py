@@ -106,6 +106,9 @@ class AskOptions(TypedDict, total=False):
     #: asking the same question with the same key within a day gets the first one back and
     #: waits on it, instead of asking twice.
     idempotency_key: str
+    #: False: Ctrl-C (or the awaiting task's cancellation) leaves the question pending, for a
+    #: process that picks it up later (by ``wait(id)``, or asking again with the same key).
+    cancel_on_interrupt: bool
 
 
 def _env(name: str) -> str | None:
@@ -298,15 +301,18 @@ class Core:
         body = yield from self.long_poll(f"/api/questions/{question_id}/wait", {}, done, deadline)
         return Question.from_json(body)
 
-    def ask_and_wait(self, body: Mapping[str, Any], key: str | None = None) -> Op[Question]:
+    def ask_and_wait(self, body: Mapping[str, Any], opts: AskOptions) -> Op[Question]:
         """Asks and waits for the resolution. Interrupted (Ctrl-C, a cancelled task), it cancels
-        the question — every surface withdraws it — and passes the interruption on."""
-        question = yield from self.create(body, key)
+        the question — every surface withdraws it — and passes the interruption on (unless
+        ``cancel_on_interrupt`` is false: then the question stays pending for another process)."""
+        question = yield from self.create(body, opts.get("idempotency_key"))
         if not question.pending:
             return question
         try:
             return (yield from self.wait(question.id))
         except INTERRUPTS:
+            if not opts.get("cancel_on_interrupt", True):
+                raise
             reason = "the Python program that asked it was interrupted"
             with contextlib.suppress(AskbridgeError):
                 yield from self.cancel(question.id, reason, retry=False)
@@ -325,7 +331,7 @@ class Core:
         body.update(options=list(options), multi=multi, allow_custom=allow_custom)
         if default is not None:
             body["default"] = default if isinstance(default, str) else list(default)
-        question = yield from self.ask_and_wait(body, opts.get("idempotency_key"))
+        question = yield from self.ask_and_wait(body, opts)
         value = question.answer()
         if multi:
             return [str(v) for v in value] if isinstance(value, list) else [value]
@@ -335,7 +341,7 @@ class Core:
         body = self.question_body(prompt, "confirm", opts)
         if default is not None:
             body["default"] = default
-        question = yield from self.ask_and_wait(body, opts.get("idempotency_key"))
+        question = yield from self.ask_and_wait(body, opts)
         return question.answer() is True
 
     def approve(
@@ -353,7 +359,7 @@ class Core:
             body["allowed"] = list(allowed)
         if args_schema is not None:
             body["args_schema"] = dict(args_schema)
-        question = yield from self.ask_and_wait(body, opts.get("idempotency_key"))
+        question = yield from self.ask_and_wait(body, opts)
         return Approval.of(question)
 
     def approve_actions(
@@ -365,7 +371,7 @@ class Core:
         listed = list(proposed)
         body = self.question_body(prompt or actions.default_prompt(listed), "approval", opts)
         body["actions"] = actions.actions_body(listed)
-        question = yield from self.ask_and_wait(body, opts.get("idempotency_key"))
+        question = yield from self.ask_and_wait(body, opts)
         return actions.outcome(question)
 
     def form(self, prompt: str, fields: Any, opts: AskOptions) -> Op[Any]:
@@ -373,7 +379,7 @@ class Core:
         schema = forms.schema_of(fields) if as_class else dict(fields)
         body = self.question_body(prompt, "form", opts)
         body["form"] = schema
-        question = yield from self.ask_and_wait(body, opts.get("idempotency_key"))
+        question = yield from self.ask_and_wait(body, opts)
         value = question.answer()
         if not isinstance(value, dict):
             raise AskbridgeError(f"a form's answer is not an object: {value!r}")

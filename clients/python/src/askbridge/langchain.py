@@ -79,6 +79,8 @@ class _Reviewing(Generic[C]):
         thread = _hitl.thread_of(config)
         opts: AskOptions = {**self._opts}
         opts.setdefault("session", _hitl.thread_session(thread))
+        # The thread waits at its interrupt whatever this process does: so does the question.
+        opts.setdefault("cancel_on_interrupt", False)
         opts["idempotency_key"] = _hitl.interrupt_key(thread, interrupt.id)
         return opts
 
@@ -122,7 +124,8 @@ class Reviewer(_Reviewing[Client]):
     "once" for LangChain's approve (askbridge then allows that very call without asking again,
     in this session). Questions go in the session ``langgraph:<thread_id>`` unless ``session``
     names one; every other option (``answerers``, ``targets``, ``timeout_s``, reminders...) is
-    the client's.
+    the client's. Ctrl-C leaves the question pending (the thread still waits at its interrupt;
+    ``cancel_on_interrupt=True`` withdraws it instead).
     """
 
     def invoke(self, graph: Pregel[Any, Any, Any, Any], input: Any, config: RunnableConfig) -> Any:
