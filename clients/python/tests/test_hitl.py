@@ -136,3 +136,5 @@ def test_a_plain_payload_is_a_question_or_refused() -> None:
     assert (asked.options, asked.multi) == (["a", "b"], True)
     with pytest.raises(TypeError, match="askbridge answers an interrupt"):
         PlainQuestion.of({"action": "x"})
+    with pytest.raises(TypeError, match="per_call mode is not bridged"):
+        PlainQuestion.of({"type": "tool_approval", "name": "deploy", "args": {}})

@@ -235,6 +235,11 @@ class PlainQuestion:
         if isinstance(value, str):
             return cls(value, [], False, False, None, None)
         prompt = value.get("question", value.get("prompt")) if isinstance(value, Mapping) else None
+        if isinstance(value, Mapping) and value.get("type") == "tool_approval":
+            raise TypeError(
+                "HumanInTheLoopMiddleware's per_call mode is not bridged: use its default "
+                'interrupt_mode="batched" (one approval of all the tool calls of a turn)'
+            )
         if not isinstance(prompt, str):
             raise TypeError(
                 "askbridge answers an interrupt() whose value is a question: a string, or "
