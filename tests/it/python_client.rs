@@ -2,9 +2,9 @@
 //! test starts its own `askbridge serve` on a free loopback port and plays the person over HTTP),
 //! and its checks (mypy --strict, ruff), so CI holds it to the contract and its types.
 //!
-//! `scripts/test` installs it with pytest, mypy and ruff into `target/py-venv`; without a package
-//! index that cannot happen, and these tests say they were skipped (unless
-//! `ASKBRIDGE_REQUIRE_PYTHON_CLIENT` says the install succeeded).
+//! `scripts/test` installs it (with its LangChain extra), pytest, mypy and ruff into
+//! `target/py-venv`; without a package index that cannot happen, and these tests say they were
+//! skipped (unless `ASKBRIDGE_REQUIRE_PYTHON_CLIENT` says the install succeeded).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -17,7 +17,7 @@ fn root() -> &'static Path {
 fn python() -> Option<PathBuf> {
     let python = root().join("target/py-venv/bin/python");
     let ok = Command::new(&python)
-        .args(["-c", "import askbridge, pytest, mypy, ruff"])
+        .args(["-c", "import askbridge, pytest, mypy, ruff, langchain"])
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
@@ -56,6 +56,9 @@ fn assert_passed(what: &str, output: &Output) {
 #[test]
 fn the_python_client_passes_its_suite_against_this_binary() {
     let Some(python) = python() else { return };
+    // The LangChain agent's run, as the closing note shows it: written by its test.
+    let transcript = root().join("target/test-artifacts/langchain-transcript.txt");
+    let _ = std::fs::remove_file(&transcript);
     let output = run(
         &python,
         &["pytest", "tests", "-q", "-p", "no:cacheprovider"],
@@ -63,6 +66,9 @@ fn the_python_client_passes_its_suite_against_this_binary() {
     assert_passed("pytest clients/python/tests", &output);
     let summary = String::from_utf8_lossy(&output.stdout);
     eprintln!("{}", summary.lines().last().unwrap_or_default());
+    if let Ok(text) = std::fs::read_to_string(&transcript) {
+        eprintln!("{text}");
+    }
 }
 
 #[test]

@@ -144,6 +144,14 @@ class Person:
 
 
 @pytest.fixture
+def batches(server: Server) -> None:
+    """Skips where askbridge takes no batch approvals (issue 33) yet, saying so."""
+    spec = httpx.get(f"{server.url}/api/openapi.json").json()
+    if "actions" not in spec["components"]["schemas"]["Question"]["properties"]:
+        pytest.skip("this askbridge has no batch approvals (issue 33) yet")
+
+
+@pytest.fixture
 def person(server: Server) -> Iterator[Person]:
     played = Person(server.url)
     yield played

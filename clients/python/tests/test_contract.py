@@ -10,11 +10,30 @@ from typing import Any
 import httpx
 from conftest import Person, Server
 
-from askbridge import Action, AsyncClient, Client, Question, Resolution, Vote
+from askbridge import (
+    Action,
+    ActionDecision,
+    AsyncClient,
+    BatchAction,
+    Client,
+    Question,
+    Resolution,
+    Vote,
+)
 
 
 def fields(model: type[Any]) -> set[str]:
     return {f.name for f in dataclasses.fields(model)} - {"raw"}
+
+
+def properties(spec: Any, schema: Any) -> set[str]:
+    """The properties of ``schema``, a ``$ref`` followed."""
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        for part in ref.removeprefix("#/").split("/"):
+            spec = spec[part]
+        schema = spec
+    return set(schema["properties"])
 
 
 def test_models_know_every_field_of_the_spec_and_no_other(server: Server) -> None:
@@ -24,6 +43,10 @@ def test_models_know_every_field_of_the_spec_and_no_other(server: Server) -> Non
     assert fields(Resolution) == set(question["resolution"]["properties"])
     assert fields(Action) == set(question["action"]["properties"])
     assert fields(Vote) == set(spec["components"]["schemas"]["Vote"]["properties"])
+    actions = question["actions"]["items"]
+    assert fields(BatchAction) == properties(spec, actions)
+    decisions = question["resolution"]["properties"]["decisions"]["items"]
+    assert fields(ActionDecision) == properties(spec, decisions)
 
 
 def test_what_askbridge_sends_is_in_the_spec(server: Server, person: Person) -> None:

@@ -11,6 +11,7 @@ raised (all :class:`NoAnswer`); failures are :class:`AskbridgeError`.
 from ._async import AsyncClient
 from ._core import AskOptions, DecisionReply
 from ._sync import Client
+from .actions import ActionDecision, BatchAction, ProposedAction
 from .approval import require_approval
 from .errors import (
     ApiError,
@@ -39,6 +40,7 @@ from .models import (
 
 __all__ = [
     "Action",
+    "ActionDecision",
     "AnswerValue",
     "ApiError",
     "Approval",
@@ -46,6 +48,7 @@ __all__ = [
     "AskbridgeError",
     "AsyncClient",
     "AuditEntry",
+    "BatchAction",
     "Cancelled",
     "Client",
     "Decision",
@@ -53,6 +56,7 @@ __all__ = [
     "Declined",
     "Event",
     "NoAnswer",
+    "ProposedAction",
     "Question",
     "Rejected",
     "Resolution",

@@ -26,6 +26,7 @@ from ._core import (
     parse_event,
     settings,
 )
+from .actions import ActionDecision, ProposedAction
 from .models import (
     AnswerValue,
     Approval,
@@ -192,6 +193,21 @@ class AsyncClient:
         op = self._core.approve(tool, args, prompt, allowed, args_schema, opts)
         return await self._run(op)
 
+    async def approve_actions(
+        self,
+        actions: Sequence[ProposedAction],
+        *,
+        prompt: str | None = None,
+        **opts: Unpack[AskOptions],
+    ) -> list[ActionDecision]:
+        """Approval of several actions at once (an agent's parallel tool calls): one question,
+        each action decided on its own. Gives one :class:`~askbridge.ActionDecision` per action,
+        in order — ``runs`` with ``args`` (once, always, edit), or reject (``message``) or
+        respond (``text``). Raises :class:`~askbridge.TimedOut` or :class:`~askbridge.Cancelled`
+        when the batch ended undecided (``.question.decided()`` has the decisions made before)."""
+        op = self._core.approve_actions(actions, prompt, opts)
+        return await self._run(op)
+
     @overload
     async def form(self, prompt: str, fields: type[T], **opts: Unpack[AskOptions]) -> T: ...
 
@@ -243,13 +259,19 @@ class AsyncClient:
         return await self._run(self._core.reply(question_id, answer, by, digest, message))
 
     async def decide(
-        self, question_id: str, decision: Decision, **reply: Unpack[DecisionReply]
+        self,
+        question_id: str,
+        decision: Decision,
+        *,
+        action: int | None = None,
+        **reply: Unpack[DecisionReply],
     ) -> Question:
         """Decides an approval as the identity ``api``: ``decide(id, "edit", args={...})``,
         ``decide(id, "respond", text="...")``, ``decide(id, "reject", message="...")``. A decision
         the approval does not offer, or arguments breaking its schema, raise
-        :class:`~askbridge.ApiError` (422, naming the field) and decide nothing."""
-        return await self._run(self._core.decide(question_id, decision, reply))
+        :class:`~askbridge.ApiError` (422, naming the field) and decide nothing. ``action``
+        decides that action of a batch (``digest`` is then the batch's)."""
+        return await self._run(self._core.decide(question_id, decision, reply, action))
 
     async def reject(
         self, question_id: str, message: str | None = None, *, by: str | None = None

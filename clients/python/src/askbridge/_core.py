@@ -21,9 +21,11 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, TypeVar, cast
 
-from . import forms
+from . import actions, forms
+from ._json import JsonObject
+from .actions import ActionDecision, ProposedAction
 from .errors import ApiError, AskbridgeError, Unreachable
-from .models import Approval, AuditEntry, Decision, Event, JsonObject, Question, Rule, Run
+from .models import Approval, AuditEntry, Decision, Event, Question, Rule, Run
 
 T = TypeVar("T")
 
@@ -100,6 +102,13 @@ class AskOptions(TypedDict, total=False):
     quorum: int
     escalate: Sequence[Mapping[str, Any]]
     callback_url: str
+    #: Sent as the create's ``Idempotency-Key`` (a random one otherwise): another process
+    #: asking the same question with the same key within a day gets the first one back and
+    #: waits on it, instead of asking twice.
+    idempotency_key: str
+    #: False: Ctrl-C (or the awaiting task's cancellation) leaves the question pending, for a
+    #: process that picks it up later (by ``wait(id)``, or asking again with the same key).
+    cancel_on_interrupt: bool
 
 
 def _env(name: str) -> str | None:
@@ -275,8 +284,10 @@ class Core:
             body["quorum"] = {"needs": options["quorum"], "of": list(options.get("answerers", []))}
         return body
 
-    def create(self, body: Mapping[str, Any]) -> Op[Question]:
-        key = secrets.token_hex(16)
+    def create(self, body: Mapping[str, Any], key: str | None = None) -> Op[Question]:
+        """Creates a question, sent with ``key`` as its ``Idempotency-Key`` (a random one when
+        not given): a repeat with the same key and body gives the first question back."""
+        key = key or secrets.token_hex(16)
         request = Request("POST", "/api/questions", body=dict(body), idempotency_key=key)
         return Question.from_json((yield from self.call(request)))
 
@@ -290,15 +301,18 @@ class Core:
         body = yield from self.long_poll(f"/api/questions/{question_id}/wait", {}, done, deadline)
         return Question.from_json(body)
 
-    def ask_and_wait(self, body: Mapping[str, Any]) -> Op[Question]:
+    def ask_and_wait(self, body: Mapping[str, Any], opts: AskOptions) -> Op[Question]:
         """Asks and waits for the resolution. Interrupted (Ctrl-C, a cancelled task), it cancels
-        the question — every surface withdraws it — and passes the interruption on."""
-        question = yield from self.create(body)
+        the question — every surface withdraws it — and passes the interruption on (unless
+        ``cancel_on_interrupt`` is false: then the question stays pending for another process)."""
+        question = yield from self.create(body, opts.get("idempotency_key"))
         if not question.pending:
             return question
         try:
             return (yield from self.wait(question.id))
         except INTERRUPTS:
+            if not opts.get("cancel_on_interrupt", True):
+                raise
             reason = "the Python program that asked it was interrupted"
             with contextlib.suppress(AskbridgeError):
                 yield from self.cancel(question.id, reason, retry=False)
@@ -317,7 +331,7 @@ class Core:
         body.update(options=list(options), multi=multi, allow_custom=allow_custom)
         if default is not None:
             body["default"] = default if isinstance(default, str) else list(default)
-        question = yield from self.ask_and_wait(body)
+        question = yield from self.ask_and_wait(body, opts)
         value = question.answer()
         if multi:
             return [str(v) for v in value] if isinstance(value, list) else [value]
@@ -327,7 +341,7 @@ class Core:
         body = self.question_body(prompt, "confirm", opts)
         if default is not None:
             body["default"] = default
-        question = yield from self.ask_and_wait(body)
+        question = yield from self.ask_and_wait(body, opts)
         return question.answer() is True
 
     def approve(
@@ -345,15 +359,27 @@ class Core:
             body["allowed"] = list(allowed)
         if args_schema is not None:
             body["args_schema"] = dict(args_schema)
-        question = yield from self.ask_and_wait(body)
+        question = yield from self.ask_and_wait(body, opts)
         return Approval.of(question)
+
+    def approve_actions(
+        self,
+        proposed: Sequence[ProposedAction],
+        prompt: str | None,
+        opts: AskOptions,
+    ) -> Op[list[ActionDecision]]:
+        listed = list(proposed)
+        body = self.question_body(prompt or actions.default_prompt(listed), "approval", opts)
+        body["actions"] = actions.actions_body(listed)
+        question = yield from self.ask_and_wait(body, opts)
+        return actions.outcome(question)
 
     def form(self, prompt: str, fields: Any, opts: AskOptions) -> Op[Any]:
         as_class = isinstance(fields, type)
         schema = forms.schema_of(fields) if as_class else dict(fields)
         body = self.question_body(prompt, "form", opts)
         body["form"] = schema
-        question = yield from self.ask_and_wait(body)
+        question = yield from self.ask_and_wait(body, opts)
         value = question.answer()
         if not isinstance(value, dict):
             raise AskbridgeError(f"a form's answer is not an object: {value!r}")
@@ -409,9 +435,13 @@ class Core:
         question_id: str,
         decision: Decision,
         reply: DecisionReply,
+        action: int | None = None,
     ) -> Op[Question]:
-        """An approval's decision as LangChain words it: ``{"decision": ..., "args"?, "text"?}``."""
+        """An approval's decision as LangChain words it: ``{"decision": ..., "args"?, "text"?}``
+        (with ``action``, on that action of a batch)."""
         body: JsonObject = {"decision": decision}
+        if action is not None:
+            body["action"] = action
         body.update({k: v for k, v in reply.items() if v is not None})
         request = Request("POST", f"/api/questions/{question_id}/reply", body=body)
         return Question.from_json((yield from self.call(request)))

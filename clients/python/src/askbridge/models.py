@@ -11,59 +11,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Union, cast
 
+from ._json import JsonObject, as_object, objects, opt_str, parse_time, req_str, str_list
+from .actions import ActionDecision, BatchAction
+from .actions import Decision as Decision
 from .errors import AskbridgeError, Cancelled, Declined, Rejected, TimedOut
 
 #: An answer as askbridge carries it: an option or free text, a list of options (``multi``),
 #: a bool (confirm) or an object (form).
 AnswerValue = Union[str, bool, list[str], dict[str, Any]]  # noqa: UP007 (a runtime alias)
 
-#: An approval's decisions (LangChain's words, plus "always"): what ``allowed`` lists.
-Decision = Literal["once", "always", "edit", "reject", "respond"]
-
 Status = Literal["pending", "answered", "declined", "expired", "cancelled"]
 RunState = Literal["running", "waiting", "done", "failed"]
-
-JsonObject = dict[str, Any]
-
-
-def parse_time(value: Any) -> datetime | None:
-    """An RFC 3339 time as askbridge writes it (``2026-12-06T03:53:10.192Z``)."""
-    if not isinstance(value, str):
-        return None
-    # Python 3.10's fromisoformat does not read a trailing Z.
-    return datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
-
-
-def _object(value: Any, what: str) -> JsonObject:
-    if not isinstance(value, dict):
-        raise AskbridgeError(f"unexpected answer shape: {what} is not a JSON object: {value!r}")
-    return cast(JsonObject, value)
-
-
-def _str(raw: JsonObject, name: str) -> str:
-    value = raw.get(name)
-    if not isinstance(value, str):
-        raise AskbridgeError(f"unexpected answer shape: `{name}` is not a string: {value!r}")
-    return value
-
-
-def _opt_str(raw: JsonObject, name: str) -> str | None:
-    value = raw.get(name)
-    return value if isinstance(value, str) else None
-
-
-def _str_list(raw: JsonObject, name: str) -> list[str]:
-    value = raw.get(name)
-    if not isinstance(value, list):
-        return []
-    return [str(item) for item in value]
-
-
-def _objects(raw: JsonObject, name: str) -> list[JsonObject]:
-    value = raw.get(name)
-    if not isinstance(value, list):
-        return []
-    return [cast(JsonObject, item) for item in value if isinstance(item, dict)]
 
 
 @dataclass(frozen=True)
@@ -80,12 +38,12 @@ class Vote:
     @classmethod
     def from_json(cls, raw: JsonObject) -> Vote:
         return cls(
-            by=_str(raw, "by"),
-            by_name=_opt_str(raw, "by_name"),
-            via=_str(raw, "via"),
+            by=req_str(raw, "by"),
+            by_name=opt_str(raw, "by_name"),
+            via=req_str(raw, "via"),
             at=parse_time(raw.get("at")),
             value=raw.get("value"),
-            tally=_opt_str(raw, "tally") or "",
+            tally=opt_str(raw, "tally") or "",
         )
 
 
@@ -104,20 +62,23 @@ class Resolution:
     votes: list[Vote]
     #: An approval approved with changes: ``{"proposed": action, "approved": action}``.
     edited: JsonObject | None
+    #: A batch's decisions, one per action in order (on a timeout, those made before it).
+    decisions: list[ActionDecision]
 
     @classmethod
     def from_json(cls, raw: JsonObject) -> Resolution:
         edited = raw.get("edited")
         return cls(
             value=raw.get("value"),
-            by=_str(raw, "by"),
-            by_name=_opt_str(raw, "by_name"),
-            via=_str(raw, "via"),
+            by=req_str(raw, "by"),
+            by_name=opt_str(raw, "by_name"),
+            via=req_str(raw, "via"),
             at=parse_time(raw.get("at")),
-            message=_opt_str(raw, "message"),
-            rule_id=_opt_str(raw, "rule_id"),
-            votes=[Vote.from_json(v) for v in _objects(raw, "votes")],
+            message=opt_str(raw, "message"),
+            rule_id=opt_str(raw, "rule_id"),
+            votes=[Vote.from_json(v) for v in objects(raw, "votes")],
             edited=cast(JsonObject, edited) if isinstance(edited, dict) else None,
+            decisions=[ActionDecision.from_json(d) for d in objects(raw, "decisions")],
         )
 
 
@@ -131,7 +92,7 @@ class Action:
 
     @classmethod
     def from_json(cls, raw: JsonObject) -> Action:
-        return cls(tool=_str(raw, "tool"), args=raw.get("args"), digest=_opt_str(raw, "digest"))
+        return cls(tool=req_str(raw, "tool"), args=raw.get("args"), digest=opt_str(raw, "digest"))
 
 
 @dataclass(frozen=True)
@@ -165,12 +126,16 @@ class Question:
     #: An approval's decisions offered (empty: once, always, reject).
     allowed: list[str]
     args_schema: JsonObject | None
+    #: A batch approval's actions (an approval of one action has ``action`` instead).
+    actions: list[BatchAction]
+    #: A batch's digest, over its actions' digests in order.
+    digest: str | None
     raw: JsonObject = field(repr=False, compare=False)
 
     @classmethod
     def from_json(cls, value: Any) -> Question:
-        raw = _object(value, "a question")
-        status = _str(raw, "status")
+        raw = as_object(value, "a question")
+        status = req_str(raw, "status")
         if status not in ("pending", "answered", "declined", "expired", "cancelled"):
             raise AskbridgeError(f"unexpected answer shape: unknown status {status!r}")
         resolution = raw.get("resolution")
@@ -180,38 +145,47 @@ class Question:
         form = raw.get("form")
         args_schema = raw.get("args_schema")
         return cls(
-            id=_str(raw, "id"),
-            session_id=_opt_str(raw, "session_id") or "",
-            kind=_opt_str(raw, "kind") or "ask",
-            prompt=_str(raw, "prompt"),
-            detail=_opt_str(raw, "detail"),
-            options=_str_list(raw, "options"),
+            id=req_str(raw, "id"),
+            session_id=opt_str(raw, "session_id") or "",
+            kind=opt_str(raw, "kind") or "ask",
+            prompt=req_str(raw, "prompt"),
+            detail=opt_str(raw, "detail"),
+            options=str_list(raw, "options"),
             multi=raw.get("multi") is True,
             allow_custom=raw.get("allow_custom") is True,
             created_at=parse_time(raw.get("created_at")),
             expires_at=parse_time(raw.get("expires_at")),
             default=raw.get("default"),
-            answerers=_str_list(raw, "answerers"),
-            targets=_str_list(raw, "targets"),
+            answerers=str_list(raw, "answerers"),
+            targets=str_list(raw, "targets"),
             status=cast(Status, status),
             resolution=Resolution.from_json(resolution) if isinstance(resolution, dict) else None,
-            outcome=_opt_str(raw, "outcome"),
-            run_id=_opt_str(raw, "run_id"),
-            callback_url=_opt_str(raw, "callback_url"),
+            outcome=opt_str(raw, "outcome"),
+            run_id=opt_str(raw, "run_id"),
+            callback_url=opt_str(raw, "callback_url"),
             action=Action.from_json(action) if isinstance(action, dict) else None,
             reminders=cast(JsonObject, reminders) if isinstance(reminders, dict) else None,
-            escalate=_objects(raw, "escalate"),
+            escalate=objects(raw, "escalate"),
             quorum=cast(JsonObject, quorum) if isinstance(quorum, dict) else None,
-            votes=[Vote.from_json(v) for v in _objects(raw, "votes")],
+            votes=[Vote.from_json(v) for v in objects(raw, "votes")],
             form=cast(JsonObject, form) if isinstance(form, dict) else None,
-            allowed=_str_list(raw, "allowed"),
+            allowed=str_list(raw, "allowed"),
             args_schema=cast(JsonObject, args_schema) if isinstance(args_schema, dict) else None,
+            actions=[BatchAction.from_json(a) for a in objects(raw, "actions")],
+            digest=opt_str(raw, "digest"),
             raw=raw,
         )
 
     @property
     def pending(self) -> bool:
         return self.status == "pending"
+
+    def decided(self) -> list[ActionDecision]:
+        """A batch's decisions made so far, in action order: all of them once answered, those
+        made before the end when it timed out or was cancelled, those made yet while pending."""
+        if self.resolution is not None and self.resolution.decisions:
+            return self.resolution.decisions
+        return [a.decision for a in self.actions if a.decision is not None]
 
     def answer(self) -> Any:
         """The answer, or the outcome raised: :class:`~askbridge.Declined` (for an approval
@@ -291,17 +265,17 @@ class Run:
 
     @classmethod
     def from_json(cls, value: Any) -> Run:
-        raw = _object(value, "a run")
+        raw = as_object(value, "a run")
         question = raw.get("question")
         origin = raw.get("origin")
         return cls(
-            id=_str(raw, "id"),
-            flow=_str(raw, "flow"),
-            input=_opt_str(raw, "input"),
-            state=cast(RunState, _str(raw, "state")),
-            waiting_on=_opt_str(raw, "waiting_on"),
-            result=_opt_str(raw, "result"),
-            journal=_objects(raw, "journal"),
+            id=req_str(raw, "id"),
+            flow=req_str(raw, "flow"),
+            input=opt_str(raw, "input"),
+            state=cast(RunState, req_str(raw, "state")),
+            waiting_on=opt_str(raw, "waiting_on"),
+            result=opt_str(raw, "result"),
+            journal=objects(raw, "journal"),
             origin=cast(JsonObject, origin) if isinstance(origin, dict) else None,
             created_at=parse_time(raw.get("created_at")),
             updated_at=parse_time(raw.get("updated_at")),
@@ -328,15 +302,15 @@ class Rule:
 
     @classmethod
     def from_json(cls, value: Any) -> Rule:
-        raw = _object(value, "a rule")
+        raw = as_object(value, "a rule")
         action = raw.get("action")
         return cls(
-            id=_str(raw, "id"),
+            id=req_str(raw, "id"),
             action=Action.from_json(action) if isinstance(action, dict) else None,
             scope=raw.get("scope"),
-            created_by=_opt_str(raw, "created_by"),
+            created_by=opt_str(raw, "created_by"),
             created_at=parse_time(raw.get("created_at")),
-            question_id=_opt_str(raw, "question_id"),
+            question_id=opt_str(raw, "question_id"),
             raw=raw,
         )
 
@@ -361,20 +335,20 @@ class AuditEntry:
 
     @classmethod
     def from_json(cls, value: Any) -> AuditEntry:
-        raw = _object(value, "an audit record")
+        raw = as_object(value, "an audit record")
         return cls(
             at=parse_time(raw.get("at")),
-            event=_opt_str(raw, "event") or "",
-            by=_opt_str(raw, "by") or "",
-            via=_opt_str(raw, "via") or "",
-            question_id=_opt_str(raw, "question_id"),
-            session_id=_opt_str(raw, "session_id"),
-            kind=_opt_str(raw, "kind"),
-            status=_opt_str(raw, "status"),
+            event=opt_str(raw, "event") or "",
+            by=opt_str(raw, "by") or "",
+            via=opt_str(raw, "via") or "",
+            question_id=opt_str(raw, "question_id"),
+            session_id=opt_str(raw, "session_id"),
+            kind=opt_str(raw, "kind"),
+            status=opt_str(raw, "status"),
             value=raw.get("value"),
-            message=_opt_str(raw, "message"),
-            rule_id=_opt_str(raw, "rule_id"),
-            digest=_opt_str(raw, "digest"),
+            message=opt_str(raw, "message"),
+            rule_id=opt_str(raw, "rule_id"),
+            digest=opt_str(raw, "digest"),
             raw=raw,
         )
 
