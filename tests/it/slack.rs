@@ -420,7 +420,7 @@ async fn a_quorum_on_slack_redraws_its_progress_then_resolves() {
     assert_eq!(told.body["user"], ALICE);
     let redrawn = eventually_some(WITHIN, "the progress is redrawn", || async {
         let message = rig.fake.message(CHANNEL, &ts)?;
-        blocks_text(&message).contains("🗳").then_some(message)
+        blocks_text(&message).contains("1 of 2").then_some(message)
     })
     .await;
     assert_eq!(elements(&redrawn).len(), 2, "Yes and No stay");
@@ -428,6 +428,50 @@ async fn a_quorum_on_slack_redraws_its_progress_then_resolves() {
     rig.click(BOB, &yes, "trigger-vote-2").await;
     rig.wait_status(&q.id, Status::Answered).await;
     rig.withdrawn(&ts).await;
+}
+
+/// A vote's redraw that reaches Slack after the question was answered (here held back by a
+/// rate limit) does not leave the answered question showing its buttons: it is withdrawn again.
+#[tokio::test]
+async fn a_late_progress_redraw_does_not_bring_the_buttons_back() {
+    let rig = Rig::start().await;
+    let voters = [format!("slack:{ALICE}"), format!("slack:{BOB}")];
+    let q = rig
+        .ask(json!({"prompt": "Ship?", "kind": "confirm", "quorum": {"needs": 2, "of": voters}}))
+        .await;
+    let (ts, _) = rig.shown(&q).await;
+    let yes = format!("/answer {} yes", q.id);
+    // Alice's two calls (her ephemeral line and the progress redraw) are told to wait 1 s.
+    rig.fake.rate_limit_next(2, 1);
+    rig.click(ALICE, &yes, "trigger-vote-1").await;
+    eventually_some(WITHIN, "the redraw is held back", || async {
+        let updates = rig.fake.calls_of("chat.update");
+        updates.iter().any(|c| c.status == 429).then_some(())
+    })
+    .await;
+    rig.click(BOB, &yes, "trigger-vote-2").await;
+    rig.wait_status(&q.id, Status::Answered).await;
+    // The held-back redraw lands after the withdrawal...
+    eventually_some(WITHIN, "the late redraw lands", || async {
+        let updates = rig.fake.calls_of("chat.update");
+        let landed = updates.iter().filter(|c| c.status == 200).count() >= 2;
+        landed.then_some(())
+    })
+    .await;
+    // ...and is undone: the message ends showing the outcome, without buttons.
+    let message = rig.withdrawn(&ts).await;
+    assert!(blocks_text(&message).contains("Answered"), "{message}");
+    let last = rig
+        .fake
+        .calls_of("chat.update")
+        .into_iter()
+        .rfind(|c| c.status == 200)
+        .unwrap();
+    assert!(
+        elements(&last.body).is_empty(),
+        "the last edit is the outcome: {}",
+        last.body
+    );
 }
 
 #[tokio::test]

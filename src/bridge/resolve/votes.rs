@@ -73,8 +73,16 @@ impl Resolver {
 
     /// Redraws every message showing `question` with its progress, in the background (the
     /// voter's reply does not wait for every platform).
+    ///
+    /// The redraw races the question's resolution: a vote's redraw can reach the platform after
+    /// the withdrawal of the vote that met the quorum, and would put the buttons back on an
+    /// answered question. So each redraw is followed by a fresh read of the question, and if it
+    /// has resolved meanwhile, that message is withdrawn again (an edit to the outcome, harmless
+    /// when repeated). A resolution after that read is withdrawn by its own effects, which start
+    /// only after it — and so after this redraw landed.
     pub(super) fn spawn_refresh(&self, bridge: &Bridge, question: Question) {
         let (bridge, deliveries) = (bridge.clone(), self.store.deliveries.clone());
+        let questions = self.store.questions.clone();
         tokio::spawn(async move {
             let shown = match deliveries.shown(&question.id).await {
                 Ok(shown) => shown,
@@ -89,6 +97,19 @@ impl Resolver {
                 };
                 if let Err(error) = channel.refresh(&question, &target, &reference).await {
                     tracing::warn!(question_id = %question.id, %target, error = %Chain(&error), "cannot show the quorum's progress");
+                    continue;
+                }
+                let now = match questions.get(&question.id).await {
+                    Ok(Some(now)) if !now.is_pending() => now,
+                    Ok(_) => continue,
+                    Err(error) => {
+                        tracing::warn!(question_id = %question.id, error = %Chain(&error), "cannot check the question after showing its progress");
+                        continue;
+                    }
+                };
+                tracing::info!(question_id = %question.id, %target, "resolved while its progress was redrawn; withdrawing again");
+                if let Err(error) = channel.withdraw(&now, &target, &reference).await {
+                    tracing::warn!(question_id = %question.id, %target, error = %Chain(&error), "cannot withdraw after showing the quorum's progress");
                 }
             }
         });
