@@ -16,7 +16,7 @@ use super::discord::{FakeDiscord, FakeUser, Place};
 use super::slack::{FakeSlack, TOKEN as SLACK_TOKEN};
 use super::slack_socket::FakeSocket;
 use super::telegram::{FakeTelegram, User};
-use crate::support::{http, post_json};
+use crate::support::http;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,6 +35,17 @@ pub const CHANNEL: &str = "C0SOCKET1";
 pub const ALICE: &str = "U0ALICE01";
 /// The Discord channel of the rounds.
 pub const DISCORD_CHANNEL: u64 = 555_000_000_000_000_001;
+
+thread_local! {
+    /// The rounds' client, kept: a client built per request (and its connection) was timed in
+    /// each ask. One per thread, so one per runtime: a pooled connection serves the runtime
+    /// that opened it.
+    static CLIENT: reqwest::Client = http();
+}
+
+fn client() -> reqwest::Client {
+    CLIENT.with(reqwest::Client::clone)
+}
 
 /// Waits on a blocking thread until `ready`, checking every [`WATCH_EVERY`]; returns when it was
 /// first seen.
@@ -55,7 +66,7 @@ pub async fn seen(mut ready: impl FnMut() -> bool + Send + 'static) -> Instant {
 pub async fn parked_wait(base: &str, id: &str) -> tokio::task::JoinHandle<(Instant, Value)> {
     let url = format!("{base}/api/questions/{id}/wait?timeout_s=30");
     let waiter = tokio::spawn(async move {
-        let response = http().get(url).send().await.unwrap();
+        let response = client().get(url).send().await.unwrap();
         let done = Instant::now();
         (done, response.json().await.unwrap())
     });
@@ -69,11 +80,8 @@ pub async fn ask_all(base: &str, targets: &[String], answerers: &[String]) -> St
         "session_id": "bench", "prompt": "Which library?", "options": ["dayjs", "date-fns"],
         "targets": targets, "answerers": answerers,
     });
-    let created: Value = post_json(base, "/api/questions", body)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let response = client().post(format!("{base}/api/questions")).json(&body);
+    let created: Value = response.send().await.unwrap().json().await.unwrap();
     created["id"].as_str().unwrap().to_owned()
 }
 
