@@ -104,12 +104,19 @@ pub async fn million(count: usize, concurrency: usize) {
     println!(
         "million: Redis per pending question {many_bytes} B with {count} (goal <= 1,024 B)   beside {few_bytes} B with 100"
     );
-    // Before the cycles: each side's newest events are then its asks (the 200 warm-up ones
-    // and 100 on one side; the replay's 1,000 on the other).
+    // The replay: every pending question, up to the newest 1,000.
     let (mut replay_few, mut replay_many) = (Vec::new(), Vec::new());
+    let replayed = |side: &Side| {
+        let stats = format!("{}/api/stats", side.server.base);
+        async move {
+            let (_, stats) = load::timed_get(&load::client(), &stats).await;
+            stats["pending"].as_u64().unwrap().min(1_000) as usize
+        }
+    };
+    let (expect_few, expect_many) = (replayed(&few).await, replayed(&many).await);
     for _ in 0..3 {
-        replay_few.push(load::replay_ms(&few.server.base, 300).await);
-        replay_many.push(load::replay_ms(&many.server.base, 1_000).await);
+        replay_few.push(load::replay_ms(&few.server.base, expect_few).await);
+        replay_many.push(load::replay_ms(&many.server.base, expect_many).await);
     }
     print_beside(
         "SSE replay to its last replayed event",
