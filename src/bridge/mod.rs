@@ -300,7 +300,8 @@ impl Bridge {
     async fn run_background(&self) -> Result<(), Error> {
         let pump = tokio::spawn(effects::Effects::pump_events(self.clone()));
         lock(&self.inner.tasks).push(pump);
-        let sweeper = tokio::spawn(effects::Effects::recover_then_sweep(self.clone()));
+        let started = askbridge_core::Millis::now();
+        let sweeper = tokio::spawn(effects::Effects::recover_then_sweep(self.clone(), started));
         lock(&self.inner.tasks).push(sweeper);
         Ok(())
     }

@@ -206,13 +206,15 @@ impl Effects {
     /// where no delivery was recorded, and leaves overdue ones to the first sweep.
     /// Recovery, then the sweeper, as one background task. Recovery that fails (the store
     /// unreachable) is tried again every second, skipping the questions it already handled.
-    pub(in crate::bridge) async fn recover_then_sweep(bridge: Bridge) {
+    /// It leaves alone the questions asked since `started` (when this process's bridge started):
+    /// this process shows those itself, and recovery, running beside it, would show them twice.
+    pub(in crate::bridge) async fn recover_then_sweep(bridge: Bridge, started: Millis) {
         let effects = bridge.effects();
         let mut shutdown = bridge.shutdown_signal();
         let mut handled = HashSet::new();
         loop {
             let recovered = tokio::select! {
-                recovered = effects.recover(&bridge, &mut handled) => recovered,
+                recovered = effects.recover(&bridge, started, &mut handled) => recovered,
                 _ = shutdown.changed() => return,
             };
             let Err(error) = recovered else { break };
@@ -228,6 +230,7 @@ impl Effects {
     async fn recover(
         &self,
         bridge: &Bridge,
+        started: Millis,
         handled: &mut HashSet<QuestionId>,
     ) -> Result<(), Error> {
         let store = &self.store;
@@ -243,6 +246,9 @@ impl Effects {
             if !question.is_pending() {
                 resolved += 1;
                 store.outbox.reschedule(&id, Millis::now()).await?;
+                continue;
+            }
+            if question.created_at >= started {
                 continue;
             }
             self.schedule.offer(question.next_due(&[]));
