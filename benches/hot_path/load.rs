@@ -228,14 +228,16 @@ pub async fn replay_ms(base: &str, expect: usize) -> f64 {
         .send()
         .await
         .unwrap();
-    let mut seen = 0;
+    const ASKED: &[u8] = b"event: question.asked";
+    let (mut seen, mut carried) = (0, Vec::new());
     while seen < expect {
         let Some(chunk) = response.chunk().await.unwrap() else {
             break;
         };
-        seen += String::from_utf8_lossy(&chunk)
-            .matches("event: question.asked")
-            .count();
+        carried.extend_from_slice(&chunk);
+        seen += carried.windows(ASKED.len()).filter(|w| *w == ASKED).count();
+        // Kept: the bytes that may begin a name cut between two chunks (never a whole one).
+        carried.drain(..carried.len().saturating_sub(ASKED.len() - 1));
     }
     started.elapsed().as_secs_f64() * 1e3
 }

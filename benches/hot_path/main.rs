@@ -27,7 +27,14 @@
 //! 11. (`--only approvals`) approvals asked/s and rules created/s with no rule and with
 //!     `--approval-rules` (100,000), side by side (`approvals.rs`);
 //! 12. (`--only mcp`) RSS before, with and after `--sessions` (10,000) MCP sessions, opened by
-//!     `initialize` and left to expire (`process.rs`).
+//!     `initialize` and left to expire (`process.rs`);
+//! 13. (`--only chat`) ask -> shown and answer -> waiter released on Telegram, Slack and
+//!     Discord, `--rounds` (1,000) each with `--chat-pending` (1,000) pending, beside a loopback
+//!     round trip to each fake (`chat.rs`);
+//! 14. (`--only restart`) the embedded store's restart with `--pending` pending, beside 100
+//!     (`restart.rs`);
+//! 15. (`--only million`, never by default) `--million` (1,000,000) pending on Redis beside 100:
+//!     bytes each, cycles, stats, first pages, SSE replay, restart (`million.rs`).
 //!
 //! ```text
 //! scripts/bench                                    # everything, as the README gives it
@@ -39,13 +46,20 @@
 
 mod anchors;
 mod approvals;
+mod chat;
 mod cluster;
 mod lean;
 mod load;
+mod million;
 mod probe;
 mod process;
+mod restart;
 mod runs;
 mod views;
+
+#[path = "../../tests/it/fakes/mod.rs"]
+#[allow(dead_code)]
+mod fakes;
 
 #[path = "../../tests/it/redis_cluster.rs"]
 #[allow(dead_code)]
@@ -72,6 +86,11 @@ struct Options {
     failovers: usize,
     /// MCP sessions opened by `--only mcp`.
     sessions: usize,
+    /// Questions per platform of `--only chat`, and how many pending meanwhile.
+    rounds: usize,
+    chat_pending: usize,
+    /// Questions pending in `--only million`.
+    million: usize,
     only: Vec<String>,
 }
 
@@ -95,6 +114,9 @@ fn options() -> Options {
         approval_rules: number("--approval-rules", 100_000),
         failovers: number("--failovers", 1),
         sessions: number("--sessions", 10_000),
+        rounds: number("--rounds", 1_000),
+        chat_pending: number("--chat-pending", 1_000),
+        million: number("--million", 1_000_000),
         only: value("--only")
             .map(|v| v.split(',').map(str::to_owned).collect())
             .unwrap_or_default(),
@@ -412,6 +434,15 @@ async fn main() {
             ],
         );
         process::mcp_sessions(&server, o.sessions, 20).await;
+    }
+    if o.wants("chat") {
+        chat::chat(o.rounds, o.chat_pending).await;
+    }
+    if o.wants("restart") {
+        restart::embedded(o.pending, o.concurrency).await;
+    }
+    if o.only.iter().any(|s| s == "million") {
+        million::million(o.million, o.concurrency).await;
     }
     if o.wants("binary") {
         match anchors::release_binary_mb() {

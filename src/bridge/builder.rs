@@ -97,9 +97,10 @@ impl BridgeBuilder {
         self
     }
 
-    /// Makes the bridge and starts it: recovers what an earlier process left (open questions,
-    /// runs answered while none ran), then runs the sweeper and the event pump until
-    /// [`Bridge::shutdown`].
+    /// Makes the bridge and starts it: in the background, recovers what an earlier process left
+    /// (open questions, runs answered while none ran), then runs the sweeper and the event pump
+    /// until [`Bridge::shutdown`]. It returns before recovery is done: a process with many open
+    /// questions serves at once.
     pub async fn start(self) -> Result<Bridge, Error> {
         let bridge = Bridge::from_parts(self.parts);
         bridge.run_background().await?;

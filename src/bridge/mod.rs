@@ -294,14 +294,14 @@ impl Bridge {
         }
     }
 
-    /// Recovers open questions left by an earlier run, then starts the sweeper (expiry and
-    /// interrupted effects) and the waiter pump. Called once, by [`BridgeBuilder::start`], when
-    /// everything is wired.
+    /// Starts the waiter pump, and in the background the recovery of open questions left by an
+    /// earlier run followed by the sweeper (expiry and interrupted effects): the process serves
+    /// meanwhile. Called once, by [`BridgeBuilder::start`], when everything is wired.
     async fn run_background(&self) -> Result<(), Error> {
         let pump = tokio::spawn(effects::Effects::pump_events(self.clone()));
         lock(&self.inner.tasks).push(pump);
-        self.effects().recover(self).await?;
-        let sweeper = tokio::spawn(effects::Effects::sweep_forever(self.clone()));
+        let started = askbridge_core::Millis::now();
+        let sweeper = tokio::spawn(effects::Effects::recover_then_sweep(self.clone(), started));
         lock(&self.inner.tasks).push(sweeper);
         Ok(())
     }

@@ -17,74 +17,17 @@
 //! Both mailboxes and the fake are watched every 200 µs.
 
 use crate::email::{ALICE, BRIDGE, Held, reply_mail, serve_env};
-use crate::fakes::telegram::{FakeTelegram, User};
+use crate::fakes::rounds::{ask, line, parked_wait, seen, telegram_round};
+use crate::fakes::telegram::FakeTelegram;
 use crate::mail_servers::MailServers;
 use crate::redis_server::RedisServer;
-use crate::support::{Process, askbridge_binary, http, post_json};
-use serde_json::{Value, json};
+use crate::support::{Process, askbridge_binary};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 100;
-const GROUP: i64 = -100_300;
-const WATCH_EVERY: Duration = Duration::from_micros(200);
-const GIVE_UP: Duration = Duration::from_secs(30);
-
-/// Waits on a blocking thread until `ready`, checking every [`WATCH_EVERY`]; returns when it was
-/// first seen.
-pub(crate) async fn seen(mut ready: impl FnMut() -> bool + Send + 'static) -> Instant {
-    tokio::task::spawn_blocking(move || {
-        let deadline = Instant::now() + GIVE_UP;
-        while !ready() {
-            assert!(Instant::now() < deadline, "gave up waiting");
-            std::thread::sleep(WATCH_EVERY);
-        }
-        Instant::now()
-    })
-    .await
-    .unwrap()
-}
-
-/// `GET /api/questions/{id}/wait` parked (a moment to reach the server), and when it returned.
-pub(crate) async fn parked_wait(base: &str, id: &str) -> tokio::task::JoinHandle<(Instant, Value)> {
-    let url = format!("{base}/api/questions/{id}/wait?timeout_s=30");
-    let waiter = tokio::spawn(async move {
-        let response = http().get(url).send().await.unwrap();
-        let done = Instant::now();
-        (done, response.json().await.unwrap())
-    });
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    waiter
-}
-
-pub(crate) async fn ask(base: &str, target: &str, answerer: &str) -> String {
-    let body = json!({
-        "session_id": "bench", "prompt": "Which library?", "options": ["dayjs", "date-fns"],
-        "targets": [target], "answerers": [answerer],
-    });
-    let created: Value = post_json(base, "/api/questions", body)
-        .await
-        .json()
-        .await
-        .unwrap();
-    created["id"].as_str().unwrap().to_owned()
-}
-
-pub(crate) fn line(what: &str, samples: &mut [Duration]) -> String {
-    samples.sort_unstable();
-    let at = |p: f64| {
-        let rank = ((p * samples.len() as f64).ceil() as usize).clamp(1, samples.len());
-        samples[rank - 1].as_secs_f64() * 1000.0
-    };
-    format!(
-        "{what:<52} p50 {:>7.2} ms   p99 {:>7.2} ms   (n = {})",
-        at(0.5),
-        at(0.99),
-        samples.len()
-    )
-}
 
 /// One email round: (POST -> mail held, reply delivered -> wait released).
 async fn email_round(servers: &Arc<MailServers>, base: &str, round: usize) -> (Duration, Duration) {
@@ -146,26 +89,6 @@ async fn email_round(servers: &Arc<MailServers>, base: &str, round: usize) -> (D
         mailed - asked,
         released.saturating_duration_since(delivered),
     )
-}
-
-/// One Telegram round: (POST -> sendMessage, update queued -> wait released).
-pub(crate) async fn telegram_round(fake: &FakeTelegram, base: &str) -> (Duration, Duration) {
-    let asked = Instant::now();
-    let id = ask(base, &format!("telegram:{GROUP}"), "telegram:7").await;
-    let shown = {
-        let (fake, id) = (fake.clone(), id.clone());
-        seen(move || fake.sent_in(GROUP).iter().any(|m| m.text.contains(&id))).await
-    };
-    let waiter = parked_wait(base, &id).await;
-    let alice = User {
-        id: 7,
-        username: "alice",
-    };
-    let pushed = Instant::now();
-    fake.say(GROUP, &alice, &format!("/answer {id} 2"));
-    let (released, question) = waiter.await.unwrap();
-    assert_eq!(question["status"], "answered", "{question}");
-    (shown - asked, released - pushed)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,39 +13,16 @@
 //! released. It prints the first round's Slack calls as the fakes recorded them: the question,
 //! the click's envelope and its acknowledgement, the withdrawal.
 
-use crate::email_bench::{ask, line, parked_wait, seen, telegram_round};
+use crate::fakes::rounds::{line, seen, slack_fakes, slack_round, telegram_round};
 use crate::fakes::slack::{FakeSlack, TOKEN};
 use crate::fakes::slack_socket::FakeSocket;
 use crate::fakes::telegram::FakeTelegram;
 use crate::redis_server::RedisServer;
 use crate::slack::{blocks_text, elements};
-use crate::slack_socket::{ALICE, CHANNEL, click, fakes};
 use crate::support::{Process, askbridge_binary};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 200;
-
-/// One Slack round: (POST -> chat.postMessage, click sent -> wait released), and the envelope.
-async fn slack_round(
-    web: &Arc<FakeSlack>,
-    socket: &FakeSocket,
-    base: &str,
-    round: usize,
-) -> (Duration, Duration, String) {
-    let asked = Instant::now();
-    let id = ask(base, &format!("slack:{CHANNEL}"), &format!("slack:{ALICE}")).await;
-    let (finder, needle) = (web.clone(), id.clone());
-    let shown = seen(move || finder.find(CHANNEL, &needle).is_some()).await;
-    let ts = web.find(CHANNEL, &id).unwrap();
-    let waiter = parked_wait(base, &id).await;
-    let clicked = Instant::now();
-    let at = format!("1800000000.{round:06}");
-    let envelope = socket.send("interactive", click(ALICE, &id, &ts, 2, &at));
-    let (released, question) = waiter.await.unwrap();
-    assert_eq!(question["status"], "answered", "{question}");
-    (shown - asked, released - clicked, envelope)
-}
 
 /// The first round as the fakes recorded it.
 fn transcript(web: &FakeSlack, socket: &FakeSocket, envelope: &str) {
@@ -89,7 +66,7 @@ fn transcript(web: &FakeSlack, socket: &FakeSocket, envelope: &str) {
 #[ignore = "a benchmark: cargo test --test it slack_latency -- --ignored --nocapture"]
 async fn slack_latency_beside_telegram() {
     let redis = RedisServer::start();
-    let (web, socket) = fakes();
+    let (web, socket) = slack_fakes();
     let (web, socket) = (Arc::new(web), Arc::new(socket));
     let telegram = FakeTelegram::start();
     let mut env = telegram.serve_env(&redis);

@@ -21,15 +21,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 const WITHIN: Duration = Duration::from_secs(20);
-pub(crate) const CHANNEL: &str = "C0SOCKET1";
-pub(crate) const ALICE: &str = "U0ALICE01";
-
-/// The two fakes, the Web API handing out the socket's URL.
-pub(crate) fn fakes() -> (FakeSlack, FakeSocket) {
-    let (web, socket) = (FakeSlack::start(), FakeSocket::start());
-    web.socket_mode(&socket.url);
-    (web, socket)
-}
+pub(crate) use crate::fakes::rounds::{ALICE, CHANNEL, slack_click as click, slack_fakes as fakes};
 
 /// A bridge over `store` with the Slack channel, receiving over Socket Mode.
 struct Replica {
@@ -80,19 +72,6 @@ async fn shown(bridge: &Bridge, id: &QuestionId) -> String {
         shown.into_iter().next().map(|s| s.reference)
     })
     .await
-}
-
-/// A click by `user` on option `choice` of question `id`, shown in message `ts`, at `at`.
-pub(crate) fn click(user: &str, id: &str, ts: &str, choice: usize, at: &str) -> Value {
-    json!({
-        "type": "block_actions",
-        "user": {"id": user, "username": user.to_lowercase()},
-        "channel": {"id": CHANNEL},
-        "container": {"type": "message", "message_ts": ts, "channel_id": CHANNEL},
-        "trigger_id": format!("trigger-{at}"),
-        "actions": [{"type": "button", "action_id": format!("askbridge-{}", choice - 1),
-                     "value": format!("/answer {id} {choice}"), "action_ts": at}],
-    })
 }
 
 /// The open connections, once there are `count`.

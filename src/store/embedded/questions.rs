@@ -3,8 +3,9 @@
 use super::EmbeddedStore;
 use super::audit::append_audit_in;
 use super::tables::{
-    BY_SESSION, BY_TARGET, CREATED, DONE, EFFECTS, ID_END, QUESTIONS, SHOWN, decode, encode,
-    ids_under, index_state, insert_question, put_run, remove_open, run_in, set_due, work_in,
+    BY_SESSION, BY_TARGET, CREATED, DONE, EFFECTS, ID_END, QUESTIONS, SESSION_PENDING, SHOWN,
+    decode, encode, ids_under, index_state, insert_question, put_run, remove_open, run_in, set_due,
+    work_in,
 };
 use crate::store::claim::{self, ClaimTxn};
 use crate::store::{
@@ -51,12 +52,12 @@ impl ClaimTxn for Txn<'_> {
         self.0
             .open_table(QUESTIONS)?
             .insert(id, encode(question).as_str())?;
-        index_state(
+        let indexes = (
             &mut self.0.open_table(CREATED)?,
             &mut self.0.open_table(DONE)?,
-            question,
-            id,
-        )
+            &mut self.0.open_table(SESSION_PENDING)?,
+        );
+        index_state(indexes, question, id)
     }
 
     fn audit(&mut self, entry: &AuditEntry) -> Result<()> {
@@ -170,6 +171,20 @@ impl Questions for EmbeddedStore {
                     txn,
                     ids_under(&txn.open_table(BY_TARGET)?, target.as_str())?,
                 )?,
+                // A session's pending page: that page from its own index, newest first.
+                (_, Some(session)) if status == Status::Pending => {
+                    let range = (session.as_str(), 0, "")..=(session.as_str(), u64::MAX, ID_END);
+                    let mut ids = Vec::new();
+                    for entry in txn
+                        .open_table(SESSION_PENDING)?
+                        .range(range)?
+                        .rev()
+                        .take(limit)
+                    {
+                        ids.push(entry?.0.value().2.to_owned());
+                    }
+                    load(txn, ids)?
+                }
                 (_, Some(session)) => load(txn, ids_under(&txn.open_table(BY_SESSION)?, session)?)?,
                 (None, None) if status == Status::Pending => {
                     // Newest first, a page at a time: the index is ordered by time asked.

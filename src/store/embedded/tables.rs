@@ -27,6 +27,10 @@ pub(super) const RULES_BY_KEY: TableDefinition<(&str, &str, &str), ()> =
     TableDefinition::new("rules_by_key");
 /// Pending questions by (asked at, id): listing the newest pending ones reads only a page.
 pub(super) const CREATED: TableDefinition<(u64, &str), ()> = TableDefinition::new("created");
+/// Pending questions by (session, asked at, id): a session's pending page reads only that page,
+/// not every question the session had (`BY_SESSION`).
+pub(super) const SESSION_PENDING: TableDefinition<(&str, u64, &str), ()> =
+    TableDefinition::new("session_pending");
 /// Resolved questions by (status, resolved at, id): counts and pages by outcome and time.
 pub(super) const DONE: TableDefinition<(&str, u64, &str), ()> = TableDefinition::new("done");
 /// Leased sessions by (lease end, session), and each one's lease end (`askbridge exec`).
@@ -43,7 +47,7 @@ pub(super) const IDEMPOTENCY: TableDefinition<&str, (u64, &str)> =
 /// Facts about the file itself (`layout`: the version of the tables above).
 pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// The current table layout; older files get their indexes rebuilt once on open.
-pub(super) const LAYOUT: u64 = 3;
+pub(super) const LAYOUT: u64 = 4;
 /// Audit records by (time, sequence): ordered, and unique within a time.
 pub(super) const AUDIT: TableDefinition<(u64, u64), &str> = TableDefinition::new("audit");
 
@@ -70,6 +74,7 @@ pub(super) fn create_all(txn: &WriteTransaction) -> Result<()> {
     txn.open_table(AUDIT)?;
     txn.open_table(CREATED)?;
     txn.open_table(DONE)?;
+    txn.open_table(SESSION_PENDING)?;
     txn.open_table(SESSION_LEASES)?;
     txn.open_table(SESSION_LEASE_AT)?;
     txn.open_table(SESSIONS_CLOSED)?;
@@ -90,10 +95,12 @@ fn rebuild_indexes(txn: &WriteTransaction) -> Result<()> {
     let questions = txn.open_table(QUESTIONS)?;
     let mut created = txn.open_table(CREATED)?;
     let mut done = txn.open_table(DONE)?;
+    let mut session_pending = txn.open_table(SESSION_PENDING)?;
     for entry in questions.iter()? {
         let (id, json) = entry?;
         let question = decode(json.value())?;
-        index_state(&mut created, &mut done, &question, id.value())?;
+        let indexes = (&mut created, &mut done, &mut session_pending);
+        index_state(indexes, &question, id.value())?;
     }
     let rules = txn.open_table(RULES)?;
     let mut by_key = txn.open_table(RULES_BY_KEY)?;
@@ -108,19 +115,29 @@ fn rebuild_indexes(txn: &WriteTransaction) -> Result<()> {
     Ok(())
 }
 
-/// Enters `question` in the pending index or the resolved one, as its state says.
+/// The indexes a question's state decides: `CREATED`, `DONE` and `SESSION_PENDING`.
+pub(super) type StateIndexes<'a, 'txn> = (
+    &'a mut redb::Table<'txn, (u64, &'static str), ()>,
+    &'a mut redb::Table<'txn, (&'static str, u64, &'static str), ()>,
+    &'a mut redb::Table<'txn, (&'static str, u64, &'static str), ()>,
+);
+
+/// Enters `question` in the pending indexes or the resolved one, as its state says.
 pub(super) fn index_state(
-    created: &mut redb::Table<(u64, &'static str), ()>,
-    done: &mut redb::Table<(&'static str, u64, &'static str), ()>,
+    (created, done, session_pending): StateIndexes<'_, '_>,
     question: &Question,
     id: &str,
 ) -> Result<()> {
+    let asked = question.created_at.0;
+    let session = question.session_id.as_str();
     match &question.resolution {
         None => {
-            created.insert((question.created_at.0, id), ())?;
+            created.insert((asked, id), ())?;
+            session_pending.insert((session, asked, id), ())?;
         }
         Some(resolution) => {
-            created.remove((question.created_at.0, id))?;
+            created.remove((asked, id))?;
+            session_pending.remove((session, asked, id))?;
             done.insert((question.status.as_str(), resolution.at.0, id), ())?;
         }
     }
@@ -223,6 +240,10 @@ pub(super) fn insert_question(txn: &WriteTransaction, question: &Question) -> Re
         .insert((question.session_id.as_str(), id), ())?;
     txn.open_table(CREATED)?
         .insert((question.created_at.0, id), ())?;
+    txn.open_table(SESSION_PENDING)?.insert(
+        (question.session_id.as_str(), question.created_at.0, id),
+        (),
+    )?;
     let mut by_target = txn.open_table(BY_TARGET)?;
     for target in &question.all_targets() {
         by_target.insert((target.as_str(), id), ())?;

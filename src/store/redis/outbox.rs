@@ -12,6 +12,8 @@ use std::time::Duration;
 
 /// What a delivery key holds while its delivery is in someone's hand.
 const IN_HAND: &str = "in-hand";
+/// How many open ids one scan page asks for (see `open_ids`).
+const OPEN_IDS_PAGE: usize = 10_000;
 
 fn parse_ids(ids: &[String], index: &str) -> Result<Vec<QuestionId>> {
     ids.iter()
@@ -99,16 +101,31 @@ impl Outbox for RedisStore {
             .min())
     }
 
+    /// A bucket and a scan page (`ZSCAN … COUNT`) at a time: with a million open, one read of
+    /// them all (16 whole `ZRANGE`s) kept Redis, and this process parsing the reply, from
+    /// answering anything else for over a second while a restarted process recovered; between
+    /// scan pages other commands run.
     async fn open_ids(&self) -> Result<Vec<QuestionId>> {
-        let mut pipe = redis::pipe();
+        let mut ids = std::collections::BTreeSet::new();
         for bucket in 0..BUCKETS {
-            pipe.cmd("ZRANGE")
-                .arg(self.keys.open(bucket))
-                .arg(0)
-                .arg(-1);
+            let mut cursor = 0u64;
+            loop {
+                let mut command = redis::cmd("ZSCAN");
+                command
+                    .arg(self.keys.open(bucket))
+                    .arg(cursor)
+                    .arg("COUNT")
+                    .arg(OPEN_IDS_PAGE);
+                let (next, page): (u64, Vec<String>) = self.query("open ids", &command).await?;
+                // Members and their scores in turn; a scan may return a member twice.
+                ids.extend(page.into_iter().step_by(2));
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
         }
-        let ids: Vec<Vec<String>> = self.query_pipe("open ids", &pipe).await?;
-        parse_ids(&ids.concat(), "the open index")
+        parse_ids(&ids.into_iter().collect::<Vec<_>>(), "the open index")
     }
 
     async fn reschedule(&self, id: &QuestionId, at: Millis) -> Result<()> {

@@ -107,6 +107,12 @@ impl RedisStore {
         what: &'static str,
         pipe: &Pipeline,
     ) -> Result<T> {
+        // Nothing to send (a page of no items): the client refuses an empty pipeline ("empty
+        // command"), which answered `/api/runs` with 503 on a store without runs.
+        if pipe.is_empty() {
+            return T::from_redis_value(redis::Value::Array(Vec::new()))
+                .map_err(|e| Error::corrupt("an empty reply", e));
+        }
         let started = Instant::now();
         let reply = retrying(what, &|| self.troubled(), || {
             let mut connection = self.connection();

@@ -1,6 +1,7 @@
 //! Fake chat platforms on loopback, for the real client libraries.
 
 pub mod discord;
+pub mod rounds;
 pub mod slack;
 pub mod slack_socket;
 pub mod telegram;

@@ -293,3 +293,75 @@ async fn redis_rules_stored_before_the_index_are_filed_on_connect() {
     restarted.delete_rule(&kept.id).await.unwrap().unwrap();
     assert!(restarted.rules_for(&digest, "s1").await.unwrap().is_empty());
 }
+
+/// Embedded only: a session's pending page reads that page, not every question the session had.
+/// The resolved questions' records are made unreadable in the file; the pending page still
+/// answers (it read none of them), where the session's resolved listing, which reads them all,
+/// fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_a_sessions_pending_page_reads_no_resolved_question() {
+    use askbridge::store::ListFilter;
+    use askbridge_core::Status;
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedStore::open(dir.path(), StoreOptions::default())
+        .await
+        .unwrap();
+    let mut resolved = Vec::new();
+    for _ in 0..20 {
+        let q = question("s", &[], DEFAULT_TIMEOUT);
+        store.insert(&q).await.unwrap();
+        let by = claim(answer("dayjs"), "telegram:1");
+        store
+            .claim(&q, &by, ClaimOptions::new(SETTLE))
+            .await
+            .unwrap();
+        resolved.push(q.id);
+    }
+    let pending = question("s", &[], DEFAULT_TIMEOUT);
+    store.insert(&pending).await.unwrap();
+    drop(store);
+    spoil(
+        &dir.path().join(askbridge::store::embedded::FILE_NAME),
+        &resolved,
+    )
+    .await;
+
+    let store = EmbeddedStore::open(dir.path(), StoreOptions::default())
+        .await
+        .unwrap();
+    let session = |status| ListFilter {
+        session_id: Some("s".into()),
+        status: Some(status),
+        ..ListFilter::pending()
+    };
+    let listed = store.list(&session(Status::Pending)).await.unwrap();
+    let ids: Vec<QuestionId> = listed.into_iter().map(|q| q.id).collect();
+    assert_eq!(ids, [pending.id]);
+    assert!(store.list(&session(Status::Answered)).await.is_err());
+}
+
+/// Writes what no question decodes from over the records of `ids` (once the store that had the
+/// file open has let it go).
+async fn spoil(file: &std::path::Path, ids: &[QuestionId]) {
+    let table = redb::TableDefinition::<&str, &str>::new("questions");
+    for _ in 0..100 {
+        match redb::Database::open(file) {
+            Ok(db) => {
+                let txn = db.begin_write().unwrap();
+                {
+                    let mut questions = txn.open_table(table).unwrap();
+                    for id in ids {
+                        questions.insert(id.as_str(), "not a question").unwrap();
+                    }
+                }
+                txn.commit().unwrap();
+                return;
+            }
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(other) => panic!("{other}"),
+        }
+    }
+    panic!("the store kept the file open");
+}
