@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import threading
@@ -24,6 +25,13 @@ import pytest
 from askbridge import AsyncClient, Client
 
 ROOT = Path(__file__).resolve().parents[3]
+
+# A test run started in the background (`nohup`, `cmd &` in a script) inherits SIGINT ignored,
+# and so would every process a test starts: Python then never raises KeyboardInterrupt, and the
+# Ctrl-C tests would wait for a child that cannot be interrupted. A handler installed here is
+# reset to the default in each child at exec, so children start as they would in a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def binary() -> str:
