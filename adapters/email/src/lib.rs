@@ -26,8 +26,8 @@
 //! - `imap.rs`: watching a mailbox for replies (IDLE, or polling a server without it), and
 //!   `mailbox.rs`: one read of it (fetch, hand over, flag, move; crash-safe in that order).
 //!
-//! The SMTP and IMAP URLs may hold passwords: they are [`Secret`]s, and every error text this
-//! crate returns or logs has the passwords replaced by `***`.
+//! The SMTP and IMAP URLs may hold passwords: they are [`Secret`](askbridge_core::Secret)s, and
+//! every error text this crate returns or logs has the passwords replaced by `***`.
 
 mod address;
 mod compose;

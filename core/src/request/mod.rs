@@ -1,5 +1,5 @@
 //! Requests to ask something ([`NewQuestion`]): what the HTTP API and the Rust API accept, and
-//! the checks that turn one into a pending [`Question`](crate::question::Question).
+//! the checks that turn one into a pending [`Question`].
 //!
 //! Validation lives beside the request rather than in [`crate::question`] because it needs the
 //! answer rules (a default must be a valid answer), which themselves need the question: keeping
@@ -20,6 +20,9 @@ use crate::nudge::Escalation;
 use crate::question::{Answer, Kind};
 use crate::quorum::Quorum;
 use serde::{Deserialize, Serialize};
+// The fields' docs link to the question's (the checks that use it are in `check.rs`).
+#[cfg(doc)]
+use crate::question::Question;
 use std::time::Duration;
 
 /// A request to ask something: what the HTTP API and the Rust API accept.
