@@ -4,7 +4,7 @@
 //! Every request is signed: `X-Slack-Signature: v0=<hex HMAC-SHA256 of "v0:<ts>:<body>">` with
 //! the app's signing secret, compared in constant time; a timestamp more than five minutes off, or
 //! a missing header, is refused with 401 before the body is read. What a request means, and when
-//! its 200 may go, is `inbound.rs`'s, shared with Socket Mode.
+//! its 200 may go, is `inbound/`'s, shared with Socket Mode.
 
 use crate::Slack;
 use crate::inbound::{EventCallback, Hook, Interaction};

@@ -18,8 +18,8 @@
 //! - `blocks.rs`: the blocks of a question, Slack's limits, mrkdwn escaping.
 //! - `sending.rs`: the [`Channel`] side: posting and updating, with rate limits waited out and
 //!   failures mapped to retryable or permanent errors.
-//! - `inbound.rs`: what a delivery (click, slash command, event) means, and when it may be
-//!   acknowledged; shared by both transports.
+//! - `inbound/`: what a delivery (click, slash command, event) means, and when it may be
+//!   acknowledged; shared by both transports (`inbound/event.rs`: which events count).
 //! - `http.rs`: the routes Slack posts to in HTTP mode, their signature checked.
 //! - `socket.rs`: Socket Mode: connecting, reconnecting, acknowledging envelopes.
 //! - `modals.rs`: the modals for a rejection's reason, an approval's edited arguments and a whole

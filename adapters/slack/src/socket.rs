@@ -3,7 +3,7 @@
 //! `apps.connections.open`, called with the app-level token, gives a one-time `wss://` URL (never
 //! logged: it is a credential for that connection). Slack says `hello`, then sends envelopes
 //! (`events_api`, `interactive`, `slash_commands`) whose payloads are exactly what HTTP mode is
-//! posted; each goes to `inbound.rs` and is acknowledged (`{"envelope_id": ...}`) once its claim
+//! posted; each goes to `inbound/` and is acknowledged (`{"envelope_id": ...}`) once its claim
 //! is recorded, within Slack's 3 s. An envelope never acknowledged is sent again, perhaps on
 //! another connection; the retry carries the same payload, so the store's record of delivery ids
 //! makes it count once, whichever replica gets it. Slack spreads envelopes over all of an app's

@@ -6,75 +6,29 @@ thrown back in as :class:`TransportFailure`, and an interruption (KeyboardInterr
 cancellation) as itself. :class:`~askbridge.Client` drives these generators with blocking httpx
 calls and :class:`~askbridge.AsyncClient` with awaited ones, so both behave alike: the same
 retries, the same long polls, the same cancellation on Ctrl-C.
+
+The parts: the steps and the retried requests are in :mod:`askbridge._requests`, the event
+stream's parts in :mod:`askbridge._events`; here are the operations.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import json
-import os
 import secrets
 import time
-from collections import OrderedDict
-from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict, TypeVar, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from . import actions, forms
+from ._events import ENDINGS
 from ._json import JsonObject
+from ._requests import INTERRUPTS, Op, Request, Requests
 from .actions import ActionDecision, ProposedAction
-from .errors import ApiError, AskbridgeError, Unreachable
+from .errors import ApiError, AskbridgeError
 from .models import Approval, AuditEntry, Decision, Event, Question, Rule, Run
 
-T = TypeVar("T")
-
-DEFAULT_URL = "http://127.0.0.1:8080"
-
-
-@dataclass(frozen=True)
-class Request:
-    """One HTTP request. ``timeout`` bounds waiting for its response (a long poll's is longer
-    than the poll); ``create`` marks a request that makes something (sent with an
-    ``Idempotency-Key``)."""
-
-    method: Literal["GET", "POST", "DELETE"]
-    path: str
-    params: Mapping[str, str] = field(default_factory=dict[str, str])
-    body: Any = None
-    timeout: float = 30.0
-    idempotency_key: str | None = None
-
-
-@dataclass(frozen=True)
-class Sleep:
-    seconds: float
-
-
-@dataclass(frozen=True)
-class Response:
-    """``body`` is the parsed JSON, or ``None`` when the body was not JSON (``text`` has it)."""
-
-    status: int
-    body: Any
-    text: str = ""
-
-
-class TransportFailure(Exception):
-    """A request that got no response. ``sent`` is false when it never left (no connection), so
-    repeating it cannot make anything twice; ``timed_out`` when the server took too long."""
-
-    def __init__(self, message: str, *, sent: bool, timed_out: bool = False) -> None:
-        super().__init__(message)
-        self.sent = sent
-        self.timed_out = timed_out
-
-
-Step = Request | Sleep
-Op = Generator[Step, Response | None, T]
-
-#: What interrupts a blocking ask: Ctrl-C, or (async) the task's cancellation.
-INTERRUPTS = (KeyboardInterrupt, asyncio.CancelledError)
+if TYPE_CHECKING:
+    from ._events import EventFilter
 
 
 class DecisionReply(TypedDict, total=False):
@@ -111,158 +65,8 @@ class AskOptions(TypedDict, total=False):
     cancel_on_interrupt: bool
 
 
-def _env(name: str) -> str | None:
-    value = os.environ.get(name, "").strip()
-    return value or None
-
-
-def settings(
-    url: str | None, token: str | None, session: str | None
-) -> tuple[str, str | None, str]:
-    """Base URL, token and session as the CLI reads them: ``ASKBRIDGE_URL`` (else ``http://`` +
-    ``ASKBRIDGE_HTTP_ADDR``, else ``http://127.0.0.1:8080``), ``ASKBRIDGE_API_TOKEN``,
-    ``ASKBRIDGE_SESSION`` (else a session of this client's own)."""
-    base = url or _env("ASKBRIDGE_URL")
-    if base is None:
-        addr = _env("ASKBRIDGE_HTTP_ADDR")
-        base = f"http://{addr}" if addr else DEFAULT_URL
-    if not base.startswith(("http://", "https://")):
-        raise AskbridgeError(f"ASKBRIDGE_URL `{base}` is not an http:// or https:// URL")
-    own_session = session or _env("ASKBRIDGE_SESSION") or f"py-{secrets.token_hex(5)}"
-    return base.rstrip("/"), token or _env("ASKBRIDGE_API_TOKEN"), own_session
-
-
-def _error(response: Response) -> ApiError:
-    body = response.body
-    if isinstance(body, dict):
-        error = cast(JsonObject, body)
-        message = error.get("error")
-        field_name = error.get("field")
-        return ApiError(
-            response.status,
-            message if isinstance(message, str) else str(body),
-            field_name if isinstance(field_name, str) else None,
-            body,
-        )
-    return ApiError(response.status, response.text.strip()[:200] or "(no body)", None, body)
-
-
-class Core:
+class Core(Requests):
     """The operations, as generators (see the module docstring)."""
-
-    def __init__(
-        self,
-        url: str,
-        session: str,
-        *,
-        poll_s: float,
-        unreachable_for: float,
-        retry_every: float,
-        read_timeout: float | None,
-    ) -> None:
-        self.url = url
-        self.session = session
-        self.poll_s = poll_s
-        self.unreachable_for = unreachable_for
-        self.retry_every = retry_every
-        self.read_timeout = read_timeout
-
-    # --- requests, retried -------------------------------------------------------------------
-
-    def call(self, request: Request, *, retry: bool = True) -> Op[Any]:
-        """Sends ``request`` and gives its JSON body; raises :class:`ApiError` on an error status.
-
-        A request that never left is repeated while askbridge stays unreachable for less than
-        ``unreachable_for`` (a restart); one that left is repeated only when it is a GET, so nothing
-        is made or answered twice.
-        """
-        unreachable_since: float | None = None
-        while True:
-            try:
-                response = yield request
-            except TransportFailure as failure:
-                # A request that may have arrived is repeated only when a repeat cannot do it
-                # twice: a GET, or a create with its Idempotency-Key (the server answers a
-                # repeat with what the first one made).
-                repeatable = (
-                    not failure.sent
-                    or request.method == "GET"
-                    or request.idempotency_key is not None
-                )
-                now = time.monotonic()
-                if unreachable_since is None:
-                    unreachable_since = now
-                if not (retry and repeatable and now - unreachable_since < self.unreachable_for):
-                    raise Unreachable(self.url, str(failure)) from failure
-                yield Sleep(self.retry_every)
-                continue
-            assert response is not None
-            proxy_says_down = response.status in (502, 503) or request.method == "GET"
-            if response.status >= 500 and response.body is None and retry and proxy_says_down:
-                # A proxy's page while askbridge restarts behind it: as if unreachable (for a
-                # POST only "bad gateway" and "unavailable", which say it never arrived).
-                now = time.monotonic()
-                if unreachable_since is None:
-                    unreachable_since = now
-                if now - unreachable_since < self.unreachable_for:
-                    yield Sleep(self.retry_every)
-                    continue
-            if 200 <= response.status < 300:
-                return response.body
-            if response.status == 409 and request.idempotency_key is not None and retry:
-                # The first attempt of this create is still being handled: its result comes.
-                yield Sleep(self.retry_every)
-                continue
-            raise _error(response)
-
-    def _poll_timeout(self, server_wait: float) -> float:
-        return self.read_timeout if self.read_timeout is not None else server_wait + 30.0
-
-    def long_poll(
-        self, path: str, params: Mapping[str, str], done: Any, deadline: float | None
-    ) -> Op[Any]:
-        """Repeats ``GET path`` (a server-side wait of ``poll_s``) until ``done(body)`` or the
-        deadline. A client-side timeout (a proxy, a short read timeout) only starts the next poll;
-        askbridge unreachable is retried for ``unreachable_for``, which restarts with every
-        answer."""
-        unreachable_since: float | None = None
-        while True:
-            wait = self.poll_s
-            if deadline is not None:
-                wait = max(0.0, min(wait, deadline - time.monotonic()))
-            request = Request(
-                "GET",
-                path,
-                {**params, "timeout_s": f"{wait:g}"},
-                timeout=self._poll_timeout(wait),
-            )
-            try:
-                response = yield request
-            except TransportFailure as failure:
-                now = time.monotonic()
-                if deadline is not None and now >= deadline:
-                    raise Unreachable(self.url, str(failure)) from failure
-                if failure.timed_out:
-                    # The server was there; the poll outlived a timeout on the way. Poll again.
-                    unreachable_since = None
-                    continue
-                if unreachable_since is None:
-                    unreachable_since = now
-                if now - unreachable_since >= self.unreachable_for:
-                    raise Unreachable(self.url, str(failure)) from failure
-                yield Sleep(self.retry_every)
-                continue
-            assert response is not None
-            if response.body is None and response.status >= 500:
-                unreachable_since = unreachable_since or time.monotonic()
-                if time.monotonic() - unreachable_since < self.unreachable_for:
-                    yield Sleep(self.retry_every)
-                    continue
-            if not 200 <= response.status < 300:
-                raise _error(response)
-            unreachable_since = None
-            if done(response.body) or (deadline is not None and time.monotonic() >= deadline):
-                return response.body
 
     # --- questions ---------------------------------------------------------------------------
 
@@ -555,110 +359,3 @@ def _list(body: Any, name: str) -> list[Any]:
     if not isinstance(items, list):
         raise AskbridgeError(f"unexpected answer shape: no `{name}` list")
     return items
-
-
-# --- the event stream ------------------------------------------------------------------------
-
-
-class SseParser:
-    """Server-Sent Events, a line at a time."""
-
-    def __init__(self) -> None:
-        self._name = "message"
-        self._data: list[str] = []
-
-    def feed(self, line: str) -> tuple[str, str] | None:
-        """Takes one line (without its end); gives ``(name, data)`` when it ends an event."""
-        if line == "":
-            if not self._data:
-                self._name = "message"
-                return None
-            event = (self._name, "\n".join(self._data))
-            self._name, self._data = "message", []
-            return event
-        if line.startswith(":"):
-            return None
-        name, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if name == "event":
-            self._name = value
-        elif name == "data":
-            self._data.append(value)
-        return None
-
-
-#: The event that ends a question, by the status it ends in.
-ENDINGS = {
-    "answered": "question.replied",
-    "declined": "question.rejected",
-    "expired": "question.expired",
-    "cancelled": "question.cancelled",
-}
-
-
-def _remember(ids: OrderedDict[str, None], key: str) -> None:
-    ids[key] = None
-    if len(ids) > 10_000:
-        ids.popitem(last=False)
-
-
-class EventFilter:
-    """Keeps a reconnecting stream's story whole: askbridge replays the pending questions on
-    every connect, so a ``question.asked`` already seen is dropped; and a question that ended
-    while the stream was away is reported from ``GET /api/history`` (:meth:`Core.missed`), its
-    ending dropped if the live stream then sends it too. Remembers the last 10,000 of each."""
-
-    def __init__(self) -> None:
-        self.pending: OrderedDict[str, None] = OrderedDict()
-        self._ended: OrderedDict[str, None] = OrderedDict()
-
-    def fresh(self, event: Event) -> bool:
-        if event.question is None:
-            return True
-        key = event.question.id
-        if key in self._ended:
-            return False
-        if event.name == "question.asked":
-            if key in self.pending:
-                return False
-            _remember(self.pending, key)
-        elif event.name in ENDINGS.values():
-            self.pending.pop(key, None)
-            _remember(self._ended, key)
-        return True
-
-
-class Reconnect:
-    """When the event stream drops: how long to wait before the next attempt, or
-    :class:`Unreachable` once askbridge stayed away for ``unreachable_for``."""
-
-    def __init__(self, core: Core) -> None:
-        self._core = core
-        self._since: float | None = None
-        self._connects = 0
-
-    def connected(self) -> bool:
-        """Notes a connection; true when it is a reconnection (events may have been missed)."""
-        self._since = None
-        self._connects += 1
-        return self._connects > 1
-
-    def dropped(self, cause: str) -> float:
-        now = time.monotonic()
-        if self._since is None:
-            self._since = now
-        if now - self._since >= self._core.unreachable_for:
-            raise Unreachable(self._core.url, cause)
-        return self._core.retry_every
-
-
-def events_request(session_id: str | None) -> Request:
-    return Request("GET", "/api/events", {"session_id": session_id} if session_id else {})
-
-
-def parse_event(name: str, data: str) -> Event:
-    try:
-        value: Any = json.loads(data)
-    except ValueError:
-        value = data
-    return Event.parse(name, value)

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from ._core import Request, Response, TransportFailure
+from ._requests import Request, Response, TransportFailure
 from .errors import ApiError
 
 CONNECT_TIMEOUT = 5.0

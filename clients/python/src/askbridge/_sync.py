@@ -10,21 +10,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 import httpx
 
 from . import _http
-from ._core import (
-    AskOptions,
-    Core,
-    DecisionReply,
-    EventFilter,
-    Op,
-    Reconnect,
-    Response,
-    Sleep,
-    SseParser,
-    TransportFailure,
-    events_request,
-    parse_event,
-    settings,
-)
+from ._core import AskOptions, Core, DecisionReply
+from ._events import EventFilter, Reconnect, SseParser, events_request, parse_event
+from ._requests import Op, Response, Sleep, TransportFailure, settings
 from .actions import ActionDecision, ProposedAction
 from .models import (
     AnswerValue,

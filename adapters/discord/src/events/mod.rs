@@ -13,6 +13,12 @@
 //! Every delivery carries the platform's id (`interaction:<id>`, `message:<id>`), so a gateway
 //! resume that replays events, or a double click delivered twice, is handled once: the inbox drops
 //! a delivery id it has seen.
+//!
+//! The parts: this module holds what both share; `gateway.rs` the gateway's [`Handler`].
+
+mod gateway;
+
+pub(crate) use gateway::Handler;
 
 use crate::Core;
 use crate::layout::{fit, no_pings};
@@ -21,15 +27,13 @@ use askbridge_core::render;
 use askbridge_core::{Identity, Inbound, Inbox, Reply, ReplyTo, Target, Tone};
 use serenity::all::{
     ChannelType, CommandDataOptionValue, CommandInteraction, CommandOptionType,
-    ComponentInteraction, ComponentInteractionDataKind, Context, EventHandler, Interaction,
-    Message, PartialChannel, Ready, User,
+    ComponentInteraction, ComponentInteractionDataKind, Message, PartialChannel, Ready, User,
 };
 use serenity::builder::{
     CreateAutocompleteResponse, CreateCommand, CreateCommandOption, CreateInteractionResponse,
     CreateInteractionResponseFollowup, CreateInteractionResponseMessage, CreateMessage,
     EditInteractionResponse,
 };
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 /// Most choices Discord accepts in an autocomplete answer.
@@ -366,61 +370,6 @@ impl Core {
 /// The deferred, ephemeral first response to a slash command ("askbridge is thinking...").
 pub(crate) fn defer_ephemeral() -> CreateInteractionResponse {
     CreateInteractionResponse::Defer(CreateInteractionResponseMessage::new().ephemeral(true))
-}
-
-/// The gateway's event handler.
-pub(crate) struct Handler {
-    core: Arc<Core>,
-    inbox: Arc<dyn Inbox>,
-}
-
-impl Handler {
-    pub(crate) fn new(core: Arc<Core>, inbox: Arc<dyn Inbox>) -> Self {
-        Handler { core, inbox }
-    }
-}
-
-#[serenity::async_trait]
-impl EventHandler for Handler {
-    async fn ready(&self, _: Context, ready: Ready) {
-        self.core.ready(&ready).await;
-    }
-
-    async fn interaction_create(&self, _: Context, interaction: Interaction) {
-        match interaction {
-            Interaction::Component(component) => {
-                let text = component_text(&component);
-                self.core
-                    .respond_first(
-                        &text,
-                        component.id,
-                        &component.token,
-                        &CreateInteractionResponse::Acknowledge,
-                    )
-                    .await;
-                self.core.handle_component(&*self.inbox, component).await;
-            }
-            Interaction::Command(command) => {
-                let text = command_text(&command);
-                self.core
-                    .respond_first(&text, command.id, &command.token, &defer_ephemeral())
-                    .await;
-                self.core.handle_command(&*self.inbox, command).await;
-            }
-            Interaction::Autocomplete(command) => {
-                let response = self.core.autocomplete(&*self.inbox, &command).await;
-                self.core
-                    .respond_first("", command.id, &command.token, &response)
-                    .await;
-            }
-            // Pings come only to the HTTP endpoint; askbridge opens no modals.
-            _ => {}
-        }
-    }
-
-    async fn message(&self, _: Context, message: Message) {
-        self.core.handle_message(&*self.inbox, message).await;
-    }
 }
 
 #[cfg(test)]
