@@ -40,14 +40,9 @@ impl RedisStore {
         for bucket in (0..BUCKETS).filter(|b| !done[*b]) {
             let mut cursor = 0u64;
             loop {
-                let mut command = redis::cmd("ZSCAN");
-                command
-                    .arg(self.keys.pending(bucket))
-                    .arg(cursor)
-                    .arg("COUNT")
-                    .arg(PAGE);
-                let (next, page): (u64, Vec<(String, f64)>) =
-                    self.query("pending ids", &command).await?;
+                let (next, page) = self
+                    .scan_page(&self.keys.pending(bucket), cursor, PAGE)
+                    .await?;
                 entered += self.index_page(bucket, &page).await?;
                 if next == 0 {
                     break;
@@ -65,6 +60,19 @@ impl RedisStore {
             );
         }
         Ok(entered)
+    }
+
+    /// One scan page (`ZSCAN … COUNT`) of sorted set `key` from `cursor`: the next cursor (0
+    /// when done), and members with their scores (a scan may return a member twice).
+    pub(super) async fn scan_page(
+        &self,
+        key: &str,
+        cursor: u64,
+        count: usize,
+    ) -> Result<(u64, Vec<(String, f64)>)> {
+        let mut command = redis::cmd("ZSCAN");
+        command.arg(key).arg(cursor).arg("COUNT").arg(count);
+        self.query("scan page", &command).await
     }
 
     /// Enters one scan page of `bucket`'s pending index (ids and when they were asked).

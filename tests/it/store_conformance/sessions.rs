@@ -18,6 +18,15 @@ fn of_session(session: &str, status: Status, limit: usize) -> ListFilter {
     }
 }
 
+/// The keys matching `pattern` on a test's Redis.
+async fn keys(connection: &mut redis::aio::MultiplexedConnection, pattern: &str) -> Vec<String> {
+    redis::cmd("KEYS")
+        .arg(pattern)
+        .query_async(connection)
+        .await
+        .unwrap()
+}
+
 fn ids(questions: Vec<Question>) -> Vec<QuestionId> {
     questions.into_iter().map(|q| q.id).collect()
 }
@@ -84,14 +93,10 @@ async fn redis_a_sessions_pending_page_reads_no_resolved_question() {
     let pending = ask(&*fixture.store, "s", 1, false).await;
     let mut connection = fixture.server.connection().await;
     for q in &resolved {
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(format!("*:q:{}", q.id))
-            .query_async(&mut connection)
-            .await
-            .unwrap();
-        assert_eq!(keys.len(), 1, "{keys:?}");
+        let record = keys(&mut connection, &format!("*:q:{}", q.id)).await;
+        assert_eq!(record.len(), 1, "{record:?}");
         let _: () = redis::cmd("HSET")
-            .arg(&keys[0])
+            .arg(&record[0])
             .arg("q")
             .arg("not a question")
             .query_async(&mut connection)
@@ -126,14 +131,10 @@ async fn redis_pending_questions_stored_before_the_session_index_are_entered_on_
         .unwrap();
     let mut connection = fixture.server.connection().await;
     for pattern in ["*session-pending:*", "*sessions-indexed"] {
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(pattern)
-            .query_async(&mut connection)
-            .await
-            .unwrap();
-        assert!(!keys.is_empty(), "{pattern}");
+        let older = keys(&mut connection, pattern).await;
+        assert!(!older.is_empty(), "{pattern}");
         let _: () = redis::cmd("DEL")
-            .arg(&keys)
+            .arg(&older)
             .query_async(&mut connection)
             .await
             .unwrap();
@@ -146,10 +147,6 @@ async fn redis_pending_questions_stored_before_the_session_index_are_entered_on_
     let restarted = redis_store_on(&fixture.server, StoreOptions::default()).await;
     let expected: Vec<QuestionId> = asked[..4].iter().rev().map(|q| q.id.clone()).collect();
     assert_eq!(ids(restarted.list(&pending).await.unwrap()), expected);
-    let marks: Vec<String> = redis::cmd("KEYS")
-        .arg("*sessions-indexed")
-        .query_async(&mut connection)
-        .await
-        .unwrap();
+    let marks = keys(&mut connection, "*sessions-indexed").await;
     assert_eq!(marks.len(), 16, "every bucket is marked done");
 }
