@@ -133,7 +133,8 @@ impl RedisStore {
             .key(self.keys.answers(bucket))
             .key(run_key)
             .key(self.keys.runs(bucket))
-            .key(run_data);
+            .key(run_data)
+            .key(self.keys.session_pending(bucket, &snapshot.session_id));
         if let Some(ahead) = plan.ahead {
             let save: SaveArgs<'a> = self.push_save(ahead.run, "", invocation);
             let insert: InsertArgs<'a> = self.push_insert(ahead.next, invocation);

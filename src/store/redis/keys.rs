@@ -12,6 +12,8 @@
 //! | `P:{bNN}:done:<status>` | sorted set | resolved questions by when they were resolved |
 //! | `P:{bNN}:answers` | list | how long recent answers took, in ms (the newest 125 are read; up to 250 kept) |
 //! | `P:{bNN}:session:<session>` | set | a session's question ids in this bucket |
+//! | `P:{bNN}:session-pending:<session>` | sorted set | a session's pending question ids in this bucket, by when they were asked (its pending page, and what a session-scoped rule looks through: `session_index.rs`) |
+//! | `P:{bNN}:sessions-indexed` | string | set once this bucket's pending questions from before the session's pending index were entered in it (`session_index.rs`) |
 //! | `P:{bNN}:target:<target>` | set | pending question ids shown in a target, in this bucket |
 //! | `P:{bNN}:events` | stream | events of this bucket's questions, runs and rules (`data`, and `o`: the tag of the store that wrote it, which skips its own), read by every process (replicated, not in the AOF) |
 //! | `P:{bNN}:audit` | stream | the audit records of this bucket's questions |
@@ -117,6 +119,15 @@ impl Keys {
     }
     pub(super) fn session(&self, bucket: usize, session: &str) -> String {
         self.in_bucket(bucket, &format!("session:{session}"))
+    }
+    /// A session's pending questions in `bucket`, by when they were asked (kept by the insert
+    /// and claim scripts, in the question's slot).
+    pub(super) fn session_pending(&self, bucket: usize, session: &str) -> String {
+        self.in_bucket(bucket, &format!("session-pending:{session}"))
+    }
+    /// Set once the bucket's pending questions are in their sessions' pending indexes.
+    pub(super) fn sessions_indexed(&self, bucket: usize) -> String {
+        self.in_bucket(bucket, "sessions-indexed")
     }
     pub(super) fn target(&self, bucket: usize, target: &str) -> String {
         self.in_bucket(bucket, &format!("target:{target}"))
@@ -233,6 +244,7 @@ mod tests {
             keys.done(bucket, "answered"),
             keys.answers(bucket),
             keys.session(bucket, "s"),
+            keys.session_pending(bucket, "s"),
             keys.target(bucket, "telegram:-100"),
             keys.events(bucket),
             keys.audit(bucket),

@@ -85,6 +85,8 @@ impl crate::store::Listings for RedisStore {
     async fn history(&self, filter: &crate::store::HistoryFilter) -> Result<Page<Question>> {
         let limit = filter.effective_limit();
         let ids: Vec<String> = match &filter.session_id {
+            // Every id the session had (its set): only its pending page has an index of its
+            // own (`session_index.rs`).
             Some(session) => {
                 self.members_everywhere(|b| self.keys.session(b, session))
                     .await?

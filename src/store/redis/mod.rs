@@ -53,6 +53,7 @@ mod retry;
 mod rules;
 mod runs;
 mod scripts;
+mod session_index;
 mod votes;
 
 use super::{Admin, EVENT_BUFFER, Error, Event, Events, FINAL, Result, StoreOptions};
@@ -196,6 +197,7 @@ impl RedisStore {
         };
         store.ping().await?;
         store.file_unfiled_rules().await?;
+        store.index_older_sessions().await?;
         store
             .start_event_reader(reader, Arc::downgrade(&alive))
             .await?;

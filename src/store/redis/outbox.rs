@@ -110,15 +110,11 @@ impl Outbox for RedisStore {
         for bucket in 0..BUCKETS {
             let mut cursor = 0u64;
             loop {
-                let mut command = redis::cmd("ZSCAN");
-                command
-                    .arg(self.keys.open(bucket))
-                    .arg(cursor)
-                    .arg("COUNT")
-                    .arg(OPEN_IDS_PAGE);
-                let (next, page): (u64, Vec<String>) = self.query("open ids", &command).await?;
-                // Members and their scores in turn; a scan may return a member twice.
-                ids.extend(page.into_iter().step_by(2));
+                let (next, page) = self
+                    .scan_page(&self.keys.open(bucket), cursor, OPEN_IDS_PAGE)
+                    .await?;
+                // A scan may return a member twice.
+                ids.extend(page.into_iter().map(|(id, _)| id));
                 if next == 0 {
                     break;
                 }

@@ -118,7 +118,8 @@ impl RedisStore {
             .key(self.keys.open(bucket))
             .key(self.keys.pending(bucket))
             .key(self.keys.session(bucket, &question.session_id))
-            .key(self.keys.events(bucket));
+            .key(self.keys.events(bucket))
+            .key(self.keys.session_pending(bucket, &question.session_id));
         for target in &question.all_targets() {
             invocation.key(self.keys.target(bucket, target.as_str()));
         }
@@ -219,6 +220,11 @@ impl Questions for RedisStore {
         let ids: Vec<String> = match (&filter.target, &filter.session_id) {
             (Some(target), _) if status == Status::Pending => {
                 self.members_everywhere(|b| self.keys.target(b, target.as_str()))
+                    .await?
+            }
+            // Its own index: the newest pending of the session, not every id it ever had.
+            (_, Some(session)) if status == Status::Pending => {
+                self.newest_everywhere(|b| self.keys.session_pending(b, session), limit)
                     .await?
             }
             (_, Some(session)) => {

@@ -1,6 +1,6 @@
 //! One suite, three stores: every test runs against memory, embedded (redb) and Redis, grouped
 //! by the store role it checks (`questions.rs`, `votes.rs`, `outbox.rs`, `runs.rs`, `kept.rs`,
-//! `records.rs`, `rule_index.rs`, `listings.rs`), plus Redis-only tests below.
+//! `records.rs`, `rule_index.rs`, `listings.rs`, `sessions.rs`), plus Redis-only tests below.
 
 use crate::support::{RedisServer, redis_store_with};
 use askbridge::store::ClaimOptions;
@@ -43,6 +43,7 @@ mod questions;
 mod records;
 mod rule_index;
 mod runs;
+mod sessions;
 mod votes;
 
 /// A claim's outcome and the question afterwards, as most tests look at them.

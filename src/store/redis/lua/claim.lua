@@ -11,8 +11,8 @@
 -- KEYS: 1 question, 2 shown, 3 effects, 4 open index, 5 pending index, 6 resolved index of the
 --       resulting status, 7 events stream, 8 audit stream, 9 recent answer times, 10 the run's
 --       fields (the question key again when there is none), 11 the run lease index, 12 the run's
---       data; with a run carried ahead (`was`), 13-19 save_run's keys for it and 20..
---       insert_question's for its next question.
+--       data, 13 the session's pending index (in this bucket); with a run carried ahead
+--       (`was`), 14-20 save_run's keys for it and 21.. insert_question's for its next question.
 -- Arguments, by name:
 --   now               the claim's time, ms
 --   id                the question's id
@@ -75,6 +75,7 @@ redis.call('PEXPIRE', KEYS[1], a.retention)
 if #shown > 0 then redis.call('PEXPIRE', KEYS[2], a.retention) end
 if #effects > 0 then redis.call('PEXPIRE', KEYS[3], a.retention) end
 redis.call('ZREM', KEYS[5], a.id)
+redis.call('ZREM', KEYS[13], a.id)
 redis.call('ZADD', KEYS[6], a.now, a.id)
 announce(KEYS[7], a.maxlen, a.event)
 redis.call('XADD', KEYS[8], 'MINID', '~', a.oldest_audit, '*', 'q', a.id, 'st', a.status,
@@ -93,8 +94,8 @@ if a.take then
     if r[1] == 'waiting' and r[2] == a.id then
         -- The owner as save_run checks it, so that nothing is inserted that it would not save.
         if a.was and r[3] == a.was and r[4] == a.run.owner
-            and insert_question(from(KEYS, 20), a.next) == 1 then
-            save_run(from(KEYS, 13), a.run, true, 'parked')
+            and insert_question(from(KEYS, 21), a.next) == 1 then
+            save_run(from(KEYS, 14), a.run, true, 'parked')
             ahead = 1
         else
             redis.call('HSET', KEYS[10], 'state', 'running', 'owner', a.owner,

@@ -1,7 +1,7 @@
 -- Creates a question, enters it in every index and announces it, unless its id exists: one
 -- atomic step in one bucket, so no crash leaves a question without its index entries or event.
 -- K (keys): 1 question, 2 open index, 3 pending index, 4 session set, 5 events stream,
---       6.. one target set per target.
+--       6 the session's pending index (in this bucket), 7.. one target set per target.
 -- A (arguments, by name):
 --   q            the question's JSON as asked (an object without status or resolution)
 --   event_head   the `question.asked` event before `q`'s members (see `framed`)
@@ -9,7 +9,7 @@
 --   deadline     the deadline, ms
 --   asked        when it was asked, ms
 --   id           the question's id
---   session_ttl  the session set's TTL, ms
+--   session_ttl  the session set's (and the session's pending index's) TTL, ms
 --   due          first due, ms (the deadline, or a reminder or escalation step before it)
 --   maxlen       the events stream's length
 --   target_ttl   a target set's TTL, ms
@@ -21,7 +21,9 @@ local function insert_question(K, A)
     redis.call('ZADD', K[3], A.asked, A.id)
     redis.call('SADD', K[4], A.id)
     redis.call('PEXPIRE', K[4], A.session_ttl)
-    for i = 6, #K do
+    redis.call('ZADD', K[6], A.asked, A.id)
+    redis.call('PEXPIRE', K[6], A.session_ttl)
+    for i = 7, #K do
         redis.call('SADD', K[i], A.id)
         -- A target's set lives as long as its longest-lived question may need it.
         if redis.call('PTTL', K[i]) < tonumber(A.target_ttl) then

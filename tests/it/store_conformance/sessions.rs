@@ -1,0 +1,152 @@
+//! A session's pending page: on every store, its newest pending questions and nothing else; on
+//! Redis, a page that reads no resolved question of the session, and the pending questions stored
+//! before the session's pending index entered in it on connect.
+
+use super::{Fixture, SETTLE, answer, claim, question};
+use crate::support::{redis_store_on, redis_store_with};
+use askbridge::store::prelude::*;
+use askbridge::store::{ClaimOptions, ListFilter, StoreOptions};
+use askbridge_core::question::DEFAULT_TIMEOUT;
+use askbridge_core::{Question, QuestionId, Status};
+
+fn of_session(session: &str, status: Status, limit: usize) -> ListFilter {
+    ListFilter {
+        session_id: Some(session.into()),
+        status: Some(status),
+        limit,
+        ..ListFilter::pending()
+    }
+}
+
+/// The keys matching `pattern` on a test's Redis.
+async fn keys(connection: &mut redis::aio::MultiplexedConnection, pattern: &str) -> Vec<String> {
+    redis::cmd("KEYS")
+        .arg(pattern)
+        .query_async(connection)
+        .await
+        .unwrap()
+}
+
+fn ids(questions: Vec<Question>) -> Vec<QuestionId> {
+    questions.into_iter().map(|q| q.id).collect()
+}
+
+/// Asks `n` questions in `session`, a millisecond apart, and answers each `answered` one.
+async fn ask(
+    store: &dyn askbridge::store::Store,
+    session: &str,
+    n: usize,
+    answered: bool,
+) -> Vec<Question> {
+    let mut asked = Vec::new();
+    for _ in 0..n {
+        let q = question(session, &[], DEFAULT_TIMEOUT);
+        store.insert(&q).await.unwrap();
+        if answered {
+            let by = claim(answer("dayjs"), "telegram:1");
+            store
+                .claim(&q, &by, ClaimOptions::new(SETTLE))
+                .await
+                .unwrap();
+        }
+        asked.push(q);
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    asked
+}
+
+async fn a_sessions_pending_page_is_its_newest_pending(f: Fixture) {
+    let pending = ask(&*f.store, "s", 4, false).await;
+    let answered = ask(&*f.store, "s", 3, true).await;
+    ask(&*f.store, "other", 2, false).await;
+    let page = f
+        .store
+        .list(&of_session("s", Status::Pending, 3))
+        .await
+        .unwrap();
+    let newest: Vec<QuestionId> = pending.iter().rev().take(3).map(|q| q.id.clone()).collect();
+    assert_eq!(ids(page), newest);
+    let all = f
+        .store
+        .list(&of_session("s", Status::Pending, usize::MAX))
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 4);
+    let resolved = f
+        .store
+        .list(&of_session("s", Status::Answered, 10))
+        .await
+        .unwrap();
+    let expected: Vec<QuestionId> = answered.iter().rev().map(|q| q.id.clone()).collect();
+    assert_eq!(ids(resolved), expected);
+}
+
+conformance!(a_sessions_pending_page_is_its_newest_pending);
+
+/// Redis only: a session's pending page reads no resolved question of the session. The resolved
+/// questions' records are made unreadable; the pending page still answers (it read none of
+/// them), where the session's resolved listing, which reads them, fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_a_sessions_pending_page_reads_no_resolved_question() {
+    let fixture = redis_store_with(StoreOptions::default()).await;
+    let resolved = ask(&*fixture.store, "s", 40, true).await;
+    let pending = ask(&*fixture.store, "s", 1, false).await;
+    let mut connection = fixture.server.connection().await;
+    for q in &resolved {
+        let record = keys(&mut connection, &format!("*:q:{}", q.id)).await;
+        assert_eq!(record.len(), 1, "{record:?}");
+        let _: () = redis::cmd("HSET")
+            .arg(&record[0])
+            .arg("q")
+            .arg("not a question")
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+    }
+    let page = fixture
+        .store
+        .list(&of_session("s", Status::Pending, 50))
+        .await;
+    assert_eq!(ids(page.unwrap()), [pending[0].id.clone()]);
+    assert!(
+        fixture
+            .store
+            .list(&of_session("s", Status::Answered, 50))
+            .await
+            .is_err()
+    );
+}
+
+/// Redis only: pending questions stored before the session's pending index (as an older
+/// askbridge left them: no index, no mark) are entered in it on connect; resolved ones are not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_pending_questions_stored_before_the_session_index_are_entered_on_connect() {
+    let fixture = redis_store_with(StoreOptions::default()).await;
+    let asked = ask(&*fixture.store, "s", 5, false).await;
+    let by = claim(answer("dayjs"), "telegram:1");
+    fixture
+        .store
+        .claim(&asked[4], &by, ClaimOptions::new(SETTLE))
+        .await
+        .unwrap();
+    let mut connection = fixture.server.connection().await;
+    for pattern in ["*session-pending:*", "*sessions-indexed"] {
+        let older = keys(&mut connection, pattern).await;
+        assert!(!older.is_empty(), "{pattern}");
+        let _: () = redis::cmd("DEL")
+            .arg(&older)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+    }
+    let pending = of_session("s", Status::Pending, 10);
+    assert!(
+        fixture.store.list(&pending).await.unwrap().is_empty(),
+        "the page reads the index"
+    );
+    let restarted = redis_store_on(&fixture.server, StoreOptions::default()).await;
+    let expected: Vec<QuestionId> = asked[..4].iter().rev().map(|q| q.id.clone()).collect();
+    assert_eq!(ids(restarted.list(&pending).await.unwrap()), expected);
+    let marks = keys(&mut connection, "*sessions-indexed").await;
+    assert_eq!(marks.len(), 16, "every bucket is marked done");
+}
