@@ -402,8 +402,9 @@ async fn a_multi_choice_is_a_multi_select_whose_choices_make_one_answer() {
     rig.withdrawn(&ts).await;
 }
 
-#[tokio::test]
-async fn a_quorum_on_slack_redraws_its_progress_then_resolves() {
+/// A rig showing a confirm that Alice and Bob must both say yes to: the question, its message's
+/// ts and the yes command.
+async fn quorum_shown() -> (Rig, Question, String, String) {
     let rig = Rig::start().await;
     let voters = [format!("slack:{ALICE}"), format!("slack:{BOB}")];
     let q = rig
@@ -411,6 +412,12 @@ async fn a_quorum_on_slack_redraws_its_progress_then_resolves() {
         .await;
     let (ts, _) = rig.shown(&q).await;
     let yes = format!("/answer {} yes", q.id);
+    (rig, q, ts, yes)
+}
+
+#[tokio::test]
+async fn a_quorum_on_slack_redraws_its_progress_then_resolves() {
+    let (rig, q, ts, yes) = quorum_shown().await;
     rig.click(ALICE, &yes, "trigger-vote-1").await;
     // The vote counts, the voter is told, and the message shows the progress with its buttons.
     let told = eventually_some(WITHIN, "the voter is told", || async {
@@ -434,13 +441,7 @@ async fn a_quorum_on_slack_redraws_its_progress_then_resolves() {
 /// rate limit) does not leave the answered question showing its buttons: it is withdrawn again.
 #[tokio::test]
 async fn a_late_progress_redraw_does_not_bring_the_buttons_back() {
-    let rig = Rig::start().await;
-    let voters = [format!("slack:{ALICE}"), format!("slack:{BOB}")];
-    let q = rig
-        .ask(json!({"prompt": "Ship?", "kind": "confirm", "quorum": {"needs": 2, "of": voters}}))
-        .await;
-    let (ts, _) = rig.shown(&q).await;
-    let yes = format!("/answer {} yes", q.id);
+    let (rig, q, ts, yes) = quorum_shown().await;
     // Alice's two calls (her ephemeral line and the progress redraw) are told to wait 1 s.
     rig.fake.rate_limit_next(2, 1);
     rig.click(ALICE, &yes, "trigger-vote-1").await;

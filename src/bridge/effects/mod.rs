@@ -333,7 +333,12 @@ impl Effects {
     }
 
     /// Edits one delivery to the outcome. False when it should be retried later.
-    async fn withdraw(&self, bridge: &Bridge, question: &Question, shown: &Shown) -> bool {
+    pub(in crate::bridge) async fn withdraw(
+        &self,
+        bridge: &Bridge,
+        question: &Question,
+        shown: &Shown,
+    ) -> bool {
         let Some(channel) = bridge.channel_for(&shown.target) else {
             tracing::warn!(question_id = %question.id, target = %shown.target, "no channel to withdraw from here; skipping");
             return true;

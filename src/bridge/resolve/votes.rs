@@ -91,11 +91,12 @@ impl Resolver {
                     return;
                 }
             };
-            for Shown { target, reference } in shown {
-                let Some(channel) = bridge.channel_for(&target) else {
+            for shown in shown {
+                let Shown { target, reference } = &shown;
+                let Some(channel) = bridge.channel_for(target) else {
                     continue;
                 };
-                if let Err(error) = channel.refresh(&question, &target, &reference).await {
+                if let Err(error) = channel.refresh(&question, target, reference).await {
                     tracing::warn!(question_id = %question.id, %target, error = %Chain(&error), "cannot show the quorum's progress");
                     continue;
                 }
@@ -108,9 +109,8 @@ impl Resolver {
                     }
                 };
                 tracing::info!(question_id = %question.id, %target, "resolved while its progress was redrawn; withdrawing again");
-                if let Err(error) = channel.withdraw(&now, &target, &reference).await {
-                    tracing::warn!(question_id = %question.id, %target, error = %Chain(&error), "cannot withdraw after showing the quorum's progress");
-                }
+                // The effects' own withdrawal: its metrics, its logs, its "message gone" reading.
+                bridge.effects().withdraw(&bridge, &now, &shown).await;
             }
         });
     }
