@@ -10,7 +10,7 @@ use crate::support::{
     FakeChannel, Process, RedisServer, answered_over_http, ask_when_connected, eventually_some,
     found, get_json, http, message,
 };
-use crate::telegram::{GROUP, alice};
+use crate::telegram::{GROUP, alice, mallory};
 use askbridge::bridge::Bridge;
 use askbridge::store::memory::MemoryStore;
 use askbridge::{AskError, BridgeOptions};
@@ -520,5 +520,52 @@ async fn a_flow_runs_the_edited_arguments_after_its_replay() {
     assert!(
         done.contains(r#"deployed {"env":"production","replicas":5}"#),
         "{done}"
+    );
+}
+
+/// The Respond button asks for the text, and the answerer's next message in the chat is the
+/// response: a stranger's message in between answers nothing, and the typed command still works
+/// (covered above on the console).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_respond_tap_takes_the_next_message_as_the_response_on_telegram() {
+    let redis = RedisServer::start();
+    let fake = FakeTelegram::start();
+    let server = Process::spawn(&["serve"], &fake.serve_env(&redis));
+    let body = json!({
+        "session_id": "respond-telegram",
+        "kind": "approval",
+        "prompt": "Which colour?",
+        "action": {"tool": "ask_user", "args": {"question": "Which colour?"}},
+        "allowed": ["once", "respond", "reject"],
+        "targets": [format!("telegram:{GROUP}")],
+        "answerers": [format!("telegram:{}", alice().id)],
+        "timeout_s": 600,
+    });
+    let question = ask_when_connected(&server.base, body).await;
+    let id = question["id"].as_str().unwrap().to_owned();
+    let shown = bot_says(&fake, "Action: ask_user").await;
+    fake.tap(GROUP, shown.id, &alice(), &shown.payload("Respond"));
+    let asked = |fake: &FakeTelegram| {
+        let toasts = fake.toasts();
+        toasts
+            .into_iter()
+            .find(|t| t.contains("Send it as your next message here"))
+    };
+    found(WITHIN, "the Respond toast", || asked(&fake)).await;
+
+    // A stranger's message is not the response, and leaves the question pending.
+    fake.say(GROUP, &mallory(), "red, obviously");
+    fake.say(GROUP, &alice(), "Use the blue one.");
+    let answered = answered_over_http(&server.base, &id).await;
+    assert_eq!(answered["resolution"]["value"], "respond", "{answered}");
+    assert_eq!(answered["resolution"]["message"], "Use the blue one.");
+    assert_eq!(
+        answered["resolution"]["by"],
+        format!("telegram:{}", alice().id)
+    );
+    bot_says(&fake, "Responded: Use the blue one.").await;
+    println!(
+        "--- Telegram transcript: a response typed after Respond ---\n{}",
+        fake.transcript()
     );
 }

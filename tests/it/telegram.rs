@@ -25,7 +25,7 @@ pub(crate) fn alice() -> User {
         username: "alice",
     }
 }
-fn mallory() -> User {
+pub(crate) fn mallory() -> User {
     User {
         id: 66,
         username: "mallory",

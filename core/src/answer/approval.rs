@@ -176,6 +176,15 @@ impl Question {
         matches!(self.answer_words(raw), Ok(Some((Decision::Edit, ""))))
     }
 
+    /// True when `raw` is a bare `respond` (with this approval's digest, if any) on a single
+    /// approval offering it: the Respond button, which asks for the text in the next message.
+    pub fn starts_response(&self, raw: &str) -> bool {
+        self.kind == Kind::Approval
+            && !self.is_batch()
+            && self.allows(Decision::Respond).is_ok()
+            && matches!(self.answer_words(raw), Ok(Some((Decision::Respond, ""))))
+    }
+
     pub(super) fn approval_value(&self, words: &[&str]) -> Result<ApprovalReply, Error> {
         let reply = ApprovalReply::from_words(words).ok_or_else(|| self.not_fit(""))?;
         self.allows(if reply.creates_rule() {

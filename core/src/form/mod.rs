@@ -218,4 +218,18 @@ pub struct Draft {
     /// For an approval of several actions: the action whose arguments are being edited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<usize>,
+    /// For an approval: the person tapped Respond, so their next message in the chat is their
+    /// response (no fields are being filled).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub responding: bool,
+}
+
+impl Draft {
+    /// The mark a Respond tap leaves: the sender's next message is the response.
+    pub fn responding() -> Draft {
+        Draft {
+            responding: true,
+            ..Draft::default()
+        }
+    }
 }

@@ -28,7 +28,7 @@ use askbridge_core::{Answer, Decision, Kind, Millis, Question, Reply, Tone};
 use std::time::Duration;
 
 /// How long a draft outlives its form's deadline (it is useless after, but harmless).
-const DRAFT_GRACE: Duration = Duration::from_secs(3600);
+pub(super) const DRAFT_GRACE: Duration = Duration::from_secs(3600);
 
 /// A step read against a person's draft: what it does, not yet stored.
 pub(super) struct Filling {
@@ -56,8 +56,12 @@ impl Turn {
         let drafts = &self.bridge.inbox().store.drafts;
         let mut open = Vec::new();
         for question in forms.drain(..) {
-            let editing =
-                question.edits_in_fields() && drafts.draft(&question.id, sender).await?.is_some();
+            // A Respond tap's mark is not a form being filled.
+            let editing = question.edits_in_fields()
+                && drafts
+                    .draft(&question.id, sender)
+                    .await?
+                    .is_some_and(|draft| !draft.responding);
             if question.kind == Kind::Form || editing {
                 open.push(question);
             }
@@ -81,7 +85,11 @@ impl Turn {
             return Err(Error::AlreadyResolved(Box::new(question)));
         }
         let store = &self.bridge.inbox().store;
-        let draft = store.drafts.draft(&question.id, sender).await?;
+        let draft = store
+            .drafts
+            .draft(&question.id, sender)
+            .await?
+            .filter(|draft| !draft.responding);
         if question.is_batch() {
             return batch_fill(question, draft, step);
         }

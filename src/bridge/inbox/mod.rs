@@ -29,6 +29,7 @@ mod commands;
 mod delivery;
 mod forms;
 mod plain;
+mod respond;
 
 /// What a prepared message will do when committed. One is made and moved once per message, so
 /// the size of its largest variant costs nothing worth boxing for.
@@ -54,6 +55,8 @@ enum Plan {
     },
     /// A step in filling a form in chat.
     Fill(Filling),
+    /// Ask for the text of a response (the Respond button): the sender's next message is it.
+    Respond(Question),
 }
 
 #[async_trait]
@@ -192,7 +195,13 @@ impl Turn {
             Ok(Reading::Claim(checked)) => Plan::Claim { checked, attempted },
             // On a form, `/answer <id> <value>` (or a field's button) is the field asked now.
             Ok(Reading::Field { question, text, .. }) => self.fill_field(question, text).await,
-            Err(refusal) => self.refuse(refusal, Some(attempted), None),
+            Err(refusal) => match &attempt.said {
+                Said::Typed(text) => match self.response_asked(&refusal, text) {
+                    Some(plan) => plan,
+                    None => self.refuse(refusal, Some(attempted), None),
+                },
+                _ => self.refuse(refusal, Some(attempted), None),
+            },
         }
     }
 
@@ -226,6 +235,7 @@ impl Turn {
             Plan::Revoke(id) => Some(Reply::new(Tone::Info, format!("Revoking rule {id}…"))),
             Plan::Start { flow, .. } => Some(started(flow)),
             Plan::Fill(filling) => Some(filling.preview()),
+            Plan::Respond(question) => Some(Turn::response_prompt(question)),
         }
     }
 
@@ -281,6 +291,7 @@ impl Turn {
                 Some(reply)
             }
             Plan::Fill(filling) => Some(self.commit_fill(filling).await),
+            Plan::Respond(question) => Some(self.start_response(question).await),
             Plan::Revoke(id) => Some(match self.bridge.revoke_rule(&id, &self.actor).await {
                 Ok(()) => Reply::new(Tone::Done, format!("✓ Rule {id} revoked.")),
                 Err(error) => refusal_reply(&error),

@@ -6,7 +6,7 @@ use super::Plan;
 use super::answerable;
 use super::commands::{Turn, pending_list, refusal_reply};
 use crate::Error;
-use crate::bridge::resolve::{Attempt, Reading, Said};
+use crate::bridge::resolve::{Attempt, Reading, Refusal, Said};
 use crate::store::ListFilter;
 use askbridge_core::{Kind, Millis, Question, Reply, Tone, render};
 
@@ -88,9 +88,10 @@ impl Turn {
         if question.kind == Kind::Form {
             return self.fill_field(question, self.message.text.clone()).await;
         }
+        let words = self.plain_words(&question).await;
         let attempt = Attempt {
             id: question.id.clone(),
-            said: Said::Typed(self.message.text.clone()),
+            said: Said::Typed(words.clone()),
             actor: self.actor.clone(),
             chat: self.message.chat.clone(),
         };
@@ -108,23 +109,39 @@ impl Turn {
                 attempted: attempt.id.to_string(),
             },
             Ok(Reading::Field { question, text, .. }) => self.fill_field(question, text).await,
-            Err(refusal) if matches!(refusal.error, Error::Model(_)) => {
-                let choices: String = options
-                    .iter()
-                    .enumerate()
-                    .map(|(i, label)| format!("\n{}. {label}", i + 1))
-                    .collect();
-                let mut reply = Reply::refused(format!(
-                    "That doesn't answer \"{}\". {}{choices}",
-                    render::shorten(&prompt, 80),
-                    refusal.error
-                ));
-                if let Some(question) = &refusal.question {
-                    reply = reply.about(question.clone());
+            Err(refusal) => match self.response_asked(&refusal, &words) {
+                Some(plan) => plan,
+                None if matches!(refusal.error, Error::Model(_)) => {
+                    self.not_an_answer(refusal, attempted, &prompt, &options)
                 }
-                self.refuse(refusal, attempted, Some(reply))
-            }
-            Err(refusal) => self.refuse(refusal, attempted, None),
+                None => self.refuse(refusal, attempted, None),
+            },
         }
+    }
+}
+
+impl Turn {
+    /// A plain message that does not fit the question it was taken for: why, and its choices.
+    fn not_an_answer(
+        &self,
+        refusal: Refusal,
+        attempted: Option<String>,
+        prompt: &str,
+        options: &[String],
+    ) -> Plan {
+        let choices: String = options
+            .iter()
+            .enumerate()
+            .map(|(i, label)| format!("\n{}. {label}", i + 1))
+            .collect();
+        let mut reply = Reply::refused(format!(
+            "That doesn't answer \"{}\". {}{choices}",
+            render::shorten(prompt, 80),
+            refusal.error
+        ));
+        if let Some(question) = &refusal.question {
+            reply = reply.about(question.clone());
+        }
+        self.refuse(refusal, attempted, Some(reply))
     }
 }

@@ -97,6 +97,7 @@ impl Resolver {
                 .map(|c| (c.action.to_string(), serde_json::json!(c)))
                 .collect(),
             action: None,
+            responding: false,
         };
         let ttl = question.remaining(Millis::now()) + SETTLE_GRACE;
         self.store
