@@ -40,7 +40,7 @@ fn approval(name: &str, n: usize) -> serde_json::Value {
 /// Per second over [`WINDOW`], by `concurrency` clients: approvals asked, and also answered
 /// "always" (a rule each) when `always`; and how many requests failed (an askbridge that reads
 /// every rule times out reading 100,000 of them, and is measured all the same).
-async fn rate(base: &str, concurrency: usize, name: String, always: bool) -> (f64, usize) {
+async fn rate(base: &str, concurrency: usize, name: String, always: bool) -> (f64, usize, usize) {
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let mut workers = Vec::new();
@@ -71,7 +71,7 @@ async fn rate(base: &str, concurrency: usize, name: String, always: bool) -> (f6
         let (d, f) = worker.await.unwrap();
         (done, failed) = (done + d, failed + f);
     }
-    (done as f64 / started.elapsed().as_secs_f64(), failed)
+    (done as f64 / started.elapsed().as_secs_f64(), done, failed)
 }
 
 /// Rounds of windows per figure.
@@ -81,6 +81,16 @@ const ROUNDS: usize = 5;
 pub struct Side {
     pub redis: String,
     pub base: String,
+    /// askbridge's process id, to read the CPU it spent.
+    pub pid: String,
+}
+
+/// CPU seconds spent so far by a side's askbridge and its Redis.
+async fn cpu(side: &Side) -> [f64; 2] {
+    [
+        crate::probe::process_cpu_s(&side.pid),
+        crate::probe::redis_cpu_s(&side.redis).await,
+    ]
 }
 
 async fn store(redis_url: &str) -> RedisStore {
@@ -109,14 +119,23 @@ where
 {
     let always = what == "rule";
     let mut rates = [Vec::new(), Vec::new()];
+    // Per side: askbridge's and Redis's CPU seconds over its windows, and the requests done.
+    let mut spent = [[0.0; 2]; 2];
+    let mut done = [0usize; 2];
     let mut failed = 0;
     for round in 0..ROUNDS {
         for index in [round % 2, 1 - round % 2] {
             let side = sides[index];
             crate::probe::aof_rewritten(&side.redis).await;
             let name = format!("{index}-{what}-{round}");
-            let (rate, f) = rate(&side.base, concurrency, name, always).await;
+            let before = cpu(side).await;
+            let (rate, d, f) = rate(&side.base, concurrency, name, always).await;
+            let after = cpu(side).await;
+            for part in 0..2 {
+                spent[index][part] += after[part] - before[part];
+            }
             rates[index].push(rate);
+            done[index] += d;
             failed += f;
         }
         between().await;
@@ -124,6 +143,16 @@ where
     println!(
         "approvals, {what} windows (none | many): {:.0?} | {:.0?}, {failed} requests failed",
         rates[0], rates[1]
+    );
+    // CPU per request is steadier than a rate on a shared machine, and says which process a
+    // difference between the sides comes from.
+    let per = |index: usize, part: usize| spent[index][part] * 1e6 / done[index].max(1) as f64;
+    println!(
+        "approvals, {what} CPU per request (none | many): askbridge {:.0} | {:.0} us, redis-server {:.0} | {:.0} us",
+        per(0, 0),
+        per(1, 0),
+        per(0, 1),
+        per(1, 1)
     );
     let [none, many] = rates;
     [median(none), median(many)]

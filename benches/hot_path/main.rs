@@ -398,6 +398,7 @@ async fn main() {
         let side = |redis: &redis_server::RedisServer, server: &support::Process| approvals::Side {
             redis: redis.url(),
             base: server.base.clone(),
+            pid: server.child.id().to_string(),
         };
         approvals::approvals(
             side(&redis_none, &none),
