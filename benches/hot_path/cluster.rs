@@ -222,7 +222,11 @@ async fn failover(run: usize) {
     let (mut in_flight, mut after): (Vec<Duration>, Vec<Duration>) = (Vec::new(), Vec::new());
     for a in &asks {
         if let Some(at) = a.answered.filter(|at| *at > promoted) {
-            let list = if a.sent < promoted { &mut in_flight } else { &mut after };
+            let list = if a.sent < promoted {
+                &mut in_flight
+            } else {
+                &mut after
+            };
             list.push(at - a.sent.max(promoted));
         }
     }
