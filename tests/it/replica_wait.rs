@@ -54,6 +54,13 @@ fn slots_by_master(cluster: &RedisCluster) -> BTreeMap<u16, Vec<u16>> {
     by_master
 }
 
+/// A store on `cluster`, and the slots of its buckets by master.
+async fn store_on(cluster: &RedisCluster) -> (Arc<RedisStore>, BTreeMap<u16, Vec<u16>>) {
+    let store =
+        support::redis_cluster_store(&cluster.urls, PREFIX.into(), StoreOptions::default()).await;
+    (Arc::new(store), slots_by_master(cluster))
+}
+
 /// Inserts `question` and says how long it took.
 async fn timed_insert(store: Arc<RedisStore>, question: Question) -> Duration {
     let started = Instant::now();
@@ -64,10 +71,7 @@ async fn timed_insert(store: Arc<RedisStore>, question: Question) -> Duration {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_frozen_replica_holds_no_write_but_its_masters_first() {
     let cluster = redis_cluster::private();
-    let store = Arc::new(
-        support::redis_cluster_store(&cluster.urls, PREFIX.into(), StoreOptions::default()).await,
-    );
-    let by_master = slots_by_master(&cluster);
+    let (store, by_master) = store_on(&cluster).await;
     let (&master, slots) = by_master
         .iter()
         .find(|(_, slots)| slots.len() >= 2)
@@ -171,10 +175,7 @@ async fn calls(port: u16, command: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_master_left_without_a_replica_is_not_waited_on_again() {
     let cluster = redis_cluster::private();
-    let store = Arc::new(
-        support::redis_cluster_store(&cluster.urls, PREFIX.into(), StoreOptions::default()).await,
-    );
-    let by_master = slots_by_master(&cluster);
+    let (store, by_master) = store_on(&cluster).await;
     let (&master, slots) = by_master.iter().next().unwrap();
     let slot = slots[0];
     cluster.crash(cluster.replica_of(master));
@@ -208,10 +209,7 @@ async fn a_master_left_without_a_replica_is_not_waited_on_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_sent_again_makes_every_master_check_its_replicas() {
     let cluster = redis_cluster::private();
-    let store = Arc::new(
-        support::redis_cluster_store(&cluster.urls, PREFIX.into(), StoreOptions::default()).await,
-    );
-    let by_master = slots_by_master(&cluster);
+    let (store, by_master) = store_on(&cluster).await;
     let mut masters = by_master.iter();
     let (&crashed, crashed_slots) = masters.next().unwrap();
     let (&other, other_slots) = masters.next().unwrap();
