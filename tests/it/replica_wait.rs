@@ -1,7 +1,8 @@
 //! The replica wait on a Redis Cluster (`WAIT 1` after an ask or a claim) holds only the writes it
 //! is for: with one master's replica frozen, that master's first writes wait out the timeout once,
-//! while writes to its other slots, to other masters, and its own later writes go through; and a
-//! master left without any replica is not sent `WAIT`s that cannot succeed.
+//! while writes to its other slots, to other masters, and its own later writes go through; a
+//! master left without any replica is not sent `WAIT`s that cannot succeed; and a write the store
+//! had to send again (a failover under way) makes every master check its replicas first.
 
 use crate::redis_cluster::{self, RedisCluster};
 use crate::support;
@@ -53,6 +54,13 @@ fn slots_by_master(cluster: &RedisCluster) -> BTreeMap<u16, Vec<u16>> {
     by_master
 }
 
+/// A store on `cluster`, and the slots of its buckets by master.
+async fn store_on(cluster: &RedisCluster) -> (Arc<RedisStore>, BTreeMap<u16, Vec<u16>>) {
+    let store =
+        support::redis_cluster_store(&cluster.urls, PREFIX.into(), StoreOptions::default()).await;
+    (Arc::new(store), slots_by_master(cluster))
+}
+
 /// Inserts `question` and says how long it took.
 async fn timed_insert(store: Arc<RedisStore>, question: Question) -> Duration {
     let started = Instant::now();
@@ -63,10 +71,7 @@ async fn timed_insert(store: Arc<RedisStore>, question: Question) -> Duration {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_frozen_replica_holds_no_write_but_its_masters_first() {
     let cluster = redis_cluster::private();
-    let store = Arc::new(
-        support::redis_cluster_store(&cluster.urls, PREFIX.into(), StoreOptions::default()).await,
-    );
-    let by_master = slots_by_master(&cluster);
+    let (store, by_master) = store_on(&cluster).await;
     let (&master, slots) = by_master
         .iter()
         .find(|(_, slots)| slots.len() >= 2)
@@ -170,10 +175,7 @@ async fn calls(port: u16, command: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_master_left_without_a_replica_is_not_waited_on_again() {
     let cluster = redis_cluster::private();
-    let store = Arc::new(
-        support::redis_cluster_store(&cluster.urls, PREFIX.into(), StoreOptions::default()).await,
-    );
-    let by_master = slots_by_master(&cluster);
+    let (store, by_master) = store_on(&cluster).await;
     let (&master, slots) = by_master.iter().next().unwrap();
     let slot = slots[0];
     cluster.crash(cluster.replica_of(master));
@@ -197,5 +199,42 @@ async fn a_master_left_without_a_replica_is_not_waited_on_again() {
     let (&other, other_slots) = by_master.iter().nth(1).unwrap();
     let waits = calls(other, "wait").await;
     timed_insert(store.clone(), question_in(other_slots[0])).await;
+    assert_eq!(calls(other, "wait").await, waits + 1);
+}
+
+/// A write the store had to send again (here: its master crashed, and the write failed until
+/// the replica was promoted) makes every master's next round ask `ROLE` first, also the rounds
+/// of masters whose own rounds never failed: the failover under way may have left one without a
+/// replica, and a `WAIT` there would cost its first writers the whole timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_sent_again_makes_every_master_check_its_replicas() {
+    let cluster = redis_cluster::private();
+    let (store, by_master) = store_on(&cluster).await;
+    let mut masters = by_master.iter();
+    let (&crashed, crashed_slots) = masters.next().unwrap();
+    let (&other, other_slots) = masters.next().unwrap();
+    // Every master's round is warm: one write to each, confirmed by its replica.
+    for slots in by_master.values() {
+        timed_insert(store.clone(), question_in(slots[0])).await;
+    }
+    cluster.crash(crashed);
+    // A write to the crashed master's slot is sent again by the store until the promotion (and
+    // made again here, as a client would, if the store's retries run out first).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if store.insert(&question_in(crashed_slots[0])).await.is_ok() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no failover in 30 s");
+    }
+    // The other master's rounds never failed, yet its next one asks its ROLE first.
+    let (roles, waits) = (calls(other, "role").await, calls(other, "wait").await);
+    timed_insert(store.clone(), question_in(other_slots[0])).await;
+    assert_eq!(
+        calls(other, "role").await,
+        roles + 1,
+        "the write sent again did not make the other master check its replicas"
+    );
+    // It has one online: its write is still waited for.
     assert_eq!(calls(other, "wait").await, waits + 1);
 }

@@ -111,6 +111,8 @@ pub struct RedisStore {
     waits: Option<ReplicaWait>,
     /// How long each operation's round trips take (see `retry.rs`).
     round_trips: super::RoundTrips,
+    /// Wakes operations pausing between attempts when Redis is back (see `retry.rs`).
+    recovery: retry::Recovery,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -194,6 +196,7 @@ impl RedisStore {
             _alive: Arc::clone(&alive),
             waits,
             round_trips: super::RoundTrips::default(),
+            recovery: retry::Recovery::default(),
         };
         store.ping().await?;
         store.file_unfiled_rules().await?;
@@ -226,10 +229,12 @@ fn cluster_client(seeds: &[&str]) -> redis::RedisResult<redis::cluster::ClusterC
         .retries(3)
         // The client's own pauses between retries (of CLUSTERDOWN while a failover is under way,
         // TRYAGAIN, a node reconnecting) were at least 1.28 s each by default, so a write asleep
-        // when the replica was promoted answered a second or more later. Now 20-200 ms;
-        // `retry.rs` retries on top of these for as long as the cluster is not ready.
+        // when the replica was promoted answered a second or more later. Now 20-50 ms each, at
+        // most 150 ms for the three: `retry.rs` retries on top of these for as long as the
+        // cluster is not ready, and wakes its pausing operations when one gets through, which
+        // it cannot do for a pause inside the client.
         .min_retry_wait(20)
-        .max_retry_wait(200)
+        .max_retry_wait(50)
         .retry_wait_formula(25, 2)
         .build()
 }

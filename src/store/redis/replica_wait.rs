@@ -32,7 +32,7 @@ use super::cluster_nodes;
 use super::keys::{self, BUCKETS, Keys};
 use askbridge_core::error::Chain;
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -238,17 +238,13 @@ impl ReplicaWait {
     }
 
     /// A round after one that failed or timed out: none (as if it timed out) when the master
-    /// has no replica online.
+    /// has no replica online. `ROLE` follows the markers in one pipeline: written, they prove
+    /// the reply is the serving master's. Sent alone, a `ROLE` for a master the client had no
+    /// connection to (the one that just died) went to another node of its shard or any node,
+    /// whose replicas made the promoted master look replicated: its first round then waited
+    /// out its whole timeout.
     async fn checked_round(&self, slots: &[u16]) -> redis::RedisResult<i64> {
-        let first = slots.first().copied().unwrap_or_default();
-        let route = Route::new(first, SlotAddr::Master);
-        let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
-        let role = self
-            .inner
-            .rounds
-            .clone()
-            .route_command(redis::cmd("ROLE"), routing)
-            .await?;
+        let role = self.marked(slots, redis::cmd("ROLE")).await?;
         // A master's `ROLE` is `master`, its offset, and its replicas online.
         let online = match &role {
             redis::Value::Array(fields) => match (fields.first(), fields.get(2)) {
@@ -271,21 +267,27 @@ impl ReplicaWait {
         }
     }
 
-    /// One round: each slot's marker write, then `WAIT 1`, all on the node serving `slots[0]`;
-    /// how many replicas confirmed. Every reply is read: a marker refused where the round landed
-    /// (MOVED after a failover, while this connection's map of the slots is stale, or a slot that
-    /// moved to another master) must be redirected and sent again by the client or fail the
-    /// round, not be skipped, or that node's `WAIT` — counting writes of this connection, which
-    /// made none there — would confirm at once.
+    /// One round: `WAIT 1` after the markers; how many replicas confirmed.
     async fn round(&self, slots: &[u16]) -> redis::RedisResult<i64> {
+        let mut wait = redis::cmd("WAIT");
+        wait.arg(1).arg(self.inner.timeout.as_millis() as u64);
+        let replies = self.marked(slots, wait).await?;
+        redis::FromRedisValue::from_redis_value(replies).map_err(Into::into)
+    }
+
+    /// Each slot's marker write, then `last`, all in one pipeline on the node serving
+    /// `slots[0]`; `last`'s reply. Every reply is read: a marker refused where the pipeline
+    /// landed (MOVED after a failover, while this connection's map of the slots is stale, or a
+    /// slot that moved to another master) must be redirected and sent again by the client or
+    /// fail the round, not be skipped, or that node's `WAIT` — counting writes of this
+    /// connection, which made none there — would confirm at once.
+    async fn marked(&self, slots: &[u16], last: redis::Cmd) -> redis::RedisResult<redis::Value> {
         let mut pipe = redis::pipe();
         for slot in slots {
             let marker = self.inner.markers.get(slot).map_or("", String::as_str);
             pipe.cmd("SET").arg(marker).arg(1);
         }
-        pipe.cmd("WAIT")
-            .arg(1)
-            .arg(self.inner.timeout.as_millis() as u64);
+        pipe.add_command(last);
         let first = slots.first().copied().unwrap_or_default();
         let route = SingleNodeRoutingInfo::SpecificNode(Route::new(first, SlotAddr::Master));
         let count = slots.len() + 1;
@@ -302,11 +304,11 @@ impl ReplicaWait {
             )));
         }
         let mut replies = replies.into_iter();
-        let wait = replies.next_back().unwrap_or(redis::Value::Nil);
+        let last = replies.next_back().unwrap_or(redis::Value::Nil);
         for set in replies {
             set.extract_error()?;
         }
-        redis::FromRedisValue::from_redis_value(wait).map_err(Into::into)
+        Ok(last)
     }
 
     /// `group`'s master confirmed nothing in time: its slots skip the wait for

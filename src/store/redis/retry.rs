@@ -8,7 +8,9 @@ use crate::store::{Error, Result};
 use askbridge_core::error::Chain;
 use redis::{Cmd, FromRedisValue, Pipeline, RedisError, RetryMethod, ScriptInvocation};
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::Notify;
 
 /// Attempts for an operation hitting connection errors: about 1.6 s of them with [`BACKOFF`].
 const ATTEMPTS: u32 = 8;
@@ -44,10 +46,21 @@ fn is_not_ready(error: &RedisError) -> bool {
     )
 }
 
-/// Runs `operation` again on connection errors, backing off from 50 ms to [`BACKOFF`];
-/// `retried` hears of each attempt that failed and is made again.
+/// Wakes the operations pausing between attempts once one of them got through after failing:
+/// Redis is back (restarted, or a failed-over slot's replica promoted), and the others need not
+/// sleep out their pauses. Without it, the asks in flight when a replica was promoted answered
+/// a random part of a retry's cycle later — up to [`BACKOFF`] of `retrying`'s pause plus the
+/// cluster client's own — the 0.5-0.65 s tail after each promotion of issue 37. A wake-up from
+/// another master's comeback costs an operation one early attempt.
+#[derive(Clone, Default)]
+pub(super) struct Recovery(Arc<Notify>);
+
+/// Runs `operation` again on connection errors, backing off from 50 ms to [`BACKOFF`] (or until
+/// another operation of the store gets through after failing, see [`Recovery`]); `retried`
+/// hears of each attempt that failed and is made again.
 async fn retrying<T, F, Fut>(
     what: &'static str,
+    recovery: &Recovery,
     retried: &(dyn Fn() + Sync),
     mut operation: F,
 ) -> Result<T>
@@ -60,14 +73,23 @@ where
     let started = Instant::now();
     loop {
         match operation().await {
-            Ok(value) => return Ok(value),
+            Ok(value) => {
+                if attempt > 1 {
+                    recovery.0.notify_waiters();
+                }
+                return Ok(value);
+            }
             Err(error)
                 if (is_transient(&error) && attempt < ATTEMPTS)
                     || (is_not_ready(&error) && started.elapsed() < PATIENCE) =>
             {
                 tracing::debug!(error = %Chain(&error), attempt, "redis {what} failed; retrying");
                 retried();
-                tokio::time::sleep(delay).await;
+                let back = recovery.0.notified();
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    () = back => {}
+                }
                 delay = (delay * 2).min(BACKOFF);
                 attempt += 1;
             }
@@ -92,7 +114,7 @@ impl RedisStore {
         command: &Cmd,
     ) -> Result<T> {
         let started = Instant::now();
-        let reply = retrying(what, &|| self.troubled(), || {
+        let reply = retrying(what, &self.recovery, &|| self.troubled(), || {
             let mut connection = self.connection();
             async move { command.query_async(&mut connection).await }
         })
@@ -114,7 +136,7 @@ impl RedisStore {
                 .map_err(|e| Error::corrupt("an empty reply", e));
         }
         let started = Instant::now();
-        let reply = retrying(what, &|| self.troubled(), || {
+        let reply = retrying(what, &self.recovery, &|| self.troubled(), || {
             let mut connection = self.connection();
             async move {
                 let reply = connection.pipeline(pipe).await?;
@@ -135,7 +157,7 @@ impl RedisStore {
     ) -> Result<T> {
         let started = Instant::now();
         let mut attempts = 0;
-        let reply = retrying(what, &|| self.troubled(), || {
+        let reply = retrying(what, &self.recovery, &|| self.troubled(), || {
             attempts += 1;
             let mut connection = self.connection();
             async move { invocation.invoke_async(&mut connection).await }
@@ -158,7 +180,7 @@ mod tests {
     #[tokio::test]
     async fn a_loading_redis_is_waited_for() {
         let calls = AtomicU32::new(0);
-        let loaded = retrying("get", &|| {}, || {
+        let loaded = retrying("get", &Recovery::default(), &|| {}, || {
             let call = calls.fetch_add(1, Ordering::SeqCst);
             async move {
                 if call < ATTEMPTS + 1 {
@@ -173,7 +195,7 @@ mod tests {
         })
         .await;
         assert_eq!(loaded.unwrap(), 7, "more tries than connection errors get");
-        let refused: Result<()> = retrying("get", &|| {}, || async {
+        let refused: Result<()> = retrying("get", &Recovery::default(), &|| {}, || async {
             Err(RedisError::from((
                 ErrorKind::Server(ServerErrorKind::ResponseError),
                 "ERR wrong",
