@@ -303,21 +303,7 @@ async fn redis_rules_stored_before_the_index_are_filed_on_connect() {
 async fn embedded_a_sessions_pending_page_reads_no_resolved_question() {
     use askbridge::store::ListFilter;
     use askbridge_core::Status;
-    let dir = tempfile::tempdir().unwrap();
-    let store = EmbeddedStore::open(dir.path(), StoreOptions::default())
-        .await
-        .unwrap();
-    let mut resolved = Vec::new();
-    for _ in 0..20 {
-        let q = question("s", &[], DEFAULT_TIMEOUT);
-        store.insert(&q).await.unwrap();
-        let by = claim(answer("dayjs"), "telegram:1");
-        store
-            .claim(&q, &by, ClaimOptions::new(SETTLE))
-            .await
-            .unwrap();
-        resolved.push(q.id);
-    }
+    let (dir, store, resolved) = embedded_resolved(20).await;
     let pending = question("s", &[], DEFAULT_TIMEOUT);
     store.insert(&pending).await.unwrap();
     drop(store);
@@ -349,22 +335,7 @@ async fn embedded_a_sessions_pending_page_reads_no_resolved_question() {
 async fn embedded_a_sessions_history_reads_a_page() {
     use askbridge::store::{HistoryFilter, ListFilter};
     use askbridge_core::Status;
-    let dir = tempfile::tempdir().unwrap();
-    let store = EmbeddedStore::open(dir.path(), StoreOptions::default())
-        .await
-        .unwrap();
-    let mut resolved = Vec::new();
-    for _ in 0..40 {
-        let q = question("s", &[], DEFAULT_TIMEOUT);
-        store.insert(&q).await.unwrap();
-        let by = claim(answer("dayjs"), "telegram:1");
-        store
-            .claim(&q, &by, ClaimOptions::new(SETTLE))
-            .await
-            .unwrap();
-        resolved.push(q.id);
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    let (dir, store, resolved) = embedded_resolved(40).await;
     drop(store);
     spoil(
         &dir.path().join(askbridge::store::embedded::FILE_NAME),
@@ -396,6 +367,28 @@ async fn embedded_a_sessions_history_reads_a_page() {
     assert_eq!(ids(store.list(&answered).await.unwrap()), newest[..5]);
     // The page after those reads the unreadable ones, and says so.
     assert!(store.history(&history(second.next)).await.is_err());
+}
+
+/// An embedded store in a new folder with `count` questions of session `s` answered, a few
+/// milliseconds apart (oldest first).
+async fn embedded_resolved(count: usize) -> (tempfile::TempDir, EmbeddedStore, Vec<QuestionId>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedStore::open(dir.path(), StoreOptions::default())
+        .await
+        .unwrap();
+    let mut resolved = Vec::new();
+    for _ in 0..count {
+        let q = question("s", &[], DEFAULT_TIMEOUT);
+        store.insert(&q).await.unwrap();
+        let by = claim(answer("dayjs"), "telegram:1");
+        store
+            .claim(&q, &by, ClaimOptions::new(SETTLE))
+            .await
+            .unwrap();
+        resolved.push(q.id);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    (dir, store, resolved)
 }
 
 /// Writes what no question decodes from over the records of `ids` (once the store that had the
