@@ -3,7 +3,7 @@
 //! Socket Mode socket) and Discord (the fake REST API and gateway) on at once, the fakes of
 //! tests/it/fakes. With `--pending` questions pending on all three (1,000 here by default), over
 //! `--rounds` questions per platform (1,000), taking turns: from `POST /api/questions` to the
-//! fake receiving the call that shows it, and from the answer sent (an update queued, a click
+//! fake receiving the call that shows it, and from the answer sent (a tap queued for `getUpdates`, a click
 //! down the socket or the gateway) to the asker's `GET …/wait` returning (`fakes/rounds.rs`).
 //! Beside each platform, its anchor taken between the rounds, at the same moments: a loopback
 //! HTTP round trip to the same fake (each fake on a runtime and thread of its own). The goal is
@@ -99,7 +99,7 @@ pub async fn chat(rounds: usize, pending: usize) {
         let rtt = round_trip(discord_ping(&client, &discord)).await;
         push(&mut on_discord, shown, released, rtt);
     }
-    on_telegram.print("telegram", "sendMessage", "update queued");
+    on_telegram.print("telegram", "sendMessage", "tap queued");
     on_slack.print("slack", "chat.postMessage", "click sent");
     on_discord.print("discord", "POST message", "click sent");
     drop(process);

@@ -13,7 +13,7 @@
 //! shows), and from a reply's delivery into askbridge's mailbox to `GET …/wait` released (IMAP
 //! IDLE wakes the reader, which fetches, parses, answers; the confirmation mail goes out after the answer is
 //! recorded). Telegram (the fake Bot API on loopback, long
-//! polling) from the POST to its `sendMessage`, and from an update queued to the wait released.
+//! polling) from the POST to its `sendMessage`, and from a tap queued to the wait released.
 //! Both mailboxes and the fake are watched every 200 µs.
 
 use crate::email::{ALICE, BRIDGE, Held, reply_mail, serve_env};
@@ -128,7 +128,7 @@ async fn email_latency_beside_telegram() {
         ),
         ("telegram: POST /api/questions -> sendMessage", &mut shown),
         (
-            "telegram: update queued -> wait released",
+            "telegram: tap queued -> wait released",
             &mut telegram_released,
         ),
     ] {

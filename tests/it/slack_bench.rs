@@ -9,7 +9,7 @@
 //! One process on a real redis-server with Slack (Socket Mode: the fake Web API and the fake
 //! socket of `fakes/`) and Telegram (the fake Bot API, long polling) on at once. Over [`ROUNDS`]
 //! questions each, alternating: from `POST /api/questions` to the fake's `chat.postMessage` (or
-//! `sendMessage`), and from a click sent down the socket (or an update queued) to `GET …/wait`
+//! `sendMessage`), and from a click sent down the socket (or a tap queued) to `GET …/wait`
 //! released. It prints the first round's Slack calls as the fakes recorded them: the question,
 //! the click's envelope and its acknowledgement, the withdrawal.
 
@@ -110,7 +110,7 @@ async fn slack_latency_beside_telegram() {
         ),
         ("telegram: POST /api/questions -> sendMessage", &mut shown),
         (
-            "telegram: update queued -> wait released",
+            "telegram: tap queued -> wait released",
             &mut telegram_released,
         ),
     ] {

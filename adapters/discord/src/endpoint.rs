@@ -124,7 +124,12 @@ async fn interaction(
         Interaction::Ping(_) => json(&CreateInteractionResponse::Pong),
         Interaction::Component(component) => {
             tokio::spawn(async move {
-                state.core.handle_component(&*state.inbox, component).await;
+                // The acknowledgement is the response below.
+                let acknowledged = std::future::ready(());
+                state
+                    .core
+                    .handle_component(&*state.inbox, component, acknowledged)
+                    .await;
             });
             json(&CreateInteractionResponse::Acknowledge)
         }

@@ -5,10 +5,12 @@
 //! anonymous admins, channels — their `from` is a placeholder), forwarded messages (the words are
 //! someone else's), messages through inline bots, and edits (a changed message must not re-answer).
 //!
-//! A tap is acknowledged first — `answerCallbackQuery` with the toast [`Inbox::prepare`] predicts
-//! from its one reading of the question, which changes nothing — so the button never spins and the
-//! person learns at once whether the tap counts. Then the prepared claim is committed; only if its
-//! reply differs from the prediction (someone else won in between) is it sent as a message.
+//! A tap is acknowledged at once — `answerCallbackQuery` with the toast [`Inbox::prepare`] predicts
+//! from its one reading of the question — so the button never spins and the person learns at once
+//! whether the tap counts. The prepared claim is committed alongside, not after: the toast needs
+//! nothing from the claim, and waiting for Telegram's answer first put a round trip to Telegram
+//! into every tap's way to the asker. Only if the claim's reply differs from the prediction
+//! (someone else won in between) is it sent as a message.
 
 use crate::sending::{TelegramChannel, with_rate_limit};
 use crate::{SURFACE, Telegram};
@@ -130,8 +132,8 @@ impl Telegram {
             .as_ref()
             .map(|r| r.text.as_str())
             .unwrap_or_default();
-        self.acknowledge(&query, toast).await;
-        let Some(reply) = prepared.commit().await else {
+        let (_, reply) = tokio::join!(self.acknowledge(&query, toast), prepared.commit());
+        let Some(reply) = reply else {
             return;
         };
         if let Some(selection) = picked(&data) {

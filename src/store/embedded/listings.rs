@@ -1,12 +1,13 @@
-//! The ops page's listings on the embedded store: history from the resolved index; runs and
+//! The ops page's listings on the embedded store: history from the resolved indexes (a
+//! session's from its own, so its page reads a page, however many questions it had); runs and
 //! rules by reading them all (one process, modest numbers; the Redis store keeps indexes).
 
 use super::EmbeddedStore;
 use super::questions::load;
-use super::tables::{BY_SESSION, DONE, ID_END, RUNS, decode_run};
-use crate::store::{FINAL, Page, Result, Rules};
+use super::tables::{DONE, ID_END, RUNS, SESSION_DONE, decode_run};
+use crate::store::{Cursor, FINAL, Page, Result, Rules};
 use askbridge_core::run::Run;
-use askbridge_core::{Question, Rule};
+use askbridge_core::{Question, Rule, Status};
 use async_trait::async_trait;
 use redb::{ReadTransaction, ReadableTable};
 
@@ -43,40 +44,63 @@ impl crate::store::Listings for EmbeddedStore {
     }
 }
 
-/// History pages come from the resolved index (status, resolved at, id), newest first per
-/// status from the cursor down; a session's from its index.
+/// History pages come from the resolved indexes, newest first per status from the cursor down:
+/// (status, resolved at, id), or a session's (session, status, resolved at, id).
 fn history_page(
     txn: &ReadTransaction,
     filter: &crate::store::HistoryFilter,
 ) -> Result<Page<Question>> {
     let limit = filter.effective_limit();
-    let ids: Vec<String> = match &filter.session_id {
-        Some(session) => {
-            let mut ids = Vec::new();
-            let range = (session.as_str(), "")..(session.as_str(), ID_END);
-            for entry in txn.open_table(BY_SESSION)?.range(range)? {
-                ids.push(entry?.0.value().1.to_owned());
-            }
-            ids
-        }
-        None => {
-            let (until, last) = filter
-                .after
-                .as_ref()
-                .map_or((u64::MAX, ID_END.to_owned()), |c| (c.at.0, c.id.clone()));
-            let done = txn.open_table(DONE)?;
-            let mut ids = Vec::new();
-            for status in FINAL
-                .iter()
-                .filter(|s| filter.status.is_none_or(|f| f == **s))
-            {
-                let range = (status.as_str(), 0, "")..=(status.as_str(), until, last.as_str());
-                for entry in done.range(range)?.rev().take(limit + 1) {
+    let statuses = FINAL
+        .iter()
+        .filter(|s| filter.status.is_none_or(|f| f == **s));
+    let mut ids = Vec::new();
+    for status in statuses {
+        match &filter.session_id {
+            Some(session) => ids.extend(session_done(
+                txn,
+                session,
+                *status,
+                filter.after.as_ref(),
+                limit + 1,
+            )?),
+            None => {
+                let (until, last) = bound(filter.after.as_ref());
+                let range = (status.as_str(), 0, "")..(status.as_str(), until, last);
+                for entry in txn.open_table(DONE)?.range(range)?.rev().take(limit + 1) {
                     ids.push(entry?.0.value().2.to_owned());
                 }
             }
-            ids
         }
-    };
+    }
     Ok(filter.page(load(txn, ids)?))
+}
+
+/// The ids of session `session`'s newest `limit` questions resolved with `status`, after
+/// `after` (resolution time and id), from their index.
+pub(super) fn session_done(
+    txn: &ReadTransaction,
+    session: &str,
+    status: Status,
+    after: Option<&Cursor>,
+    limit: usize,
+) -> Result<Vec<String>> {
+    let (until, last) = bound(after);
+    let status = status.as_str();
+    let range = (session, status, 0, "")..(session, status, until, last);
+    let mut ids = Vec::new();
+    for entry in txn
+        .open_table(SESSION_DONE)?
+        .range(range)?
+        .rev()
+        .take(limit)
+    {
+        ids.push(entry?.0.value().3.to_owned());
+    }
+    Ok(ids)
+}
+
+/// Where a newest-first range ends, exclusive: before the cursor's entry, or past every entry.
+fn bound(after: Option<&Cursor>) -> (u64, &str) {
+    after.map_or((u64::MAX, ID_END), |c| (c.at.0, c.id.as_str()))
 }

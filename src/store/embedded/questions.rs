@@ -2,10 +2,11 @@
 
 use super::EmbeddedStore;
 use super::audit::append_audit_in;
+use super::listings::session_done;
 use super::tables::{
-    BY_SESSION, BY_TARGET, CREATED, DONE, EFFECTS, ID_END, QUESTIONS, SESSION_PENDING, SHOWN,
-    decode, encode, ids_under, index_state, insert_question, put_run, remove_open, run_in, set_due,
-    work_in,
+    BY_TARGET, CREATED, DONE, EFFECTS, ID_END, QUESTIONS, SESSION_DONE, SESSION_PENDING, SHOWN,
+    StateIndexes, decode, encode, ids_under, insert_question, put_run, remove_open, run_in,
+    set_due, work_in,
 };
 use crate::store::claim::{self, ClaimTxn};
 use crate::store::{
@@ -52,12 +53,13 @@ impl ClaimTxn for Txn<'_> {
         self.0
             .open_table(QUESTIONS)?
             .insert(id, encode(question).as_str())?;
-        let indexes = (
-            &mut self.0.open_table(CREATED)?,
-            &mut self.0.open_table(DONE)?,
-            &mut self.0.open_table(SESSION_PENDING)?,
-        );
-        index_state(indexes, question, id)
+        StateIndexes {
+            created: &mut self.0.open_table(CREATED)?,
+            done: &mut self.0.open_table(DONE)?,
+            session_pending: &mut self.0.open_table(SESSION_PENDING)?,
+            session_done: &mut self.0.open_table(SESSION_DONE)?,
+        }
+        .enter(question, id)
     }
 
     fn audit(&mut self, entry: &AuditEntry) -> Result<()> {
@@ -185,7 +187,8 @@ impl Questions for EmbeddedStore {
                     }
                     load(txn, ids)?
                 }
-                (_, Some(session)) => load(txn, ids_under(&txn.open_table(BY_SESSION)?, session)?)?,
+                // A session's questions of one outcome: the newest resolved, from their index.
+                (_, Some(session)) => load(txn, session_done(txn, session, status, None, limit)?)?,
                 (None, None) if status == Status::Pending => {
                     // Newest first, a page at a time: the index is ordered by time asked.
                     let mut ids = Vec::new();

@@ -33,6 +33,10 @@ pub(super) const SESSION_PENDING: TableDefinition<(&str, u64, &str), ()> =
     TableDefinition::new("session_pending");
 /// Resolved questions by (status, resolved at, id): counts and pages by outcome and time.
 pub(super) const DONE: TableDefinition<(&str, u64, &str), ()> = TableDefinition::new("done");
+/// Resolved questions by (session, status, resolved at, id): a session's history page, and its
+/// questions of one outcome, read only that page, not every question the session had.
+pub(super) const SESSION_DONE: TableDefinition<(&str, &str, u64, &str), ()> =
+    TableDefinition::new("session_done");
 /// Leased sessions by (lease end, session), and each one's lease end (`askbridge exec`).
 pub(super) const SESSION_LEASES: TableDefinition<(u64, &str), ()> =
     TableDefinition::new("session_leases");
@@ -47,7 +51,7 @@ pub(super) const IDEMPOTENCY: TableDefinition<&str, (u64, &str)> =
 /// Facts about the file itself (`layout`: the version of the tables above).
 pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// The current table layout; older files get their indexes rebuilt once on open.
-pub(super) const LAYOUT: u64 = 4;
+pub(super) const LAYOUT: u64 = 5;
 /// Audit records by (time, sequence): ordered, and unique within a time.
 pub(super) const AUDIT: TableDefinition<(u64, u64), &str> = TableDefinition::new("audit");
 
@@ -75,6 +79,7 @@ pub(super) fn create_all(txn: &WriteTransaction) -> Result<()> {
     txn.open_table(CREATED)?;
     txn.open_table(DONE)?;
     txn.open_table(SESSION_PENDING)?;
+    txn.open_table(SESSION_DONE)?;
     txn.open_table(SESSION_LEASES)?;
     txn.open_table(SESSION_LEASE_AT)?;
     txn.open_table(SESSIONS_CLOSED)?;
@@ -96,11 +101,17 @@ fn rebuild_indexes(txn: &WriteTransaction) -> Result<()> {
     let mut created = txn.open_table(CREATED)?;
     let mut done = txn.open_table(DONE)?;
     let mut session_pending = txn.open_table(SESSION_PENDING)?;
+    let mut session_done = txn.open_table(SESSION_DONE)?;
     for entry in questions.iter()? {
         let (id, json) = entry?;
         let question = decode(json.value())?;
-        let indexes = (&mut created, &mut done, &mut session_pending);
-        index_state(indexes, &question, id.value())?;
+        let indexes = StateIndexes {
+            created: &mut created,
+            done: &mut done,
+            session_pending: &mut session_pending,
+            session_done: &mut session_done,
+        };
+        indexes.enter(&question, id.value())?;
     }
     let rules = txn.open_table(RULES)?;
     let mut by_key = txn.open_table(RULES_BY_KEY)?;
@@ -115,33 +126,35 @@ fn rebuild_indexes(txn: &WriteTransaction) -> Result<()> {
     Ok(())
 }
 
-/// The indexes a question's state decides: `CREATED`, `DONE` and `SESSION_PENDING`.
-pub(super) type StateIndexes<'a, 'txn> = (
-    &'a mut redb::Table<'txn, (u64, &'static str), ()>,
-    &'a mut redb::Table<'txn, (&'static str, u64, &'static str), ()>,
-    &'a mut redb::Table<'txn, (&'static str, u64, &'static str), ()>,
-);
+/// The indexes a question's state decides.
+pub(super) struct StateIndexes<'a, 'txn> {
+    pub(super) created: &'a mut redb::Table<'txn, (u64, &'static str), ()>,
+    pub(super) done: &'a mut redb::Table<'txn, (&'static str, u64, &'static str), ()>,
+    pub(super) session_pending: &'a mut redb::Table<'txn, (&'static str, u64, &'static str), ()>,
+    pub(super) session_done:
+        &'a mut redb::Table<'txn, (&'static str, &'static str, u64, &'static str), ()>,
+}
 
-/// Enters `question` in the pending indexes or the resolved one, as its state says.
-pub(super) fn index_state(
-    (created, done, session_pending): StateIndexes<'_, '_>,
-    question: &Question,
-    id: &str,
-) -> Result<()> {
-    let asked = question.created_at.0;
-    let session = question.session_id.as_str();
-    match &question.resolution {
-        None => {
-            created.insert((asked, id), ())?;
-            session_pending.insert((session, asked, id), ())?;
+impl<'txn> StateIndexes<'_, 'txn> {
+    /// Enters `question` in the pending indexes or the resolved ones, as its state says.
+    pub(super) fn enter(self, question: &Question, id: &str) -> Result<()> {
+        let asked = question.created_at.0;
+        let session = question.session_id.as_str();
+        match &question.resolution {
+            None => {
+                self.created.insert((asked, id), ())?;
+                self.session_pending.insert((session, asked, id), ())?;
+            }
+            Some(resolution) => {
+                let (status, at) = (question.status.as_str(), resolution.at.0);
+                self.created.remove((asked, id))?;
+                self.session_pending.remove((session, asked, id))?;
+                self.done.insert((status, at, id), ())?;
+                self.session_done.insert((session, status, at, id), ())?;
+            }
         }
-        Some(resolution) => {
-            created.remove((asked, id))?;
-            session_pending.remove((session, asked, id))?;
-            done.insert((question.status.as_str(), resolution.at.0, id), ())?;
-        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// redb's errors are failures to reach the file: unavailable, not corrupt records.

@@ -74,33 +74,6 @@ impl RedisStore {
             .filter(|member| !member.starts_with('!'))
             .collect())
     }
-
-    /// The newest `limit` members of one sorted set in every bucket, newest first.
-    async fn newest_everywhere(
-        &self,
-        key: impl Fn(usize) -> String,
-        limit: usize,
-    ) -> Result<Vec<String>> {
-        let mut pipe = redis::pipe();
-        for bucket in 0..BUCKETS {
-            pipe.cmd("ZRANGE")
-                .arg(key(bucket))
-                .arg("+inf")
-                .arg("-inf")
-                .arg("BYSCORE")
-                .arg("REV")
-                .arg("LIMIT")
-                .arg(0)
-                // "Every one" (usize::MAX) is -1 to Redis, which takes no larger count.
-                .arg(i64::try_from(limit).unwrap_or(-1))
-                .arg("WITHSCORES");
-        }
-        let pages: Vec<Vec<(String, f64)>> = self.query_pipe("zrange", &pipe).await?;
-        let mut merged: Vec<(String, f64)> = pages.into_iter().flatten().collect();
-        merged.sort_by(|a, b| b.1.total_cmp(&a.1));
-        merged.truncate(limit);
-        Ok(merged.into_iter().map(|(id, _)| id).collect())
-    }
 }
 
 impl RedisStore {

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
@@ -125,8 +125,6 @@ pub struct Recorded {
     pub body: Value,
     pub status: u16,
     pub at: Instant,
-    /// Wall-clock milliseconds, comparable with askbridge's `Millis`.
-    pub wall_ms: u64,
 }
 
 impl Recorded {
@@ -182,13 +180,6 @@ impl Drop for FakeDiscord {
             task.abort();
         }
     }
-}
-
-fn wall_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
 }
 
 fn error(status: StatusCode, code: u64, message: &str) -> (StatusCode, Value) {
@@ -697,7 +688,6 @@ async fn rest(
         .to_owned();
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let at = Instant::now();
-    let wall = wall_ms();
     let index = {
         let mut log = state.log.lock().unwrap();
         log.push(Recorded {
@@ -706,7 +696,6 @@ async fn rest(
             body: body.clone(),
             status: 0,
             at,
-            wall_ms: wall,
         });
         log.len() - 1
     };

@@ -116,7 +116,8 @@ pub fn telegram_alice() -> User {
     }
 }
 
-/// One Telegram round: (POST -> sendMessage, update queued -> wait released).
+/// One Telegram round: (POST -> sendMessage, a tap on the second option queued -> wait
+/// released). A tap, as a person answers: askbridge answers its callback query too.
 pub async fn telegram_round(fake: &FakeTelegram, base: &str) -> (Duration, Duration) {
     let asked = Instant::now();
     let id = ask(base, &format!("telegram:{GROUP}"), "telegram:7").await;
@@ -129,9 +130,15 @@ pub async fn telegram_round(fake: &FakeTelegram, base: &str) -> (Duration, Durat
         })
         .await
     };
+    let message = fake
+        .newest_in(GROUP, NEWEST)
+        .into_iter()
+        .find(|m| m.text.contains(&id))
+        .unwrap();
+    let second = message.buttons().concat()[1].1.clone();
     let waiter = parked_wait(base, &id).await;
     let pushed = Instant::now();
-    fake.say(GROUP, &telegram_alice(), &format!("/answer {id} 2"));
+    fake.tap(GROUP, message.id, &telegram_alice(), &second);
     let (released, question) = waiter.await.unwrap();
     assert_eq!(question["status"], "answered", "{question}");
     (shown - asked, released - pushed)

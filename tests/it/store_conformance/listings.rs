@@ -24,7 +24,7 @@ fn run(created: u64) -> Run {
 
 /// Reads every page of a listing; `page(cursor)` gives one page and the next cursor (the
 /// store's: a wrong one skips or repeats items, a missing one ends early).
-async fn all_pages<T, F, Fut>(mut page: F) -> Vec<T>
+pub(super) async fn all_pages<T, F, Fut>(mut page: F) -> Vec<T>
 where
     F: FnMut(Option<Cursor>) -> Fut,
     Fut: std::future::Future<Output = (Vec<T>, Option<Cursor>)>,

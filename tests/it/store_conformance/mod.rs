@@ -303,21 +303,7 @@ async fn redis_rules_stored_before_the_index_are_filed_on_connect() {
 async fn embedded_a_sessions_pending_page_reads_no_resolved_question() {
     use askbridge::store::ListFilter;
     use askbridge_core::Status;
-    let dir = tempfile::tempdir().unwrap();
-    let store = EmbeddedStore::open(dir.path(), StoreOptions::default())
-        .await
-        .unwrap();
-    let mut resolved = Vec::new();
-    for _ in 0..20 {
-        let q = question("s", &[], DEFAULT_TIMEOUT);
-        store.insert(&q).await.unwrap();
-        let by = claim(answer("dayjs"), "telegram:1");
-        store
-            .claim(&q, &by, ClaimOptions::new(SETTLE))
-            .await
-            .unwrap();
-        resolved.push(q.id);
-    }
+    let (dir, store, resolved) = embedded_resolved(20).await;
     let pending = question("s", &[], DEFAULT_TIMEOUT);
     store.insert(&pending).await.unwrap();
     drop(store);
@@ -339,6 +325,70 @@ async fn embedded_a_sessions_pending_page_reads_no_resolved_question() {
     let ids: Vec<QuestionId> = listed.into_iter().map(|q| q.id).collect();
     assert_eq!(ids, [pending.id]);
     assert!(store.list(&session(Status::Answered)).await.is_err());
+}
+
+/// Embedded only: a session's history page, and its page of one outcome, read that page, not
+/// every question the session had. The records of all but its newest eleven resolved questions
+/// are made unreadable in the file; two pages of five still answer (each reads its five and one
+/// more, which says whether a next page follows), the third reads unreadable ones and fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_a_sessions_history_reads_a_page() {
+    use askbridge::store::{HistoryFilter, ListFilter};
+    use askbridge_core::Status;
+    let (dir, store, resolved) = embedded_resolved(40).await;
+    drop(store);
+    spoil(
+        &dir.path().join(askbridge::store::embedded::FILE_NAME),
+        &resolved[..29],
+    )
+    .await;
+
+    let store = EmbeddedStore::open(dir.path(), StoreOptions::default())
+        .await
+        .unwrap();
+    let newest: Vec<QuestionId> = resolved.iter().rev().cloned().collect();
+    let history = |after| HistoryFilter {
+        session_id: Some("s".into()),
+        after,
+        limit: 5,
+        ..HistoryFilter::default()
+    };
+    let first = store.history(&history(None)).await.unwrap();
+    let ids = |qs: Vec<askbridge_core::Question>| qs.into_iter().map(|q| q.id).collect::<Vec<_>>();
+    assert_eq!(ids(first.items), newest[..5]);
+    let second = store.history(&history(first.next)).await.unwrap();
+    assert_eq!(ids(second.items), newest[5..10]);
+    let answered = ListFilter {
+        session_id: Some("s".into()),
+        status: Some(Status::Answered),
+        limit: 5,
+        ..ListFilter::pending()
+    };
+    assert_eq!(ids(store.list(&answered).await.unwrap()), newest[..5]);
+    // The page after those reads the unreadable ones, and says so.
+    assert!(store.history(&history(second.next)).await.is_err());
+}
+
+/// An embedded store in a new folder with `count` questions of session `s` answered, a few
+/// milliseconds apart (oldest first).
+async fn embedded_resolved(count: usize) -> (tempfile::TempDir, EmbeddedStore, Vec<QuestionId>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedStore::open(dir.path(), StoreOptions::default())
+        .await
+        .unwrap();
+    let mut resolved = Vec::new();
+    for _ in 0..count {
+        let q = question("s", &[], DEFAULT_TIMEOUT);
+        store.insert(&q).await.unwrap();
+        let by = claim(answer("dayjs"), "telegram:1");
+        store
+            .claim(&q, &by, ClaimOptions::new(SETTLE))
+            .await
+            .unwrap();
+        resolved.push(q.id);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    (dir, store, resolved)
 }
 
 /// Writes what no question decodes from over the records of `ids` (once the store that had the

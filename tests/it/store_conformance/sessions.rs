@@ -1,11 +1,15 @@
 //! A session's pending page: on every store, its newest pending questions and nothing else; on
 //! Redis, a page that reads no resolved question of the session, and the pending questions stored
-//! before the session's pending index entered in it on connect.
+//! before the session's pending index entered in it on connect. A session's history and its
+//! questions of one outcome: on every store, newest resolved first, a page at a time (the
+//! embedded store's reads only that page: `embedded_a_sessions_history_reads_a_page` in
+//! `mod.rs`).
 
+use super::listings::all_pages;
 use super::{Fixture, SETTLE, answer, claim, question};
 use crate::support::{redis_store_on, redis_store_with};
 use askbridge::store::prelude::*;
-use askbridge::store::{ClaimOptions, ListFilter, StoreOptions};
+use askbridge::store::{ClaimOptions, HistoryFilter, ListFilter, StoreOptions};
 use askbridge_core::question::DEFAULT_TIMEOUT;
 use askbridge_core::{Question, QuestionId, Status};
 
@@ -81,7 +85,51 @@ async fn a_sessions_pending_page_is_its_newest_pending(f: Fixture) {
     assert_eq!(ids(resolved), expected);
 }
 
-conformance!(a_sessions_pending_page_is_its_newest_pending);
+conformance!(
+    a_sessions_pending_page_is_its_newest_pending,
+    a_sessions_history_pages_through_its_resolved_questions,
+);
+
+async fn a_sessions_history_pages_through_its_resolved_questions(f: Fixture) {
+    // One outcome only: a page's cursor entry must not take the place of the next page's first.
+    let answered = ask(&*f.store, "s", 7, true).await;
+    ask(&*f.store, "other", 2, true).await;
+    ask(&*f.store, "s", 1, false).await;
+    let newest: Vec<QuestionId> = answered.iter().rev().map(|q| q.id.clone()).collect();
+    let store = f.store.clone();
+    let seen = all_pages(|after| {
+        let store = store.clone();
+        async move {
+            let filter = HistoryFilter {
+                session_id: Some("s".into()),
+                after,
+                limit: 3,
+                ..HistoryFilter::default()
+            };
+            let page = store.history(&filter).await.unwrap();
+            assert!(page.items.len() <= 3);
+            (page.items, page.next)
+        }
+    })
+    .await;
+    assert_eq!(
+        ids(seen),
+        newest,
+        "every resolved question once, newest first"
+    );
+    let page = f
+        .store
+        .list(&of_session("s", Status::Answered, 3))
+        .await
+        .unwrap();
+    assert_eq!(ids(page), newest[..3]);
+    let declined = f
+        .store
+        .list(&of_session("s", Status::Declined, 3))
+        .await
+        .unwrap();
+    assert!(declined.is_empty());
+}
 
 /// Redis only: a session's pending page reads no resolved question of the session. The resolved
 /// questions' records are made unreadable; the pending page still answers (it read none of

@@ -30,16 +30,14 @@ impl EventHandler for Handler {
     async fn interaction_create(&self, _: Context, interaction: Interaction) {
         match interaction {
             Interaction::Component(component) => {
-                let text = component_text(&component);
+                let (text, token) = (component_text(&component), component.token.clone());
+                let acknowledge = CreateInteractionResponse::Acknowledge;
+                let acknowledged =
+                    self.core
+                        .respond_first(&text, component.id, &token, &acknowledge);
                 self.core
-                    .respond_first(
-                        &text,
-                        component.id,
-                        &component.token,
-                        &CreateInteractionResponse::Acknowledge,
-                    )
+                    .handle_component(&*self.inbox, component, acknowledged)
                     .await;
-                self.core.handle_component(&*self.inbox, component).await;
             }
             Interaction::Command(command) => {
                 let text = command_text(&command);

@@ -5,10 +5,13 @@
 //!
 //! Order matters for clicks: Discord shows "This interaction failed" unless it gets a first
 //! response within 3 seconds, and the bridge's work (a store claim, on Redis perhaps) has no such
-//! bound. So a click is acknowledged first, with a deferred update that changes nothing on
-//! screen, and only then handed to the inbox. The bridge itself then edits the message everywhere
-//! it is shown (the withdraw); a refusal ("You can't answer this question", "Already answered")
-//! goes to the clicker alone, as an ephemeral follow-up.
+//! bound. So a click's acknowledgement, a deferred update that changes nothing on screen, is sent
+//! at once, and the click is handed to the inbox alongside it rather than after Discord took it:
+//! the claim needs nothing from the acknowledgement, and waiting for it put a round trip to
+//! Discord into every click's way to the asker. The bridge itself then edits the message
+//! everywhere it is shown (the withdraw); a refusal ("You can't answer this question", "Already
+//! answered") goes to the clicker alone, as an ephemeral follow-up, once the acknowledgement is
+//! in (a follow-up needs the first response).
 //!
 //! Every delivery carries the platform's id (`interaction:<id>`, `message:<id>`), so a gateway
 //! resume that replays events, or a double click delivered twice, is handled once: the inbox drops
@@ -196,19 +199,23 @@ impl Core {
         }
     }
 
-    /// A click or selection, after its acknowledgement.
+    /// A click or selection, handled while `acknowledged` (its first response) completes; what
+    /// the clicker is told waits for it.
     pub(crate) async fn handle_component(
         &self,
         inbox: &dyn Inbox,
         interaction: ComponentInteraction,
+        acknowledged: impl std::future::Future<Output = ()>,
     ) {
         if let Some((id, page)) = crate::batch::page_of(&interaction.data.custom_id) {
+            acknowledged.await;
             return self.turn_page(inbox, &interaction, &id, page).await;
         }
         let inbound = self.component_inbound(&interaction);
         let text = inbound.text.clone();
         let sender = inbound.sender.clone();
-        let Some(reply) = inbox.handle(inbound).await else {
+        let (handled, ()) = tokio::join!(inbox.handle(inbound), acknowledged);
+        let Some(reply) = handled else {
             tracing::debug!(question_id = %question_id_in(&text), interaction_id = %interaction.id, "duplicate Discord interaction dropped");
             return;
         };
