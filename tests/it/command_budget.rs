@@ -500,3 +500,91 @@ async fn answer_times_are_trimmed_in_steps_and_read_newest_first() {
         &counts.answer_ms[..3]
     );
 }
+
+/// The TTLs of the session's question set and pending index, in every bucket that has them.
+async fn session_ttls(fixture: &crate::support::RedisFixture, session: &str) -> Vec<i64> {
+    let mut connection = fixture.server.connection().await;
+    let mut ttls = Vec::new();
+    for pattern in [
+        format!("*:session:{session}"),
+        format!("*:session-pending:{session}"),
+    ] {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(&pattern)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        assert!(!keys.is_empty(), "no key like {pattern}");
+        for key in keys {
+            let ttl: i64 = redis::cmd("PTTL")
+                .arg(&key)
+                .query_async(&mut connection)
+                .await
+                .unwrap();
+            ttls.push(ttl);
+        }
+    }
+    ttls
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_extends_its_session_keys_only_when_they_would_expire_too_soon() {
+    let fixture = redis_store().await;
+    let (bridge, _) = bridge_over(fixture.store.clone()).await;
+    let ask = || bridge.create(NewQuestion::new("kept", "Which?").options(["a", "b"]));
+    // They must outlive a question asked now: its longest timeout, then the retention.
+    let least = (askbridge_core::question::MAX_TIMEOUT + Duration::from_secs(7 * 24 * 3600))
+        .as_millis() as i64;
+    // Questions land in the 16 buckets by id: 256 asks all miss a given bucket once in some
+    // fifteen million runs.
+    for _ in 0..256 {
+        ask().await.unwrap();
+    }
+    let first = session_ttls(&fixture, "kept").await;
+    assert!(first.iter().all(|ttl| *ttl >= least), "{first:?} < {least}");
+    assert_eq!(first.len(), 32, "a set and an index in every bucket");
+    // Far enough ahead: the next ask writes no expiry for them.
+    let monitor = Monitor::start(fixture.server.port);
+    ask().await.unwrap();
+    settle_a_moment().await;
+    let expiries: Vec<String> = monitor
+        .take()
+        .into_iter()
+        .filter(|l| l.contains(" lua] ") && l.to_uppercase().contains("\"PEXPIRE\""))
+        .filter(|l| l.contains(":session:kept") || l.contains(":session-pending:kept"))
+        .collect();
+    assert!(expiries.is_empty(), "{expiries:?}");
+    // Too soon (as after an hour of asks into it): the asks into their buckets extend them
+    // again.
+    let mut connection = fixture.server.connection().await;
+    let mut lowered = Vec::new();
+    for pattern in ["*:session:kept", "*:session-pending:kept"] {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(pattern)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        lowered.extend(keys);
+    }
+    for key in &lowered {
+        let _: i64 = redis::cmd("PEXPIRE")
+            .arg(key)
+            .arg(least - 1_000)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+    }
+    for _ in 0..256 {
+        ask().await.unwrap();
+    }
+    let mut extended = 0;
+    for key in &lowered {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(key)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        extended += usize::from(ttl >= least);
+    }
+    assert_eq!(extended, lowered.len(), "{lowered:?}");
+}
