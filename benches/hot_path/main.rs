@@ -11,8 +11,8 @@
 //!    script at the same concurrency, on a Redis without AOF (the goal) and with fsync always;
 //! 3. reply -> waiter released with 1,000 waiters parked, beside Redis PING;
 //! 4. resumes/s of the example `release` flow, one request per step and as wait + reply, beside
-//!    LangGraph's interrupt/resume (scripts/bench installs it into a venv), with the CPU each
-//!    process spends per resume (`runs.rs`);
+//!    LangGraph's interrupt/resume in both shapes of the flow, against the faster (scripts/bench
+//!    installs it into a venv), with the CPU each process spends per resume (`runs.rs`);
 //! 5. Redis memory per pending question and per waiting run, and the latency of `/api/stats`,
 //!    a page of `/api/questions` and the SSE replay with that many pending;
 //! 6. the embedded store's cycles/s, beside the disk's fsyncs/s, and its run resumes/s;
