@@ -8,11 +8,11 @@
 //! 1. commands askbridge sends to Redis per ask and per answer (MONITOR; a script's own lines
 //!    and blocking stream reads left out), and per second with 1,000 idle waiters;
 //! 2. ask+answer cycles/s with 16 connections, beside redis-benchmark EVALSHA of a claim-shaped
-//!    script at the same concurrency;
+//!    script at the same concurrency, on a Redis without AOF (the goal) and with fsync always;
 //! 3. reply -> waiter released with 1,000 waiters parked, beside Redis PING;
 //! 4. resumes/s of the example `release` flow, one request per step and as wait + reply, beside
-//!    LangGraph's interrupt/resume (scripts/bench installs it into a venv), with the CPU each
-//!    process spends per resume (`runs.rs`);
+//!    LangGraph's interrupt/resume in both shapes of the flow, against the faster (scripts/bench
+//!    installs it into a venv), with the CPU each process spends per resume (`runs.rs`);
 //! 5. Redis memory per pending question and per waiting run, and the latency of `/api/stats`,
 //!    a page of `/api/questions` and the SSE replay with that many pending;
 //! 6. the embedded store's cycles/s, beside the disk's fsyncs/s, and its run resumes/s;
@@ -229,9 +229,19 @@ fn summary(names: &[String]) -> String {
         .join(", ")
 }
 
+/// Ask+answer cycles beside `redis-benchmark` EVALSHA of a claim-shaped script, first on a Redis
+/// without AOF (the goal's line: what askbridge costs beside what a script costs Redis), then on
+/// the tests' Redis with fsync on every write (where the disk bounds both).
 async fn cycles(o: &Options) {
-    let redis = redis_server::RedisServer::start();
-    let server = serve(&redis);
+    let no_aof = redis_server::RedisServer::start_with(&["--appendonly", "no"]);
+    cycles_on(o, &no_aof, "without AOF", "   (goal >= 0.14)").await;
+    drop(no_aof);
+    let always = redis_server::RedisServer::start();
+    cycles_on(o, &always, "fsync always", "").await;
+}
+
+async fn cycles_on(o: &Options, redis: &redis_server::RedisServer, setting: &str, goal: &str) {
+    let server = serve(redis);
     load::cycles(&server.base, 500, o.concurrency).await;
     let askbridge_pid = server.child.id().to_string();
     let cpu = || async {
@@ -245,7 +255,7 @@ async fn cycles(o: &Options) {
     let after = cpu().await;
     let anchor = anchors::evalsha_per_s(&redis.url(), redis.port, o.concurrency, 200_000).await;
     println!(
-        "ask+answer cycles/s      {rate:>8.0}   beside redis-benchmark EVALSHA {anchor:>8.0}/s   ratio {:.3} (goal >= 0.14)   cycle p50 {:.2} ms p99 {:.2} ms",
+        "ask+answer cycles/s ({setting:<12}) {rate:>6.0}   beside redis-benchmark EVALSHA {anchor:>6.0}/s   ratio {:.3}{goal}   cycle p50 {:.2} ms p99 {:.2} ms",
         rate / anchor,
         percentile(&mut latencies, 0.5),
         percentile(&mut latencies, 0.99),
@@ -254,7 +264,7 @@ async fn cycles(o: &Options) {
     // shared machine.
     let per_cycle = |a: f64, b: f64| (b - a) * 1e6 / o.cycles as f64;
     println!(
-        "  CPU per cycle: askbridge {:.0} us, redis-server {:.0} us",
+        "  CPU per cycle ({setting}): askbridge {:.0} us, redis-server {:.0} us",
         per_cycle(before.0, after.0),
         per_cycle(before.1, after.1)
     );

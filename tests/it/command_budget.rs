@@ -500,3 +500,90 @@ async fn answer_times_are_trimmed_in_steps_and_read_newest_first() {
         &counts.answer_ms[..3]
     );
 }
+
+/// The session's question set and pending index in every bucket that has them.
+async fn session_keys(
+    connection: &mut redis::aio::MultiplexedConnection,
+    session: &str,
+) -> Vec<String> {
+    let mut keys = Vec::new();
+    for pattern in [
+        format!("*:session:{session}"),
+        format!("*:session-pending:{session}"),
+    ] {
+        let found: Vec<String> = redis::cmd("KEYS")
+            .arg(&pattern)
+            .query_async(connection)
+            .await
+            .unwrap();
+        keys.extend(found);
+    }
+    keys
+}
+
+/// The TTL of each of `keys`, ms.
+async fn ttls(connection: &mut redis::aio::MultiplexedConnection, keys: &[String]) -> Vec<i64> {
+    let mut ttls = Vec::new();
+    for key in keys {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(key)
+            .query_async(connection)
+            .await
+            .unwrap();
+        ttls.push(ttl);
+    }
+    ttls
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_extends_its_session_keys_only_when_they_would_expire_too_soon() {
+    let fixture = redis_store().await;
+    let (bridge, _) = bridge_over(fixture.store.clone()).await;
+    let mut connection = fixture.server.connection().await;
+    let ask = || bridge.create(NewQuestion::new("kept", "Which?").options(["a", "b"]));
+    // They must outlive a question asked now: its longest timeout, then the retention.
+    let least = (askbridge_core::question::MAX_TIMEOUT + Duration::from_secs(7 * 24 * 3600))
+        .as_millis() as i64;
+    // Questions land in the 16 buckets by id: 256 asks all miss a given bucket once in some
+    // fifteen million runs.
+    for _ in 0..256 {
+        ask().await.unwrap();
+    }
+    let keys = session_keys(&mut connection, "kept").await;
+    assert_eq!(
+        keys.len(),
+        32,
+        "a set and an index in every bucket: {keys:?}"
+    );
+    let first = ttls(&mut connection, &keys).await;
+    assert!(first.iter().all(|ttl| *ttl >= least), "{first:?} < {least}");
+    // Far enough ahead: the next ask writes no expiry for them.
+    let monitor = Monitor::start(fixture.server.port);
+    ask().await.unwrap();
+    settle_a_moment().await;
+    let expiries: Vec<String> = monitor
+        .take()
+        .into_iter()
+        .filter(|l| l.contains(" lua] ") && l.to_uppercase().contains("\"PEXPIRE\""))
+        .filter(|l| l.contains(":session:kept") || l.contains(":session-pending:kept"))
+        .collect();
+    assert!(expiries.is_empty(), "{expiries:?}");
+    // Too soon (as after an hour of asks into it): the asks into their buckets extend them
+    // again.
+    for key in &keys {
+        let _: i64 = redis::cmd("PEXPIRE")
+            .arg(key)
+            .arg(least - 1_000)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+    }
+    for _ in 0..256 {
+        ask().await.unwrap();
+    }
+    let extended = ttls(&mut connection, &keys).await;
+    assert!(
+        extended.iter().all(|ttl| *ttl >= least),
+        "{extended:?} < {least}"
+    );
+}

@@ -81,6 +81,7 @@ pub(super) struct InsertArgs<'a> {
     pub(super) asked: u64,
     pub(super) id: &'a str,
     pub(super) session_ttl: u64,
+    pub(super) session_keep: u64,
     pub(super) due: u64,
     pub(super) maxlen: usize,
     pub(super) target_ttl: u64,
@@ -96,6 +97,7 @@ impl InsertArgs<'_> {
             .put("asked", self.asked)
             .put("id", self.id)
             .put("session_ttl", self.session_ttl)
+            .put("session_keep", self.session_keep)
             .put("due", self.due)
             .put("maxlen", self.maxlen)
             .put("target_ttl", self.target_ttl);

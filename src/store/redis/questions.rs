@@ -22,6 +22,9 @@ use std::time::Duration;
 const LOAD_CHUNK: usize = 500;
 /// How long a target's set outlives the deadline of the newest question in it.
 const TARGET_GRACE: Duration = Duration::from_secs(24 * 3600);
+/// How much longer than it must a session's set and pending index are kept when an ask extends
+/// them: the asks within that hour find them far enough ahead and write no expiry.
+const SESSION_SLACK: Duration = Duration::from_secs(3600);
 
 impl RedisStore {
     /// Loads several questions by id, skipping ids whose question is gone.
@@ -107,6 +110,7 @@ impl RedisStore {
             asked: question.created_at.0,
             id,
             session_ttl: session_ttl.as_millis() as u64,
+            session_keep: (session_ttl + SESSION_SLACK).as_millis() as u64,
             due: question.next_due(&[]).0,
             maxlen: EVENTS_MAXLEN,
             target_ttl: target_ttl.as_millis() as u64,

@@ -75,7 +75,6 @@ redis.call('PEXPIRE', KEYS[1], a.retention)
 if #shown > 0 then redis.call('PEXPIRE', KEYS[2], a.retention) end
 if #effects > 0 then redis.call('PEXPIRE', KEYS[3], a.retention) end
 redis.call('ZREM', KEYS[5], a.id)
-redis.call('ZREM', KEYS[13], a.id)
 redis.call('ZADD', KEYS[6], a.now, a.id)
 announce(KEYS[7], a.maxlen, a.event)
 redis.call('XADD', KEYS[8], 'MINID', '~', a.oldest_audit, '*', 'q', a.id, 'st', a.status,
@@ -107,6 +106,10 @@ if a.take then
         end
     end
 end
+-- Out of the session's pending index after the next question of a run carried ahead is in it
+-- (same session, same bucket): the index is never left empty between the two, so Redis does not
+-- delete it and the insert finds its TTL and writes none.
+redis.call('ZREM', KEYS[13], a.id)
 -- Out of the open index when nothing is left to do; otherwise due when the effects settle.
 local finished = 0
 if a.finish_when_idle and #shown == 0 and (not a.has_run or #run > 0 or ahead == 1) then
