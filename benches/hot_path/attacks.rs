@@ -128,7 +128,7 @@ pub async fn forms(server: &support::Process, data_dir: &Path, answers: usize) {
     let answer: serde_json::Map<String, serde_json::Value> = (0..MAX_FIELDS)
         .map(|i| (format!("f{i}"), "\u{1D49C}".repeat(MAX_MAX_LENGTH).into()))
         .collect();
-    let reply = serde_json::json!({ "answer": answer });
+    let answer = serde_json::Value::Object(answer);
     let answer_bytes = serde_json::to_vec(&answer).unwrap().len();
     let (before, rss_before) = (bytes_under(data_dir), rss_mb(pid));
     for _ in 0..answers {
@@ -142,13 +142,7 @@ pub async fn forms(server: &support::Process, data_dir: &Path, answers: usize) {
             .await
             .unwrap();
         let id = created["id"].as_str().expect("a form question");
-        let response = client
-            .post(format!("{base}/api/questions/{id}/reply"))
-            .json(&reply)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200, "a maximal answer is taken");
+        load::reply(&client, &base, id, answer.clone()).await;
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     let grown = bytes_under(data_dir).saturating_sub(before) as f64 / 1e6;
