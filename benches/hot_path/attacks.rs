@@ -132,15 +132,8 @@ pub async fn forms(server: &support::Process, data_dir: &Path, answers: usize) {
     let answer_bytes = serde_json::to_vec(&answer).unwrap().len();
     let (before, rss_before) = (bytes_under(data_dir), rss_mb(pid));
     for _ in 0..answers {
-        let created: serde_json::Value = client
-            .post(format!("{base}/api/questions"))
-            .json(&question)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let created = support::post_json(&base, "/api/questions", question.clone()).await;
+        let created: serde_json::Value = created.json().await.unwrap();
         let id = created["id"].as_str().expect("a form question");
         load::reply(&client, &base, id, answer.clone()).await;
     }
