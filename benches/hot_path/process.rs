@@ -59,11 +59,14 @@ pub async fn probe(name: &str, server: &support::Process, pending: usize, waiter
     let asked = rss_mb(pid);
     // Parked in two halves: the second half's growth is what one more long poll costs, apart from
     // what the first ones start once (threads, tables and the allocator's own pages).
+    // A client of their own: the asks' idle connections would otherwise carry some of them, and
+    // the wait for every waiter's connection (`settle`) would never end.
+    let parker = load::client();
     let park = |ids: &[String]| {
         ids.iter()
             .map(|id| {
                 let (client, url) = (
-                    client.clone(),
+                    parker.clone(),
                     format!("{base}/api/questions/{id}/wait?timeout_s=60"),
                 );
                 tokio::spawn(async move {
