@@ -18,7 +18,8 @@
 //! 6. the embedded store's cycles/s, beside the disk's fsyncs/s, and its run resumes/s;
 //! 7. the release binary's size;
 //! 8. the process under stress on each store (`--only process`): RSS after list and stats with
-//!    `--pending` questions, threads with 1,000 waiters, idle connections closed;
+//!    `--pending` questions, threads and memory with `--waiters` parked long polls (the cap
+//!    raised for them), idle connections closed;
 //! 9. (`--only cluster`) cycles on a Redis Cluster beside one node, with 1 and 3 askbridge
 //!    replicas, with and without the replica wait, and asks' latencies through a master's
 //!    failover (`cluster.rs`);
@@ -34,7 +35,10 @@
 //! 14. (`--only restart`) the embedded store's restart with `--pending` pending, beside 100
 //!     (`restart.rs`);
 //! 15. (`--only million`, never by default) `--million` (1,000,000) pending on Redis beside 100:
-//!     bytes each, cycles, stats, first pages, SSE replay, restart (`million.rs`).
+//!     bytes each, cycles, stats, first pages, SSE replay, restart (`million.rs`);
+//! 16. (`--only slow`, `forms`, `silent`, never by default) issue 35's attacks: `/healthz` during
+//!     4,300 slow bodies, the data files and a history page after 20 maximal form answers, and
+//!     memory with 2,000 event streams nobody reads and `--pending` pending (`attacks.rs`).
 //!
 //! ```text
 //! scripts/bench                                    # everything, as the README gives it
@@ -46,6 +50,7 @@
 
 mod anchors;
 mod approvals;
+mod attacks;
 mod chat;
 mod cluster;
 mod lean;
@@ -419,19 +424,48 @@ async fn main() {
         .await;
     }
     if o.wants("process") {
+        // Room for the waiters beside the 2,000 idle connections (the cap is 4,096).
+        let cap = ("ASKBRIDGE_MAX_CONNECTIONS", (o.waiters + 4096).to_string());
         let dir = tempfile::tempdir().unwrap();
         let embedded = support::Process::spawn(
             &["serve"],
             &[
                 ("ASKBRIDGE_DATA_DIR", dir.path().display().to_string()),
                 ("ASKBRIDGE_LOG", "warn".to_owned()),
+                cap.clone(),
             ],
         );
         process::probe("embedded", &embedded, o.pending, o.waiters).await;
         drop(embedded);
         let redis = redis_server::RedisServer::start();
-        let server = serve(&redis);
+        let server = support::Process::spawn(
+            &["serve"],
+            &[
+                ("REDIS_URL", redis.url()),
+                ("ASKBRIDGE_LOG", "warn".to_owned()),
+                cap,
+            ],
+        );
         process::probe("redis", &server, o.pending, o.waiters).await;
+    }
+    // Issue 35's attacks, one askbridge (embedded store, default limits) each.
+    for attack in ["slow", "forms", "silent"] {
+        if !o.only.iter().any(|s| s == attack) {
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let server = support::Process::spawn(
+            &["serve"],
+            &[
+                ("ASKBRIDGE_DATA_DIR", dir.path().display().to_string()),
+                ("ASKBRIDGE_LOG", "error".to_owned()),
+            ],
+        );
+        match attack {
+            "slow" => attacks::slow_bodies(&server, 4300, 60).await,
+            "forms" => attacks::forms(&server, dir.path(), 20).await,
+            _ => attacks::silent_streams(&server, 2000, o.pending).await,
+        }
     }
     if o.only.iter().any(|s| s == "mcp") {
         let dir = tempfile::tempdir().unwrap();

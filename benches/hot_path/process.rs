@@ -16,6 +16,22 @@ fn proc_status(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// File descriptors `pid` holds (a parked long poll holds its connection's).
+fn open_files(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
+}
+
+/// Waits (up to 60 s) until `pid` holds `files` descriptors, then 2 s more.
+async fn settle(pid: u32, files: usize) {
+    for _ in 0..600 {
+        if open_files(pid) >= files {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+}
+
 fn rss_mb(pid: u32) -> f64 {
     proc_status(pid, "VmRSS") as f64 / 1024.0
 }
@@ -41,26 +57,41 @@ pub async fn probe(name: &str, server: &support::Process, pending: usize, waiter
         ids.push(load::ask(&client, &base, "threads").await);
     }
     let asked = rss_mb(pid);
-    let mut parked = Vec::with_capacity(waiters);
-    for id in &ids {
-        let (client, url) = (
-            client.clone(),
-            format!("{base}/api/questions/{id}/wait?timeout_s=60"),
-        );
-        parked.push(tokio::spawn(async move {
-            let _: Option<Value> = match client.get(url).send().await {
-                Ok(response) => response.json().await.ok(),
-                Err(_) => None,
-            };
-        }));
-    }
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Parked in two halves: the second half's growth is what one more long poll costs, apart from
+    // what the first ones start once (threads, tables and the allocator's own pages).
+    // A client of their own: the asks' idle connections would otherwise carry some of them, and
+    // the wait for every waiter's connection (`settle`) would never end.
+    let parker = load::client();
+    let park = |ids: &[String]| {
+        ids.iter()
+            .map(|id| {
+                let (client, url) = (
+                    parker.clone(),
+                    format!("{base}/api/questions/{id}/wait?timeout_s=60"),
+                );
+                tokio::spawn(async move {
+                    let _: Option<Value> = match client.get(url).send().await {
+                        Ok(response) => response.json().await.ok(),
+                        Err(_) => None,
+                    };
+                })
+            })
+            .collect::<Vec<_>>()
+    };
+    let (first, second) = ids.split_at(waiters / 2);
+    let open_before = open_files(pid);
+    let mut parked = park(first);
+    settle(pid, open_before + first.len()).await;
+    let half = rss_mb(pid);
+    parked.extend(park(second));
+    settle(pid, open_before + waiters).await;
     let threads = proc_status(pid, "Threads");
     let with_waiters = rss_mb(pid);
     // Each parked long poll with its connection (issue 35 measured ~37 KB).
     let per_waiter_kb = (with_waiters - asked) * 1024.0 / waiters.max(1) as f64;
+    let marginal_kb = (with_waiters - half) * 1024.0 / second.len().max(1) as f64;
     println!(
-        "{name:<9} threads with {waiters} waiters parked: {threads}   (goal <= 32); RSS {with_waiters:.1} MB, {per_waiter_kb:.1} KB a waiter (goal <= 20)"
+        "{name:<9} threads with {waiters} waiters parked: {threads}   (goal <= 32); RSS {asked:.1} MB before them, {with_waiters:.1} MB with them: {per_waiter_kb:.1} KB a waiter, the second half {marginal_kb:.1} KB each (goal <= 20)"
     );
     for task in parked {
         task.abort();

@@ -52,7 +52,7 @@ use crate::bridge::Bridge;
 use askbridge_core::Secret;
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
@@ -225,23 +225,23 @@ async fn method_not_allowed(request: Request) -> ApiError {
 }
 
 /// Checks `Authorization: Bearer <token>` in constant time.
-async fn require_token(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    request: Request,
-    next: Next,
-) -> Response {
+///
+/// Reads the header in place rather than taking a `HeaderMap`: a copy held across `next.run`
+/// keeps hyper's 8 KB read buffer (the header values point into it) for as long as a long poll
+/// is parked.
+async fn require_token(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let Some(expected) = &state.token else {
         return next.run(request).await;
     };
-    let presented = headers
+    let presented = request
+        .headers()
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
-        .map(|token| token.trim().as_bytes());
+        .map(|token| expected.matches(token.trim().as_bytes()));
     match presented {
-        Some(token) if expected.matches(token) => next.run(request).await,
-        Some(_) => ApiError::new(StatusCode::UNAUTHORIZED, "wrong API token").into_response(),
+        Some(true) => next.run(request).await,
+        Some(false) => ApiError::new(StatusCode::UNAUTHORIZED, "wrong API token").into_response(),
         None => ApiError::new(
             StatusCode::UNAUTHORIZED,
             "this API needs `Authorization: Bearer <ASKBRIDGE_API_TOKEN>`",
