@@ -218,7 +218,35 @@ async fn fill(store: RedisStore, count: usize, concurrency: usize) {
     }
 }
 
-pub async fn approvals(none: Side, many: Side, rules: usize, concurrency: usize) {
+/// `count` keys of no rule, each shaped as an index entry (a hash of one field holding a list
+/// of one id), in the Redis at `url`, a thousand per pipeline.
+async fn ballast(url: &str, count: usize) {
+    let client = redis::Client::open(url).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    for start in (0..count).step_by(1000) {
+        let mut pipe = redis::pipe();
+        for n in start..(start + 1000).min(count) {
+            pipe.hset(
+                format!("ballast:{n}"),
+                "s:ballast",
+                format!("[\"rule-{n:010}\"]"),
+            )
+            .ignore();
+        }
+        let () = pipe.query_async(&mut connection).await.unwrap();
+    }
+}
+
+/// `ballast` > 0 is a control: the side with no rule then holds that many keys of no rule, so
+/// both Redis hold a keyspace of about the same size, and a difference left between the sides is
+/// the rules' (their index's lookups) rather than a larger keyspace's.
+pub async fn approvals(
+    none: Side,
+    many: Side,
+    rules: usize,
+    ballast_keys: usize,
+    concurrency: usize,
+) {
     let filled = store(&many.redis).await;
     let started = Instant::now();
     fill(filled.clone(), rules, 64).await;
@@ -226,6 +254,11 @@ pub async fn approvals(none: Side, many: Side, rules: usize, concurrency: usize)
         "approvals: filled {rules} rules through the store in {:.0} s",
         started.elapsed().as_secs_f64()
     );
+    if ballast_keys > 0 {
+        ballast(&none.redis, ballast_keys).await;
+        crate::probe::rewrite_aof(&none.redis).await;
+        println!("approvals: control: the side with no rule holds {ballast_keys} keys of no rule");
+    }
     // The fill's AOF rewrite done, and askbridge's reader through the fill's events.
     crate::probe::rewrite_aof(&many.redis).await;
     // Warm up (connections open, scripts loaded) with asks only: "with 0 rules" means none.

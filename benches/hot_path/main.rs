@@ -87,6 +87,9 @@ struct Options {
     rules: usize,
     /// Rules of `--only approvals`.
     approval_rules: usize,
+    /// Keys of no rule put in the side with none (`--only approvals`), a control for the
+    /// keyspace's size.
+    approval_ballast: usize,
     /// Failover runs of `--only cluster`.
     failovers: usize,
     /// MCP sessions opened by `--only mcp`.
@@ -117,6 +120,7 @@ fn options() -> Options {
         pending: number("--pending", 100_000),
         rules: number("--rules", 10_000),
         approval_rules: number("--approval-rules", 100_000),
+        approval_ballast: number("--approval-ballast", 0),
         failovers: number("--failovers", 1),
         sessions: number("--sessions", 10_000),
         rounds: number("--rounds", 1_000),
@@ -419,6 +423,7 @@ async fn main() {
             side(&redis_none, &none),
             side(&redis_many, &many),
             o.approval_rules,
+            o.approval_ballast,
             o.concurrency,
         )
         .await;
