@@ -4,10 +4,10 @@
 
 use super::EmbeddedStore;
 use super::questions::load;
-use super::tables::{DONE, ID_END, RUNS, SESSION_DONE, decode_run};
-use crate::store::{Cursor, FINAL, Page, Result, Rules};
+use super::tables::{DONE, RUNS, bound, decode_run, session_done};
+use crate::store::{FINAL, Page, Result, Rules};
 use askbridge_core::run::Run;
-use askbridge_core::{Question, Rule, Status};
+use askbridge_core::{Question, Rule};
 use async_trait::async_trait;
 use redb::{ReadTransaction, ReadableTable};
 
@@ -74,33 +74,4 @@ fn history_page(
         }
     }
     Ok(filter.page(load(txn, ids)?))
-}
-
-/// The ids of session `session`'s newest `limit` questions resolved with `status`, after
-/// `after` (resolution time and id), from their index.
-pub(super) fn session_done(
-    txn: &ReadTransaction,
-    session: &str,
-    status: Status,
-    after: Option<&Cursor>,
-    limit: usize,
-) -> Result<Vec<String>> {
-    let (until, last) = bound(after);
-    let status = status.as_str();
-    let range = (session, status, 0, "")..(session, status, until, last);
-    let mut ids = Vec::new();
-    for entry in txn
-        .open_table(SESSION_DONE)?
-        .range(range)?
-        .rev()
-        .take(limit)
-    {
-        ids.push(entry?.0.value().3.to_owned());
-    }
-    Ok(ids)
-}
-
-/// Where a newest-first range ends, exclusive: before the cursor's entry, or past every entry.
-fn bound(after: Option<&Cursor>) -> (u64, &str) {
-    after.map_or((u64::MAX, ID_END), |c| (c.at.0, c.id.as_str()))
 }

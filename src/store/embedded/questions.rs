@@ -2,11 +2,10 @@
 
 use super::EmbeddedStore;
 use super::audit::append_audit_in;
-use super::listings::session_done;
 use super::tables::{
     BY_TARGET, CREATED, DONE, EFFECTS, ID_END, QUESTIONS, SESSION_DONE, SESSION_PENDING, SHOWN,
     StateIndexes, decode, encode, ids_under, insert_question, put_run, remove_open, run_in,
-    set_due, work_in,
+    session_done, set_due, work_in,
 };
 use crate::store::claim::{self, ClaimTxn};
 use crate::store::{

@@ -1,10 +1,10 @@
 //! The embedded store's tables, the codecs of its records, and the index helpers every role uses.
 
 use crate::store::rule_index::RuleKey;
-use crate::store::{Error, Inserted, Result, Shown, Work};
+use crate::store::{Cursor, Error, Inserted, Result, Shown, Work};
 use askbridge_core::run::Run;
-use askbridge_core::{Question, Rule, Target};
-use redb::{ReadableTable, TableDefinition, WriteTransaction};
+use askbridge_core::{Question, Rule, Status, Target};
+use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
 pub(super) const QUESTIONS: TableDefinition<&str, &str> = TableDefinition::new("questions");
 /// Forms being filled in chat: (question id, identity) -> the draft's JSON.
@@ -296,4 +296,33 @@ pub(super) fn work_in(
         work.done.push(entry?.0.value().1.to_owned());
     }
     Ok(work)
+}
+
+/// The ids of session `session`'s newest `limit` questions resolved with `status`, after
+/// `after` (resolution time and id), from their index.
+pub(super) fn session_done(
+    txn: &ReadTransaction,
+    session: &str,
+    status: Status,
+    after: Option<&Cursor>,
+    limit: usize,
+) -> Result<Vec<String>> {
+    let (until, last) = bound(after);
+    let status = status.as_str();
+    let range = (session, status, 0, "")..(session, status, until, last);
+    let mut ids = Vec::new();
+    for entry in txn
+        .open_table(SESSION_DONE)?
+        .range(range)?
+        .rev()
+        .take(limit)
+    {
+        ids.push(entry?.0.value().3.to_owned());
+    }
+    Ok(ids)
+}
+
+/// Where a newest-first range ends, exclusive: before the cursor's entry, or past every entry.
+pub(super) fn bound(after: Option<&Cursor>) -> (u64, &str) {
+    after.map_or((u64::MAX, ID_END), |c| (c.at.0, c.id.as_str()))
 }

@@ -22,6 +22,7 @@ const BRIDGE_PARTS: &[(&str, Option<&str>)] = &[
     ("inbox/forms.rs", None),
     ("inbox/mod.rs", Some("Messages")),
     ("inbox/plain.rs", None),
+    ("inbox/respond.rs", None),
     ("leased.rs", Some("ExecSessions")),
     ("recent.rs", None),
     ("refusals.rs", None),
