@@ -266,9 +266,13 @@ pub async fn approvals(
         rate(&side.base, concurrency, "warm".into(), false).await;
     }
     let sides = [&none, &many];
+    // Redis's command statistics count the asks' windows only (and the commands scripts run).
+    for side in [&none, &many] {
+        crate::probe::reset_stats(&side.redis).await;
+    }
     let [asked_none, asked_many] = rounds(sides, concurrency, "ask", || async {}).await;
     for (label, side) in [("none", &none), ("many", &many)] {
-        let stats = crate::probe::command_stats(&side.redis, &["hmget", "evalsha", "hget"]).await;
+        let stats = crate::probe::command_stats(&side.redis, &[]).await;
         println!("approvals, Redis after the asks ({label}): {stats}");
     }
     let emptied = store(&none.redis).await;

@@ -173,17 +173,32 @@ pub fn process_cpu_s(pid: &str) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
-/// Redis's `INFO commandstats` lines for `commands` (calls, µs per call), for a note.
+/// Redis's `INFO commandstats` lines for `commands` (calls, µs per call; every command when
+/// `commands` is empty), for a note.
 pub async fn command_stats(url: &str, commands: &[&str]) -> String {
     info(url, "commandstats")
         .await
         .lines()
+        .filter(|l| l.starts_with("cmdstat_"))
         .filter(|l| {
-            commands
-                .iter()
-                .any(|c| l.starts_with(&format!("cmdstat_{c}:")))
+            commands.is_empty()
+                || commands
+                    .iter()
+                    .any(|c| l.starts_with(&format!("cmdstat_{c}:")))
         })
         .map(|l| l.split(",rejected").next().unwrap_or(l).to_owned())
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Zeroes Redis's command statistics (`CONFIG RESETSTAT`), so that the next
+/// [`command_stats`] counts from now.
+pub async fn reset_stats(url: &str) {
+    let client = redis::Client::open(url).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
 }
