@@ -38,8 +38,7 @@ use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, WriteTran
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tables::{
-    AUDIT, BY_SESSION, DRAFTS, DUE_AT, EFFECTS, QUESTIONS, RUNS, SEEN, SESSION_DONE, SHOWN, decode,
-    decode_run,
+    AUDIT, DRAFTS, DUE_AT, EFFECTS, QUESTIONS, RUNS, SEEN, SESSION_DONE, SHOWN, decode, decode_run,
 };
 use tokio::sync::broadcast;
 
@@ -235,13 +234,11 @@ impl Admin for EmbeddedStore {
             }
             let mut shown = txn.open_table(SHOWN)?;
             let mut effects = txn.open_table(EFFECTS)?;
-            let mut by_session = txn.open_table(BY_SESSION)?;
             let mut session_done = txn.open_table(SESSION_DONE)?;
             for question in &old {
                 let id = question.id.as_str();
                 let session = question.session_id.as_str();
                 questions.remove(id)?;
-                by_session.remove((session, id))?;
                 if let Some(resolution) = &question.resolution {
                     let status = question.status.as_str();
                     session_done.remove((session, status, resolution.at.0, id))?;

@@ -13,7 +13,10 @@ pub(super) const SHOWN: TableDefinition<(&str, &str), &str> = TableDefinition::n
 pub(super) const EFFECTS: TableDefinition<(&str, &str), ()> = TableDefinition::new("effects");
 pub(super) const DUE: TableDefinition<(u64, &str), ()> = TableDefinition::new("due");
 pub(super) const DUE_AT: TableDefinition<&str, u64> = TableDefinition::new("due_at");
-pub(super) const BY_SESSION: TableDefinition<(&str, &str), ()> = TableDefinition::new("by_session");
+/// Every question by (session, id), kept by files of layouts before 5 and read by nothing since
+/// a session's listings have their own indexes (`SESSION_PENDING`, `SESSION_DONE`): deleted on
+/// open, so no insert pays for it.
+const BY_SESSION_BEFORE: TableDefinition<(&str, &str), ()> = TableDefinition::new("by_session");
 pub(super) const BY_TARGET: TableDefinition<(&str, &str), ()> = TableDefinition::new("by_target");
 pub(super) const SEEN: TableDefinition<&str, u64> = TableDefinition::new("seen");
 /// Deliveries taken in hand, and when their lease lapses (`Dedupe::take_in_hand`).
@@ -28,7 +31,7 @@ pub(super) const RULES_BY_KEY: TableDefinition<(&str, &str, &str), ()> =
 /// Pending questions by (asked at, id): listing the newest pending ones reads only a page.
 pub(super) const CREATED: TableDefinition<(u64, &str), ()> = TableDefinition::new("created");
 /// Pending questions by (session, asked at, id): a session's pending page reads only that page,
-/// not every question the session had (`BY_SESSION`).
+/// not every question the session had.
 pub(super) const SESSION_PENDING: TableDefinition<(&str, u64, &str), ()> =
     TableDefinition::new("session_pending");
 /// Resolved questions by (status, resolved at, id): counts and pages by outcome and time.
@@ -66,7 +69,7 @@ pub(super) fn create_all(txn: &WriteTransaction) -> Result<()> {
     txn.open_table(EFFECTS)?;
     txn.open_table(DUE)?;
     txn.open_table(DUE_AT)?;
-    txn.open_table(BY_SESSION)?;
+    txn.delete_table(BY_SESSION_BEFORE)?;
     txn.open_table(BY_TARGET)?;
     txn.open_table(SEEN)?;
     txn.open_table(IN_HAND)?;
@@ -249,8 +252,6 @@ pub(super) fn insert_question(txn: &WriteTransaction, question: &Question) -> Re
         return Ok(Inserted::Taken);
     }
     questions.insert(id, encode(question).as_str())?;
-    txn.open_table(BY_SESSION)?
-        .insert((question.session_id.as_str(), id), ())?;
     txn.open_table(CREATED)?
         .insert((question.created_at.0, id), ())?;
     txn.open_table(SESSION_PENDING)?.insert(
