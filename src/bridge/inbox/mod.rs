@@ -195,13 +195,12 @@ impl Turn {
             Ok(Reading::Claim(checked)) => Plan::Claim { checked, attempted },
             // On a form, `/answer <id> <value>` (or a field's button) is the field asked now.
             Ok(Reading::Field { question, text, .. }) => self.fill_field(question, text).await,
+            // A bare `respond` asks for the text rather than being refused.
             Err(refusal) => match &attempt.said {
-                Said::Typed(text) => match self.response_asked(&refusal, text) {
-                    Some(plan) => plan,
-                    None => self.refuse(refusal, Some(attempted), None),
-                },
-                _ => self.refuse(refusal, Some(attempted), None),
-            },
+                Said::Typed(text) => self.response_asked(&refusal, text),
+                _ => None,
+            }
+            .unwrap_or_else(|| self.refuse(refusal, Some(attempted), None)),
         }
     }
 

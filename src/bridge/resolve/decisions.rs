@@ -96,8 +96,7 @@ impl Resolver {
                 .iter()
                 .map(|c| (c.action.to_string(), serde_json::json!(c)))
                 .collect(),
-            action: None,
-            responding: false,
+            ..Draft::default()
         };
         let ttl = question.remaining(Millis::now()) + SETTLE_GRACE;
         self.store
