@@ -40,6 +40,8 @@
 //!     4,300 slow bodies, the data files and a history page after 20 maximal form answers, and
 //!     memory with 2,000 event streams nobody reads and `--pending` pending (`attacks.rs`).
 //!
+//! The sizes of each figure and `--only` are read in `options.rs`.
+//!
 //! ```text
 //! scripts/bench                                    # everything, as the README gives it
 //! cargo bench --bench hot_path -- --pending 100000 --cycles 20000 --only cycles,waiters
@@ -56,6 +58,7 @@ mod cluster;
 mod lean;
 mod load;
 mod million;
+mod options;
 mod probe;
 mod process;
 mod restart;
@@ -75,68 +78,9 @@ mod redis_server;
 #[allow(unreachable_pub, missing_debug_implementations)]
 mod support;
 
+use options::{Options, options};
 use serde_json::json;
 use std::time::Duration;
-
-struct Options {
-    cycles: usize,
-    concurrency: usize,
-    waiters: usize,
-    runs: usize,
-    pending: usize,
-    rules: usize,
-    /// Rules of `--only approvals`.
-    approval_rules: usize,
-    /// Keys of no rule put in the side with none (`--only approvals`), a control for the
-    /// keyspace's size.
-    approval_ballast: usize,
-    /// Failover runs of `--only cluster`.
-    failovers: usize,
-    /// MCP sessions opened by `--only mcp`.
-    sessions: usize,
-    /// Questions per platform of `--only chat`, and how many pending meanwhile.
-    rounds: usize,
-    chat_pending: usize,
-    /// Questions pending in `--only million`.
-    million: usize,
-    only: Vec<String>,
-}
-
-fn options() -> Options {
-    let args: Vec<String> = std::env::args().collect();
-    let value = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
-    let number =
-        |name: &str, default: usize| value(name).and_then(|v| v.parse().ok()).unwrap_or(default);
-    Options {
-        cycles: number("--cycles", 20_000),
-        concurrency: number("--concurrency", 16),
-        waiters: number("--waiters", 1_000),
-        runs: number("--runs", 2_000),
-        pending: number("--pending", 100_000),
-        rules: number("--rules", 10_000),
-        approval_rules: number("--approval-rules", 100_000),
-        approval_ballast: number("--approval-ballast", 0),
-        failovers: number("--failovers", 1),
-        sessions: number("--sessions", 10_000),
-        rounds: number("--rounds", 1_000),
-        chat_pending: number("--chat-pending", 1_000),
-        million: number("--million", 1_000_000),
-        only: value("--only")
-            .map(|v| v.split(',').map(str::to_owned).collect())
-            .unwrap_or_default(),
-    }
-}
-
-impl Options {
-    fn wants(&self, section: &str) -> bool {
-        self.only.is_empty() || self.only.iter().any(|s| s == section)
-    }
-}
 
 fn percentile(samples: &mut [Duration], p: f64) -> f64 {
     samples.sort();
