@@ -68,6 +68,31 @@ async fn timed_insert(store: Arc<RedisStore>, question: Question) -> Duration {
     started.elapsed()
 }
 
+/// Writes to each of `slots` until every one is confirmed by its replica at once. With every
+/// replica up, a write is confirmed at once (the quickest of three: one write on a loaded machine
+/// may take as long as the wait's timeout without waiting for it). A write that did take that
+/// long (say a replica of a cluster just started not yet in sync) made its master skip the wait
+/// for a pause, which would let the writes a test then makes through without a round: then the
+/// warm-up waits the pause out and is made again.
+async fn warm_up(store: &Arc<RedisStore>, slots: &[u16]) {
+    for _round in 0..3 {
+        let mut any_slow = false;
+        for &slot in slots {
+            let mut quickest = Duration::MAX;
+            for _ in 0..3 {
+                let took = timed_insert(store.clone(), question_in(slot)).await;
+                any_slow |= took >= DEFAULT_REPLICA_WAIT - Duration::from_millis(50);
+                quickest = quickest.min(took);
+            }
+            assert!(quickest < DEFAULT_REPLICA_WAIT, "slot {slot}: {quickest:?}");
+        }
+        if !any_slow {
+            return;
+        }
+        tokio::time::sleep(UNREPLICATED_PAUSE + Duration::from_millis(500)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_frozen_replica_holds_no_write_but_its_masters_first() {
     let cluster = redis_cluster::private();
@@ -82,27 +107,7 @@ async fn a_frozen_replica_holds_no_write_but_its_masters_first() {
         .find(|(port, _)| **port != master)
         .map(|(_, slots)| slots[0])
         .unwrap();
-    // With every replica up, a write is confirmed at once (the quickest of three: one write on
-    // a loaded machine may take as long as the wait's timeout without waiting for it). A write
-    // that did take that long made its master skip the wait for a pause, which would let the
-    // frozen replica's writes below through at once: then the warm-up waits the pause out and
-    // is made again.
-    for _round in 0..3 {
-        let mut any_slow = false;
-        for slot in [own, sibling, elsewhere] {
-            let mut quickest = Duration::MAX;
-            for _ in 0..3 {
-                let took = timed_insert(store.clone(), question_in(slot)).await;
-                any_slow |= took >= DEFAULT_REPLICA_WAIT - Duration::from_millis(50);
-                quickest = quickest.min(took);
-            }
-            assert!(quickest < DEFAULT_REPLICA_WAIT, "slot {slot}: {quickest:?}");
-        }
-        if !any_slow {
-            break;
-        }
-        tokio::time::sleep(UNREPLICATED_PAUSE + Duration::from_millis(500)).await;
-    }
+    warm_up(&store, &[own, sibling, elsewhere]).await;
 
     let frozen = cluster.freeze(cluster.replica_of(master));
     let started = Instant::now();
@@ -213,10 +218,10 @@ async fn a_write_sent_again_makes_every_master_check_its_replicas() {
     let mut masters = by_master.iter();
     let (&crashed, crashed_slots) = masters.next().unwrap();
     let (&other, other_slots) = masters.next().unwrap();
-    // Every master's round is warm: one write to each, confirmed by its replica.
-    for slots in by_master.values() {
-        timed_insert(store.clone(), question_in(slots[0])).await;
-    }
+    // Every master's round is warm: writes to each, confirmed by its replica at once (a master
+    // whose replica was not yet in sync would be paused, and its next write sent no round).
+    let firsts: Vec<u16> = by_master.values().map(|slots| slots[0]).collect();
+    warm_up(&store, &firsts).await;
     cluster.crash(crashed);
     // A write to the crashed master's slot is sent again by the store until the promotion (and
     // made again here, as a client would, if the store's retries run out first).
