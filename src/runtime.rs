@@ -24,11 +24,13 @@ pub async fn open_store(
             prefix,
             cluster,
             replica_wait,
+            events_gather,
         } => Arc::new(
             RedisStore::connect(RedisOptions {
                 url: url.expose().to_owned(),
                 cluster: *cluster,
                 replica_wait: *replica_wait,
+                events_gather: *events_gather,
                 prefix: prefix.clone(),
                 store: options,
             })

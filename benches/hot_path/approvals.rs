@@ -98,6 +98,7 @@ async fn store(redis_url: &str) -> RedisStore {
         url: redis_url.to_owned(),
         cluster: false,
         replica_wait: Duration::ZERO,
+        events_gather: askbridge::store::redis::DEFAULT_EVENTS_GATHER,
         prefix: askbridge::store::redis::DEFAULT_PREFIX.into(),
         store: Default::default(),
     })

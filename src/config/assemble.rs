@@ -76,6 +76,7 @@ fn store(v: &mut Values, lookup: &impl Fn(&str) -> Option<String>) -> StoreChoic
             url,
             prefix: std::mem::take(&mut v.redis_prefix),
             replica_wait: v.redis_replica_wait,
+            events_gather: v.redis_events_gather,
         },
         None => StoreChoice::Embedded {
             dir: v

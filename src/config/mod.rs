@@ -35,6 +35,8 @@ pub enum StoreChoice {
         cluster: bool,
         /// See [`REDIS_REPLICA_WAIT`].
         replica_wait: Duration,
+        /// See [`REDIS_EVENTS_GATHER`].
+        events_gather: Duration,
     },
     /// The embedded store in this directory.
     Embedded {
@@ -369,6 +371,7 @@ mod tests {
         for (variable, value) in [
             (REDIS_CLUSTER, "maybe"),
             (REDIS_REPLICA_WAIT, "soon"),
+            (REDIS_EVENTS_GATHER, "-1"),
             (TELEGRAM_WEBHOOK_SECRET, "has space"),
             (WORKER_THREADS, "0"),
         ] {
@@ -382,6 +385,7 @@ mod tests {
         let StoreChoice::Redis {
             prefix,
             replica_wait,
+            events_gather,
             cluster,
             ..
         } = config.store
@@ -390,6 +394,7 @@ mod tests {
         };
         assert_eq!(prefix, crate::store::redis::DEFAULT_PREFIX);
         assert_eq!(replica_wait, crate::store::redis::DEFAULT_REPLICA_WAIT);
+        assert_eq!(events_gather, crate::store::redis::DEFAULT_EVENTS_GATHER);
         assert!(!cluster);
     }
 

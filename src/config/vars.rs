@@ -87,6 +87,10 @@ settings! {
     REDIS_REPLICA_WAIT = "ASKBRIDGE_REDIS_REPLICA_WAIT_MS",
         redis_replica_wait: Duration = parse::millis, default "500",
         "on a cluster, milliseconds a claim or an ask waits for a replica (`WAIT 1`); 0 turns it off";
+    /// Fewer reads of the event streams under load, for a little latency between processes.
+    REDIS_EVENTS_GATHER = "ASKBRIDGE_REDIS_EVENTS_GATHER_MS",
+        redis_events_gather: Duration = parse::millis, default "1",
+        "milliseconds the event reader lets events gather after a read that found some (under load one read then carries many); a waiter in another process hears of an answer up to this much later; 0 reads again at once";
     DATA_DIR = "ASKBRIDGE_DATA_DIR",
         data_dir: Option<PathBuf> = parse::path, unset "`~/.local/share/askbridge`",
         "embedded store directory (used when `REDIS_URL` is unset)";

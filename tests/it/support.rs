@@ -39,6 +39,7 @@ pub async fn redis_store_on(server: &RedisServer, options: StoreOptions) -> Redi
         url: server.url(),
         cluster: false,
         replica_wait: askbridge::store::redis::DEFAULT_REPLICA_WAIT,
+        events_gather: askbridge::store::redis::DEFAULT_EVENTS_GATHER,
         prefix: "askbridge".into(),
         store: options,
     })
@@ -56,6 +57,7 @@ pub async fn redis_cluster_store(
         url: urls.join(","),
         cluster: true,
         replica_wait: askbridge::store::redis::DEFAULT_REPLICA_WAIT,
+        events_gather: askbridge::store::redis::DEFAULT_EVENTS_GATHER,
         prefix,
         store: options,
     })

@@ -87,6 +87,9 @@ pub struct RedisOptions {
     /// On a cluster, how long a claim or an ask waits for a replica to have it (`WAIT 1`);
     /// zero turns the wait off. [`DEFAULT_REPLICA_WAIT`] unless configured.
     pub replica_wait: Duration,
+    /// How long the event reader lets events gather after a read that found some (see
+    /// `events.rs`). [`DEFAULT_EVENTS_GATHER`] unless configured.
+    pub events_gather: Duration,
     /// Prefix of every key; lets several deployments (or tests) share one Redis.
     pub prefix: String,
     /// Shared store settings.
@@ -202,7 +205,7 @@ impl RedisStore {
         store.file_unfiled_rules().await?;
         store.index_older_sessions().await?;
         store
-            .start_event_reader(reader, Arc::downgrade(&alive))
+            .start_event_reader(reader, options.events_gather, Arc::downgrade(&alive))
             .await?;
         Ok(store)
     }
@@ -257,6 +260,10 @@ fn cluster_topology(info: &str, nodes: &str) -> super::Topology {
 
 /// How long a claim or an ask waits for a replica on a cluster, by default.
 pub const DEFAULT_REPLICA_WAIT: Duration = Duration::from_millis(500);
+
+/// How long the event reader lets events gather after a read that found some, by default (see
+/// `events.rs`).
+pub const DEFAULT_EVENTS_GATHER: Duration = Duration::from_millis(1);
 
 /// What the event reader connects with.
 pub(super) enum EventSource {
