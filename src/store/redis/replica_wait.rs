@@ -86,8 +86,31 @@ struct Rounds {
     gathering: BTreeSet<u16>,
     /// Whether a task is sending this group's rounds.
     driving: bool,
-    /// The last round failed or timed out: the next asks `ROLE` first.
+    /// The last round failed or timed out, or a write was sent again: the next asks `ROLE`
+    /// first.
     suspect: bool,
+    /// Times a write was sent again ([`ReplicaWait::suspect_all`]): one that comes while a
+    /// round is out must outlast that round's success.
+    suspicions: u64,
+}
+
+impl Rounds {
+    /// Starts round `sent + 1`: its number, and the suspicions so far.
+    fn start(&mut self) -> (u64, u64) {
+        self.sent += 1;
+        (self.sent, self.suspicions)
+    }
+
+    /// A round started when `suspicions` were known came back, `confirmed` by a replica or
+    /// not: the next is checked unless it was and no write was sent again meanwhile.
+    fn ended(&mut self, confirmed: bool, suspicions: u64) {
+        self.suspect = !confirmed || self.suspicions != suspicions;
+    }
+
+    fn suspect(&mut self) {
+        self.suspect = true;
+        self.suspicions += 1;
+    }
 }
 
 #[derive(Clone, Copy, Default)]
@@ -198,29 +221,29 @@ impl ReplicaWait {
     /// again, perhaps because a master died (its slots' next master may have no replica).
     pub(super) fn suspect_all(&self) {
         for group in lock(&self.inner.groups).values() {
-            lock(&group.rounds).suspect = true;
+            lock(&group.rounds).suspect();
         }
     }
 
     /// Sends `group`'s rounds one after another while writers want one.
     async fn drive(self, group: Arc<Group>) {
         loop {
-            let (round, slots, suspect) = {
+            let (round, suspicions, slots, suspect) = {
                 let mut rounds = lock(&group.rounds);
                 if rounds.gathering.is_empty() || group.news.borrow().skipping(Instant::now()) {
                     rounds.driving = false;
                     return;
                 }
-                rounds.sent += 1;
+                let (round, suspicions) = rounds.start();
                 let slots: Vec<u16> = std::mem::take(&mut rounds.gathering).into_iter().collect();
-                (rounds.sent, slots, rounds.suspect)
+                (round, suspicions, slots, rounds.suspect)
             };
             let outcome = if suspect {
                 self.checked_round(&slots).await
             } else {
                 self.round(&slots).await
             };
-            lock(&group.rounds).suspect = !matches!(outcome, Ok(1..));
+            lock(&group.rounds).ended(matches!(outcome, Ok(1..)), suspicions);
             match outcome {
                 Ok(0) => self.unreplicated(&group, &slots).await,
                 Ok(_) => {}
@@ -401,5 +424,34 @@ impl ReplicaWait {
                 Some((*slot, master.address.clone()))
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Rounds;
+
+    #[test]
+    fn a_write_sent_again_while_a_round_is_out_makes_the_next_round_checked() {
+        let mut rounds = Rounds::default();
+        let (_, suspicions) = rounds.start();
+        rounds.suspect();
+        rounds.ended(true, suspicions);
+        assert!(
+            rounds.suspect,
+            "the suspicion came after the round was sent"
+        );
+        let (_, suspicions) = rounds.start();
+        rounds.ended(true, suspicions);
+        assert!(
+            !rounds.suspect,
+            "a confirmed round with no suspicion since clears it"
+        );
+        let (_, suspicions) = rounds.start();
+        rounds.ended(false, suspicions);
+        assert!(
+            rounds.suspect,
+            "an unconfirmed round leaves the next checked"
+        );
     }
 }
