@@ -19,6 +19,27 @@ pub(super) fn result(question: &Question) -> CallToolResult {
     if question.is_batch() && !question.is_pending() {
         return super::batch::result(question);
     }
+    let resolution = question.resolution.as_ref();
+    let edited = resolution.and_then(|r| r.edited.as_ref());
+    let mut result = CallToolResult::success(vec![ContentBlock::text(sentence(question))]);
+    result.structured_content = Some(json!({
+        "id": question.id,
+        "status": question.status,
+        "value": resolution.and_then(|r| r.value.as_ref()),
+        "by": resolution.map(|r| r.by().to_string()),
+        "via": resolution.map(|r| r.via().to_string()),
+        "message": resolution.and_then(|r| r.message.as_ref()),
+    }));
+    if let (Some(edited), Some(content)) = (edited, result.structured_content.as_mut()) {
+        content["args"] = edited.approved.args.clone();
+        content["digest"] = json!(edited.approved.digest());
+        content["proposed_args"] = edited.proposed.args.clone();
+    }
+    result
+}
+
+/// The outcome of `question` as a sentence saying what the model may do next.
+fn sentence(question: &Question) -> String {
     let id = &question.id;
     let resolution = question.resolution.as_ref();
     let value = resolution.and_then(|r| r.value.as_ref());
@@ -32,7 +53,7 @@ pub(super) fn result(question: &Question) -> CallToolResult {
     let message = resolution.and_then(|r| r.message.clone());
     let approval = question.kind == Kind::Approval;
     let edited = resolution.and_then(|r| r.edited.as_ref());
-    let text = match (question.status, value) {
+    match (question.status, value) {
         (Status::Pending, _) => format!(
             "Pending: question {id} is waiting for an answer. Call get_answer with id \"{id}\" to wait for it."
         ),
@@ -83,22 +104,7 @@ pub(super) fn result(question: &Question) -> CallToolResult {
             "The question was cancelled: {}.",
             render::outcome_line(question)
         ),
-    };
-    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-    result.structured_content = Some(json!({
-        "id": id,
-        "status": question.status,
-        "value": value,
-        "by": resolution.map(|r| r.by().to_string()),
-        "via": resolution.map(|r| r.via().to_string()),
-        "message": message,
-    }));
-    if let (Some(edited), Some(content)) = (edited, result.structured_content.as_mut()) {
-        content["args"] = edited.approved.args.clone();
-        content["digest"] = json!(edited.approved.digest());
-        content["proposed_args"] = edited.proposed.args.clone();
     }
-    result
 }
 
 /// A failure to ask or wait, as an error result (the model sees why).
