@@ -7,7 +7,7 @@
 //! that was never recorded.
 
 use super::commands::Turn;
-use crate::store::Sighting;
+use crate::store::{Result, Sighting};
 use askbridge_core::error::Chain;
 use std::time::Duration;
 
@@ -21,6 +21,9 @@ const DELIVERY_LEASE: Duration = Duration::from_secs(10);
 /// How often a delivery in another's hand is looked at again.
 const IN_HAND_POLL: Duration = Duration::from_millis(25);
 
+/// What the store said when a delivery was taken in hand.
+pub(super) type Taken = Result<Sighting>;
+
 impl Turn {
     /// The key a delivery is remembered by, when it has an id.
     pub(super) fn delivery_key(&self) -> Option<String> {
@@ -28,17 +31,25 @@ impl Turn {
         Some(format!("{}:{delivery}", self.message.via))
     }
 
-    /// True for a delivery handled already (a re-delivered update, a double click); otherwise
-    /// takes it in hand. A delivery in another's hand is waited for: it is the same message
-    /// twice at once, and its holder settles it within moments, or dies and its lease lapses.
-    pub(super) async fn handled_already(&self, key: &str) -> bool {
+    /// Tries once to take the delivery `key` in hand.
+    pub(super) async fn take_in_hand(&self, key: &str) -> Taken {
         let dedupe = &self.bridge.inbox().store.dedupe;
+        dedupe.take_in_hand(key, DELIVERY_LEASE).await
+    }
+
+    /// True for a delivery handled already (a re-delivered update, a double click); false once
+    /// it is in this process's hand (`taken` says what the first try found). A delivery in
+    /// another's hand is waited for: it is the same message twice at once, and its holder
+    /// settles it within moments, or dies and its lease lapses.
+    pub(super) async fn handled_already(&self, key: &str, taken: Taken) -> bool {
         let give_up = tokio::time::Instant::now() + 2 * DELIVERY_LEASE;
+        let mut taken = taken;
         loop {
-            match dedupe.take_in_hand(key, DELIVERY_LEASE).await {
+            match taken {
                 Ok(Sighting::First) => return false,
                 Ok(Sighting::InHand) if tokio::time::Instant::now() < give_up => {
                     tokio::time::sleep(IN_HAND_POLL).await;
+                    taken = self.take_in_hand(key).await;
                 }
                 Ok(Sighting::Handled) => {
                     tracing::debug!(delivery = %key, "duplicate delivery dropped");

@@ -23,6 +23,7 @@ use askbridge_core::{
 };
 use async_trait::async_trait;
 use commands::{Turn, done, refusal_reply};
+use delivery::Taken;
 use forms::Filling;
 
 mod commands;
@@ -67,9 +68,22 @@ impl Inbox for Bridge {
             actor: actor_of(&message),
             message,
         };
-        let plan = turn.plan().await;
+        // The delivery is taken in hand beside the reading of what it asks: one round trip to
+        // the store before the claim rather than two.
+        let key = turn.delivery_key();
+        let taking = async {
+            match &key {
+                Some(key) => Some(turn.take_in_hand(key).await),
+                None => None,
+            }
+        };
+        let (plan, taken) = tokio::join!(turn.plan(), taking);
         let preview = turn.preview(&plan);
-        Prepared::new(preview, Box::pin(async move { turn.commit(plan).await }))
+        let taken = key.zip(taken);
+        Prepared::new(
+            preview,
+            Box::pin(async move { turn.commit(plan, taken).await }),
+        )
     }
 
     async fn pending_for(&self, sender: &Identity, chat: &Target) -> Vec<Question> {
@@ -238,18 +252,22 @@ impl Turn {
         }
     }
 
-    /// Does what was planned, once per delivery. The delivery is taken in hand before it is
-    /// carried out, in one step, so that a delivery twice at once (a platform's retry racing the
-    /// first) is carried out once and answered once; it is settled after, so that a process
-    /// killed in between leaves only a lease, and the delivery's next coming (the platform's
-    /// retry, a mail still in the inbox) is handled once the lease lapses.
-    async fn commit(self, plan: Plan) -> Option<Reply> {
-        let key = self.delivery_key();
-        if let Some(key) = &key
-            && self.handled_already(key).await
-        {
-            return None;
-        }
+    /// Does what was planned, once per delivery. The delivery was taken in hand (`taken`: its
+    /// key, and what the store said) before it is carried out, in one step, so that a delivery
+    /// twice at once (a platform's retry racing the first) is carried out once and answered
+    /// once; it is settled after, so that a process killed in between leaves only a lease, and
+    /// the delivery's next coming (the platform's retry, a mail still in the inbox) is handled
+    /// once the lease lapses.
+    async fn commit(self, plan: Plan, taken: Option<(String, Taken)>) -> Option<Reply> {
+        let key = match taken {
+            Some((key, sighting)) => {
+                if self.handled_already(&key, sighting).await {
+                    return None;
+                }
+                Some(key)
+            }
+            None => None,
+        };
         let (reply, recorded) = self.carry_out(plan).await;
         if let Some(key) = &key {
             self.settle_delivery(key, recorded).await;
