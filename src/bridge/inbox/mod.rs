@@ -3,9 +3,9 @@
 //! Every text surface (console, Telegram, Discord, anything plain-text) and every button ends
 //! here, so a tap, a typed `/answer` and a plain reply take the same path. A message is handled in
 //! two steps ([`Inbox::prepare`], then [`Prepared::commit`]): the first parses it once, reads the
-//! question once and checks the sender once (the resolver's `check`), and predicts the reply; the
-//! second drops a duplicate delivery, claims with that same reading (the resolver's `commit`),
-//! and records a refusal (its `conclude`). Bad input of any kind gets one polite line back and
+//! question once and checks the sender once (the resolver's `check`), takes the delivery in hand
+//! beside that reading, and predicts the reply; the second drops a duplicate delivery, claims
+//! with that same reading (the resolver's `commit`), and records a refusal (its `conclude`). Bad input of any kind gets one polite line back and
 //! changes nothing.
 
 use super::Bridge;
