@@ -7,12 +7,13 @@
 //! reader and a connection of its own (sixteen blocking reads in all, each on the node that owns
 //! its bucket).
 //!
-//! A read is followed by the next no sooner than [`RedisOptions::events_gather`] after it was
-//! sent, so that under load one read carries the events of a moment rather than one or two.
+//! A read that brought entries is followed by a pause of [`RedisOptions::events_gather`] before
+//! the next, so that under load one read carries the events of a moment rather than a few.
 //! Why: a blocking XREAD of the sixteen buckets costs Redis about 28 µs however few entries it
 //! returns, and a reader that went straight back read once per 2.6 approvals asked (10.5 µs of
-//! Redis per ask, issue 32's benchmark). A waiter in another process hears of an answer at most
-//! that much later; one in this process hears at once (its store delivers its own events), and
+//! Redis per ask, issue 32's benchmark). The pause starts once a read is handled, not when it was
+//! sent: under load a read's round trip alone can outlast it. A waiter in another process hears
+//! of an answer at most that much later; one in this process hears at once (its store delivers its own events), and
 //! the first event after a quiet spell is not held back at all (the read that brings it has
 //! been waiting since).
 //!
@@ -169,7 +170,6 @@ async fn read_events<C: ConnectionLike + Send + Sync>(
             xread.arg("BLOCK").arg(block);
         }
         xread.arg("STREAMS").arg(&keys).arg(&last_ids);
-        let sent = tokio::time::Instant::now();
         let reply: redis::RedisResult<Value> = xread.query_async(&mut connection).await;
         match reply {
             Ok(reply) => {
@@ -181,24 +181,9 @@ async fn read_events<C: ConnectionLike + Send + Sync>(
                     bump(&missed);
                 }
                 failures = 0;
-                for (key, entries) in stream_entries(reply, origin.as_bytes()) {
-                    let Some(at) = keys.iter().position(|k| k.as_bytes() == key) else {
-                        continue;
-                    };
-                    for (id, data) in entries {
-                        match data.map(|data| serde_json::from_slice::<Event>(&data)) {
-                            Some(Ok(event)) => {
-                                let _ = events.send(event);
-                            }
-                            Some(Err(error)) => {
-                                tracing::warn!(error = %Chain(&error), %id, "skipping an unreadable event")
-                            }
-                            None => {}
-                        }
-                        last_ids[at] = id;
-                    }
+                if hand_out(reply, &keys, &mut last_ids, &events, &origin) {
+                    tokio::time::sleep(gather).await;
                 }
-                tokio::time::sleep_until(sent + gather).await;
             }
             Err(error) => {
                 failures += 1;
@@ -209,6 +194,37 @@ async fn read_events<C: ConnectionLike + Send + Sync>(
             }
         }
     }
+}
+
+/// Sends the events of an XREAD reply to this process's channel, skipping those tagged `origin`,
+/// and moves `last_ids` past them: true when the reply held any entry.
+fn hand_out(
+    reply: Value,
+    keys: &[String],
+    last_ids: &mut [String],
+    events: &broadcast::Sender<Event>,
+    origin: &str,
+) -> bool {
+    let mut any = false;
+    for (key, entries) in stream_entries(reply, origin.as_bytes()) {
+        let Some(at) = keys.iter().position(|k| k.as_bytes() == key) else {
+            continue;
+        };
+        for (id, data) in entries {
+            match data.map(|data| serde_json::from_slice::<Event>(&data)) {
+                Some(Ok(event)) => {
+                    let _ = events.send(event);
+                }
+                Some(Err(error)) => {
+                    tracing::warn!(error = %Chain(&error), %id, "skipping an unreadable event")
+                }
+                None => {}
+            }
+            last_ids[at] = id;
+            any = true;
+        }
+    }
+    any
 }
 
 /// One stream's part of an XREAD reply: its key, and each entry's id and `data` field (`None`
