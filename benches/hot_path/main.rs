@@ -303,51 +303,9 @@ async fn embedded(o: &Options) {
     println!("embedded run resumes/s   {resumes:>8.0}   (the example flow, one request per step)");
 }
 
-// The load comes from one thread, as redis-benchmark's does: the client shares the two cores
-// with askbridge and redis-server, and a second worker thread only adds wake-ups between them.
-#[tokio::main(flavor = "current_thread")]
-async fn main() {
-    let o = options();
-    let threads = std::env::args()
-        .skip_while(|a| a != "--threads")
-        .nth(1)
-        .unwrap_or_else(|| "1".to_owned());
-    println!(
-        "askbridge hot path (this machine: {} cores; askbridge with ASKBRIDGE_WORKER_THREADS={})",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        if threads == "0" {
-            "one per core"
-        } else {
-            &threads
-        },
-    );
-    // 0: askbridge's default, one thread per core.
-    let _ = THREADS.set(if threads == "0" {
-        String::new()
-    } else {
-        threads
-    });
-    if o.wants("commands") {
-        commands(&o).await;
-    }
-    if o.wants("cycles") {
-        cycles(&o).await;
-    }
-    if o.wants("waiters") {
-        waiters(&o).await;
-    }
-    if o.wants("runs") {
-        runs::runs(&o).await;
-    }
-    if o.wants("memory") {
-        memory(&o).await;
-    }
-    if o.wants("embedded") {
-        embedded(&o).await;
-    }
-    if o.only.iter().any(|s| s == "cluster") {
-        cluster::cluster(&o).await;
-    }
+/// The sections about rules: listings with many (`views`), and approvals with none and with many
+/// (`approvals`).
+async fn rule_sections(o: &Options) {
     if o.only.iter().any(|s| s == "views") {
         // AOF fsync once a second: filling takes minutes otherwise; reads do not fsync.
         let redis = redis_server::RedisServer::start_with(&["--appendfsync", "everysec"]);
@@ -372,6 +330,11 @@ async fn main() {
         )
         .await;
     }
+}
+
+/// The probes of memory and abuse (issue 35): parked waiters (`process`), the attacks (`slow`,
+/// `forms`, `silent`) and MCP sessions (`mcp`), one askbridge each.
+async fn probes(o: &Options) {
     if o.wants("process") {
         // Room for the waiters beside the 2,000 idle connections (the cap is 4,096).
         let cap = ("ASKBRIDGE_MAX_CONNECTIONS", (o.waiters + 4096).to_string());
@@ -429,6 +392,55 @@ async fn main() {
         );
         process::mcp_sessions(&server, o.sessions, 20).await;
     }
+}
+
+// The load comes from one thread, as redis-benchmark's does: the client shares the two cores
+// with askbridge and redis-server, and a second worker thread only adds wake-ups between them.
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let o = options();
+    let threads = std::env::args()
+        .skip_while(|a| a != "--threads")
+        .nth(1)
+        .unwrap_or_else(|| "1".to_owned());
+    println!(
+        "askbridge hot path (this machine: {} cores; askbridge with ASKBRIDGE_WORKER_THREADS={})",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        if threads == "0" {
+            "one per core"
+        } else {
+            &threads
+        },
+    );
+    // 0: askbridge's default, one thread per core.
+    let _ = THREADS.set(if threads == "0" {
+        String::new()
+    } else {
+        threads
+    });
+    if o.wants("commands") {
+        commands(&o).await;
+    }
+    if o.wants("cycles") {
+        cycles(&o).await;
+    }
+    if o.wants("waiters") {
+        waiters(&o).await;
+    }
+    if o.wants("runs") {
+        runs::runs(&o).await;
+    }
+    if o.wants("memory") {
+        memory(&o).await;
+    }
+    if o.wants("embedded") {
+        embedded(&o).await;
+    }
+    if o.only.iter().any(|s| s == "cluster") {
+        cluster::cluster(&o).await;
+    }
+    rule_sections(&o).await;
+    probes(&o).await;
     if o.wants("chat") {
         chat::chat(o.rounds, o.chat_pending).await;
     }
