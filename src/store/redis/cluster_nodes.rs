@@ -1,6 +1,6 @@
 //! Reading `CLUSTER NODES`: one line per node, `<id> <ip:port@bus> <flags> <master> <ping>
 //! <pong> <epoch> <link> <slot ranges>...`. Both the store's shape (`/healthz`, the start log) and
-//! the replica waits' grouping of slots by master (`replica_wait.rs`) read it; in one place, so
+//! the replica waits' grouping of slots by master (`replica_wait/`) read it; in one place, so
 //! they agree on what a failing node or a serving master is.
 
 use std::ops::RangeInclusive;

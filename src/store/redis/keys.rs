@@ -26,7 +26,7 @@
 //! | `P:{bNN}:rules:by-time` | sorted set | rule ids by creation (pages of the ops page) |
 //! | `P:{bNN}:rules:for:<digest>` | hash | scope (`*`, `s<length>:<session>`) → the JSON array of the ids of this bucket's rules for the action with that digest there: where an approval finds its rules (`rule_index.rs`) |
 //! | `P:{bNN}:rules:at` | hash | rule id → its place (`<its rules:for key>\n<scope>`), so a revoke, or the rule stored again, leaves it |
-//! | `P:{bNN}:replicated` | string | written before each wait for a replica, on a cluster (`replica_wait.rs`) |
+//! | `P:{bNN}:replicated` | string | written before each wait for a replica, on a cluster (`replica_wait/`) |
 //! | `P:seen:<key>` | string | delivery ids already handled (with a TTL) |
 //! | `P:lease:<name>` | string | who holds a leader lease (`telegram-poll`, `discord-gateway`), with a TTL |
 //! | `P:{sessions}:leases` | sorted set | sessions `askbridge exec` holds, by when their lease ends |
@@ -179,7 +179,7 @@ impl Keys {
             self.in_bucket(bucket, "rules:filed"),
         ]
     }
-    /// The key a replica wait writes in `bucket`'s slot (see `replica_wait.rs`).
+    /// The key a replica wait writes in `bucket`'s slot (see `replica_wait/`).
     pub(super) fn replica_mark(&self, bucket: usize) -> String {
         self.in_bucket(bucket, "replicated")
     }

@@ -3,7 +3,7 @@
 //! - `keys.rs`: the key layout (below);
 //! - `scripts.rs` and `lua/*.lua`: the Lua scripts, one file each;
 //! - `retry.rs`: the one place that sends commands, retrying connection errors;
-//! - `replica_wait.rs`: on a cluster, waiting for a replica after an ask or a claim without
+//! - `replica_wait/`: on a cluster, waiting for a replica after an ask or a claim without
 //!   holding other writes; `cluster_nodes.rs` reads `CLUSTER NODES` for it and for the store's
 //!   shape;
 //! - `codec.rs`: how questions and runs are spread over hash fields;
@@ -216,7 +216,7 @@ impl RedisStore {
 
     /// On a cluster, returns once a replica has the write just made to `key` (waiting at most
     /// [`RedisOptions::replica_wait`], and not at all on a master known to have no replica
-    /// keeping up: see `replica_wait.rs`). At once on one node.
+    /// keeping up: see `replica_wait/`). At once on one node.
     pub(super) async fn replicated(&self, key: &str) {
         if let Some(waits) = &self.waits {
             waits.wait(key).await;

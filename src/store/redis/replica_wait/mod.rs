@@ -31,13 +31,15 @@
 use super::cluster_nodes;
 use super::keys::{self, BUCKETS, Keys};
 use askbridge_core::error::Chain;
+use group::{Group, lock};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::watch;
+
+mod group;
 
 /// How long writes to a master whose replica did not confirm in time skip the wait: long enough
 /// that a master left without a replica (after a failover) costs one timed-out wait per pause,
@@ -69,82 +71,6 @@ struct Inner {
     /// Whether a reading of the groups is under way, and when the last one began.
     regrouping: AtomicBool,
     regrouped: Mutex<Option<Instant>>,
-}
-
-/// The slots of one master (as last read) and their rounds.
-struct Group {
-    rounds: Mutex<Rounds>,
-    /// What writers waiting on this group watch.
-    news: watch::Sender<News>,
-}
-
-#[derive(Default)]
-struct Rounds {
-    /// Rounds sent so far; a round is known by its number in this count.
-    sent: u64,
-    /// The slots whose writers wait for the next round.
-    gathering: BTreeSet<u16>,
-    /// Whether a task is sending this group's rounds.
-    driving: bool,
-    /// The last round failed or timed out, or a write was sent again: the next asks `ROLE`
-    /// first.
-    suspect: bool,
-    /// Times a write was sent again ([`ReplicaWait::suspect_all`]): one that comes while a
-    /// round is out must outlast that round's success.
-    suspicions: u64,
-}
-
-impl Rounds {
-    /// Starts round `sent + 1`: its number, and the suspicions so far.
-    fn start(&mut self) -> (u64, u64) {
-        self.sent += 1;
-        (self.sent, self.suspicions)
-    }
-
-    /// A round started when `suspicions` were known came back, `confirmed` by a replica or
-    /// not: the next is checked unless it was and no write was sent again meanwhile.
-    fn ended(&mut self, confirmed: bool, suspicions: u64) {
-        self.suspect = !confirmed || self.suspicions != suspicions;
-    }
-
-    fn suspect(&mut self) {
-        self.suspect = true;
-        self.suspicions += 1;
-    }
-}
-
-#[derive(Clone, Copy, Default)]
-struct News {
-    /// The last round that came back.
-    done: u64,
-    /// Writes skip the wait until then.
-    skip_until: Option<Instant>,
-}
-
-impl News {
-    fn skipping(&self, now: Instant) -> bool {
-        self.skip_until.is_some_and(|until| until > now)
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-impl Group {
-    fn new(skip_until: Option<Instant>, suspect: bool) -> Arc<Self> {
-        let news = News {
-            done: 0,
-            skip_until,
-        };
-        Arc::new(Group {
-            rounds: Mutex::new(Rounds {
-                suspect,
-                ..Rounds::default()
-            }),
-            news: watch::channel(news).0,
-        })
-    }
 }
 
 impl ReplicaWait {
@@ -424,34 +350,5 @@ impl ReplicaWait {
                 Some((*slot, master.address.clone()))
             })
             .collect())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Rounds;
-
-    #[test]
-    fn a_write_sent_again_while_a_round_is_out_makes_the_next_round_checked() {
-        let mut rounds = Rounds::default();
-        let (_, suspicions) = rounds.start();
-        rounds.suspect();
-        rounds.ended(true, suspicions);
-        assert!(
-            rounds.suspect,
-            "the suspicion came after the round was sent"
-        );
-        let (_, suspicions) = rounds.start();
-        rounds.ended(true, suspicions);
-        assert!(
-            !rounds.suspect,
-            "a confirmed round with no suspicion since clears it"
-        );
-        let (_, suspicions) = rounds.start();
-        rounds.ended(false, suspicions);
-        assert!(
-            rounds.suspect,
-            "an unconfirmed round leaves the next checked"
-        );
     }
 }
