@@ -129,7 +129,12 @@ impl Registry {
     /// Tells the connection that has waited longest on its client, at least `after`, to close;
     /// whether there was one.
     pub(super) fn shed(&self, after: Duration) -> bool {
-        let latest = now_ms().saturating_sub(u64::try_from(after.as_millis()).unwrap_or(u64::MAX));
+        // Within `after` of the clock's start nobody can have waited that long (a saturating
+        // subtraction made every connection registered at its first millisecond a victim).
+        let after = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+        let Some(latest) = now_ms().checked_sub(after) else {
+            return false;
+        };
         let conns = self.lock();
         let victim = conns
             .values()
