@@ -6,20 +6,33 @@
 //! list is read, so nothing falls between the two; a question resolved in that instant may appear
 //! as asked and then resolved, which clients handle as they would live. Streams end when the
 //! server shuts down, so graceful shutdown does not wait on open browsers.
+//!
+//! A client that does not read costs a constant: the replay is encoded as soon as it is read
+//! (2,000 streams holding their 1,000 decoded questions each took 886 MB), a few at a time, and
+//! cut to half the connection's backlog bound in bytes ([`EventBacklog`]); live events wait in
+//! the store's shared channel (a client that falls behind it gets `resync`); and a client that
+//! leaves the bound untaken is cut by the server loop (`src/server/io.rs`).
 
 use super::view::QuestionView;
 use super::{ApiError, AppState};
-use crate::store::{Event, ListFilter};
+use crate::server::EventBacklog;
+use crate::store::{Event, EventKind, ListFilter};
+use askbridge_core::Question;
+use axum::Extension;
 use axum::extract::{Query, State};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::stream::{self, Stream, StreamExt};
 use serde::Deserialize;
 use std::convert::Infallible;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{Semaphore, broadcast, watch};
 
 /// How many pending questions a new stream replays: the newest ones. A page of work, however many
 /// are pending (the list endpoint pages through the rest).
 pub(super) const REPLAY: usize = 1000;
+
+/// Replays read and encoded at once: a replay is held decoded only while it is encoded, so many
+/// streams opening together hold a few of them rather than each its own.
+static ENCODING: Semaphore = Semaphore::const_new(4);
 
 #[derive(Debug, Deserialize)]
 pub(super) struct EventsQuery {
@@ -79,10 +92,32 @@ impl Live {
     }
 }
 
+/// `pending` (newest first) as the replay, oldest first: encoded at once, the newest that fit in
+/// `max_bytes` (at least one).
+fn replay(pending: Vec<Question>, max_bytes: usize) -> Vec<SseEvent> {
+    let mut bytes = 0;
+    let mut replay = Vec::with_capacity(pending.len());
+    for question in pending {
+        let kind = EventKind::for_status(question.status);
+        let json = serde_json::to_string(&QuestionView::of(&question))
+            .expect("questions always serialise");
+        bytes += json.len();
+        if bytes > max_bytes && !replay.is_empty() {
+            break;
+        }
+        replay.push(SseEvent::default().event(kind.name()).data(json));
+    }
+    replay.reverse();
+    replay
+}
+
 pub(super) async fn stream(
     State(state): State<AppState>,
+    backlog: Option<Extension<EventBacklog>>,
     Query(query): Query<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let backlog = backlog.map(|Extension(backlog)| backlog);
+    let max_bytes = backlog.as_ref().map_or(usize::MAX, |b| b.limit() / 2);
     let session = query.session_id.filter(|s| !s.is_empty());
     let live = Live {
         events: state.bridge.store().subscribe(),
@@ -94,9 +129,14 @@ pub(super) async fn stream(
         limit: REPLAY,
         ..ListFilter::pending()
     };
-    let mut pending = state.bridge.list(&filter).await?;
-    pending.reverse();
-    let replay = stream::iter(pending.into_iter().map(|q| sse(&Event::of(&q))));
+    let replay = {
+        let _turn = ENCODING.acquire().await.expect("never closed");
+        replay(state.bridge.list(&filter).await?, max_bytes)
+    };
+    if let Some(backlog) = &backlog {
+        backlog.follow();
+    }
+    let replay = stream::iter(replay);
     let live = stream::unfold(live, |mut live| async move {
         live.next().await.map(|event| (event, live))
     });
