@@ -8,10 +8,11 @@
 //! server shuts down, so graceful shutdown does not wait on open browsers.
 //!
 //! A client that does not read costs a constant: the replay is encoded as soon as it is read
-//! (2,000 streams holding their 1,000 decoded questions each took 886 MB), a few at a time, and
+//! (2,000 streams holding their 1,000 decoded questions each took 1 GB), a few at a time, and
 //! cut to half the connection's backlog bound in bytes ([`EventBacklog`]); live events wait in
-//! the store's shared channel (a client that falls behind it gets `resync`); and a client that
-//! leaves the bound untaken is cut by the server loop (`src/server/io.rs`).
+//! the store's shared channel (a client that falls behind it gets `resync`); and once the replay
+//! is handed over, a client that leaves the bound untaken is cut by the server loop
+//! (`src/server/io.rs`).
 
 use super::view::QuestionView;
 use super::{ApiError, AppState};
@@ -32,7 +33,7 @@ pub(super) const REPLAY: usize = 1000;
 
 /// Replays read and encoded at once: a replay is held decoded only while it is encoded, so many
 /// streams opening together hold a few of them rather than each its own.
-static ENCODING: Semaphore = Semaphore::const_new(4);
+static ENCODING: Semaphore = Semaphore::const_new(16);
 
 #[derive(Debug, Deserialize)]
 pub(super) struct EventsQuery {
@@ -63,11 +64,18 @@ struct Live {
     events: broadcast::Receiver<Event>,
     shutdown: watch::Receiver<bool>,
     session: Option<String>,
+    /// Told once the replay has been handed over: from then on the client may leave at most
+    /// the bound untaken (a replay is written under the write timeout, so that a client on a
+    /// slow link that reads is not cut by its first burst).
+    backlog: Option<EventBacklog>,
 }
 
 impl Live {
     /// The next event for this client, `None` when the stream should end.
     async fn next(&mut self) -> Option<SseEvent> {
+        if let Some(backlog) = self.backlog.take() {
+            backlog.follow();
+        }
         loop {
             if *self.shutdown.borrow() {
                 return None;
@@ -123,6 +131,7 @@ pub(super) async fn stream(
         events: state.bridge.store().subscribe(),
         shutdown: state.bridge.shutdown_signal(),
         session: session.clone(),
+        backlog,
     };
     let filter = ListFilter {
         session_id: session,
@@ -133,9 +142,6 @@ pub(super) async fn stream(
         let _turn = ENCODING.acquire().await.expect("never closed");
         replay(state.bridge.list(&filter).await?, max_bytes)
     };
-    if let Some(backlog) = &backlog {
-        backlog.follow();
-    }
     let replay = stream::iter(replay);
     let live = stream::unfold(live, |mut live| async move {
         live.next().await.map(|event| (event, live))

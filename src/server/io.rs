@@ -10,9 +10,10 @@
 //!   [`super::ServeOptions::event_backlog`] (the kernel grows a socket's buffer to 4 MB and more
 //!   when left alone, so a client that never reads would otherwise never fill it), and a write
 //!   that finds it full closes the connection at once: the client has left the bound untaken,
-//!   as Redis cuts a subscriber past its client output buffer limit. The stream itself holds
-//!   nothing more (its replay is cut to fit, live events wait in the shared channel), so a
-//!   client that does not read costs the server a constant, and the others are not slowed;
+//!   as Redis cuts a subscriber past its client output buffer limit. The stream marks itself
+//!   once its replay (at most half the bound) is handed over, so the replay is written under the
+//!   write timeout; it holds nothing more (live events wait in the shared channel), so a client
+//!   that does not read costs the server a constant, and the others are not slowed;
 //! - **JSON for hyper's own errors**: a request that does not parse (414, 431, a bad
 //!   `Content-Length`, HTTP/0.9) is answered by hyper with an empty body before askbridge sees it.
 //!   A response written while no request of askbridge's is in flight, and after everything before
