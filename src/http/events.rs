@@ -1,39 +1,29 @@
 //! `GET /api/events`: Server-Sent Events.
 //!
 //! A client that connects (or reconnects) first gets the still-pending questions (the newest
-//! [`REPLAY`]) as `question.asked`, oldest first, and then live events: questions asked and
-//! resolved, and runs that parked (`run.waiting`) or ended (`run.finished`). Subscribing happens before the pending
+//! [`REPLAY`](super::replay::REPLAY)) as `question.asked`, oldest first, and then live events:
+//! questions asked and resolved, and runs that parked (`run.waiting`) or ended (`run.finished`). Subscribing happens before the pending
 //! list is read, so nothing falls between the two; a question resolved in that instant may appear
 //! as asked and then resolved, which clients handle as they would live. Streams end when the
 //! server shuts down, so graceful shutdown does not wait on open browsers.
 //!
-//! A client that does not read costs a constant: the replay is encoded as soon as it is read
-//! (2,000 streams holding their 1,000 decoded questions each took 1 GB), a few at a time, and
-//! cut to half the connection's backlog bound in bytes ([`EventBacklog`]); live events wait in
-//! the store's shared channel (a client that falls behind it gets `resync`); and once the replay
-//! is handed over, a client that leaves the bound untaken is cut by the server loop
-//! (`src/server/io.rs`).
+//! A client that does not read costs a constant: the replay is encoded, shared while nothing
+//! changes, and cut to half the connection's backlog bound in bytes ([`EventBacklog`]; see
+//! `replay.rs`); live events wait in the store's shared channel (a client that falls behind it
+//! gets `resync`); and once the replay is handed over, a client that leaves the bound untaken is
+//! cut by the server loop (`src/server/io.rs`).
 
 use super::view::QuestionView;
 use super::{ApiError, AppState};
 use crate::server::EventBacklog;
-use crate::store::{Event, EventKind, ListFilter};
-use askbridge_core::Question;
+use crate::store::Event;
 use axum::Extension;
 use axum::extract::{Query, State};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::stream::{self, Stream, StreamExt};
 use serde::Deserialize;
 use std::convert::Infallible;
-use tokio::sync::{Semaphore, broadcast, watch};
-
-/// How many pending questions a new stream replays: the newest ones. A page of work, however many
-/// are pending (the list endpoint pages through the rest).
-pub(super) const REPLAY: usize = 1000;
-
-/// Replays read and encoded at once: a replay is held decoded only while it is encoded, so many
-/// streams opening together hold a few of them rather than each its own.
-static ENCODING: Semaphore = Semaphore::const_new(16);
+use tokio::sync::{broadcast, watch};
 
 #[derive(Debug, Deserialize)]
 pub(super) struct EventsQuery {
@@ -100,25 +90,6 @@ impl Live {
     }
 }
 
-/// `pending` (newest first) as the replay, oldest first: encoded at once, the newest that fit in
-/// `max_bytes` (at least one).
-fn replay(pending: Vec<Question>, max_bytes: usize) -> Vec<SseEvent> {
-    let mut bytes = 0;
-    let mut replay = Vec::with_capacity(pending.len());
-    for question in pending {
-        let kind = EventKind::for_status(question.status);
-        let json = serde_json::to_string(&QuestionView::of(&question))
-            .expect("questions always serialise");
-        bytes += json.len();
-        if bytes > max_bytes && !replay.is_empty() {
-            break;
-        }
-        replay.push(SseEvent::default().event(kind.name()).data(json));
-    }
-    replay.reverse();
-    replay
-}
-
 pub(super) async fn stream(
     State(state): State<AppState>,
     backlog: Option<Extension<EventBacklog>>,
@@ -133,16 +104,8 @@ pub(super) async fn stream(
         session: session.clone(),
         backlog,
     };
-    let filter = ListFilter {
-        session_id: session,
-        limit: REPLAY,
-        ..ListFilter::pending()
-    };
-    let replay = {
-        let _turn = ENCODING.acquire().await.expect("never closed");
-        replay(state.bridge.list(&filter).await?, max_bytes)
-    };
-    let replay = stream::iter(replay);
+    let replay = state.replays.get(&state.bridge, session, max_bytes).await?;
+    let replay = stream::iter((0..replay.len()).map(move |i| replay[i].clone()));
     let live = stream::unfold(live, |mut live| async move {
         live.next().await.map(|event| (event, live))
     });
