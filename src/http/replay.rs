@@ -48,11 +48,8 @@ impl Shared {
         // Events the store may have missed (its reader lost Redis) change the pending ones too.
         let missed = store.missed().map_or(0, |missed| *missed.borrow());
         let mut stale = std::mem::replace(&mut self.missed, missed) != missed;
-        loop {
-            match events.try_recv() {
-                Ok(_) | Err(TryRecvError::Lagged(_)) => stale = true,
-                Err(TryRecvError::Empty | TryRecvError::Closed) => break,
-            }
+        while let Ok(_) | Err(TryRecvError::Lagged(_)) = events.try_recv() {
+            stale = true;
         }
         if stale {
             self.generation += 1;
