@@ -3,7 +3,7 @@
 //! askbridge sees them. The server loop (`src/server/`) cuts the first two and keeps answering;
 //! the third still gets a JSON error.
 
-use crate::support::{eventually, http, memory_bridge, raw};
+use crate::support::{eventually, memory_bridge, raw};
 use askbridge::http::{AppState, app};
 use askbridge::server::{ServeOptions, serve_with};
 use askbridge_core::NewQuestion;
@@ -117,7 +117,9 @@ async fn an_event_stream_nobody_reads_is_cut_past_its_backlog_and_the_others_go_
     idle.write_all(b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         .await
         .unwrap();
-    let mut reader = http()
+    // No overall timeout: the stream is read for as long as the test runs (each wait below has
+    // its own deadline).
+    let mut reader = reqwest::Client::new()
         .get(format!("http://{addr}/api/events"))
         .send()
         .await
