@@ -25,12 +25,25 @@ pub(super) const REPLAY: usize = 1000;
 static ENCODING: Semaphore = Semaphore::const_new(16);
 
 /// The shared replay (see the module documentation), one per [`super::AppState`].
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(super) struct Replays {
     shared: Mutex<Shared>,
 }
 
-#[derive(Debug, Default)]
+impl std::fmt::Debug for Replays {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shared = self.lock();
+        f.debug_struct("Replays")
+            .field("generation", &shared.generation)
+            .field(
+                "shared",
+                &shared.cached.as_ref().map(|(_, replay)| replay.len()),
+            )
+            .finish()
+    }
+}
+
+#[derive(Default)]
 struct Shared {
     /// Every event the store sends, looked at when a stream opens.
     events: Option<broadcast::Receiver<Event>>,
