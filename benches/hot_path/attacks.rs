@@ -169,10 +169,10 @@ async fn silent_stream(addr: &str) -> Option<TcpStream> {
     Some(stream)
 }
 
-/// Whether the server has closed `stream` (read to its end within a moment).
+/// Whether the server has closed `stream` (read to its end within 20 s: all are read at once).
 async fn was_closed(stream: &mut TcpStream) -> bool {
     let mut buffer = vec![0u8; 64 * 1024];
-    let drained = tokio::time::timeout(Duration::from_millis(200), async {
+    let drained = tokio::time::timeout(Duration::from_secs(20), async {
         loop {
             match stream.read(&mut buffer).await {
                 Ok(0) | Err(_) => return true,
@@ -183,9 +183,29 @@ async fn was_closed(stream: &mut TcpStream) -> bool {
     drained.await.unwrap_or(false)
 }
 
+/// Asks `count` questions with an 8,000-character detail each (about 8 KB an event), one at a
+/// time: live events that pile up for clients that do not read.
+async fn ask_large(base: String, count: usize) {
+    let client = load::client();
+    for n in 0..count {
+        let response = client
+            .post(format!("{base}/api/questions"))
+            .json(&serde_json::json!({
+                "prompt": format!("Live {n}?"),
+                "session_id": "silent-live",
+                "detail": "x".repeat(8000),
+            }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201);
+    }
+}
+
 /// With `pending` questions, `clients` event streams that never read: memory at its highest
-/// while they are held and once the server has cut them, and a reading client's replay before
-/// and meanwhile (issue 35: 2,000 such clients with 100,000 pending took memory to 731 MB).
+/// while they are held, then while 150 large questions are asked (1.2 MB of live events a
+/// stream), and once the server has cut them; a reading client's replay before and meanwhile
+/// (issue 35: 2,000 such clients with 100,000 pending took memory to 731 MB).
 pub async fn silent_streams(server: &support::Process, clients: usize, pending: usize) {
     let (base, pid) = (server.base.clone(), server.child.id());
     load::fill(&base, pending, 16, "silent").await;
@@ -197,23 +217,42 @@ pub async fn silent_streams(server: &support::Process, clients: usize, pending: 
         streams.extend(silent_stream(&addr).await);
     }
     let opened = streams.len();
-    let (mut peak, mut replay_during) = (rss_mb(pid), f64::NAN);
-    for second in 0..45 {
+    let mut peak = rss_mb(pid);
+    // A reading client meanwhile, on its own task: it may take longer than the whole run (NaN).
+    for _ in 0..5 {
         tokio::time::sleep(Duration::from_secs(1)).await;
         peak = peak.max(rss_mb(pid));
-        if second == 5 {
-            replay_during = load::replay_ms(&base, 1000).await;
-        }
+    }
+    let reading = tokio::spawn({
+        let base = base.clone();
+        async move { load::replay_ms(&base, 1000).await }
+    });
+    for _ in 0..25 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        peak = peak.max(rss_mb(pid));
+    }
+    let held = rss_mb(pid);
+    let live = tokio::spawn(ask_large(base.clone(), 150));
+    while !live.is_finished() {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        peak = peak.max(rss_mb(pid));
+    }
+    live.await.unwrap();
+    for _ in 0..15 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        peak = peak.max(rss_mb(pid));
     }
     let after = rss_mb(pid);
-    let mut cut = 0;
-    for stream in &mut streams {
-        if was_closed(stream).await {
-            cut += 1;
-        }
-    }
+    let replay_during = if reading.is_finished() {
+        reading.await.unwrap_or(f64::NAN)
+    } else {
+        reading.abort();
+        f64::NAN
+    };
+    let closed = futures_util::future::join_all(streams.iter_mut().map(was_closed)).await;
+    let cut = closed.into_iter().filter(|closed| *closed).count();
     println!(
-        "silent event streams: {opened} clients that never read, {pending} pending: RSS {before:.1} MB before, peak {peak:.1} MB ({:.0} KB a client), {after:.1} MB after 45 s, {cut} cut by the server; a reading client's replay {replay_before:.1} ms before, {replay_during:.1} ms meanwhile   (campaign before: 731 MB)",
+        "silent event streams: {opened} clients that never read, {pending} pending: RSS {before:.1} MB before, peak {peak:.1} MB ({:.0} KB a client), {held:.1} MB after 30 s, {after:.1} MB after 150 large live events; {cut} cut by the server; a reading client's replay {replay_before:.1} ms before, {replay_during:.1} ms meanwhile   (campaign before: 731 MB)",
         (peak - before) * 1024.0 / opened.max(1) as f64
     );
 }

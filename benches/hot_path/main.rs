@@ -38,7 +38,8 @@
 //!     bytes each, cycles, stats, first pages, SSE replay, restart (`million.rs`);
 //! 16. (`--only slow`, `forms`, `silent`, never by default) issue 35's attacks: `/healthz` during
 //!     4,300 slow bodies, the data files and a history page after 20 maximal form answers, and
-//!     memory with 2,000 event streams nobody reads and `--pending` pending (`attacks.rs`).
+//!     memory with 2,000 event streams nobody reads and `--pending` pending, then 150 large live
+//!     events, and how many the server cut (`attacks.rs`).
 //!
 //! The sizes of each figure and `--only` are read in `options.rs`.
 //!

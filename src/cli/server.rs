@@ -131,6 +131,7 @@ fn serve_options(config: &Config) -> askbridge::server::ServeOptions {
         body_timeout: config.body_timeout,
         write_timeout: config.write_timeout,
         shed_after: config.shed_after,
+        event_backlog: config.event_backlog_kb.saturating_mul(1024),
         ..Default::default()
     }
 }

@@ -58,6 +58,7 @@ impl Config {
             body_timeout: v.body_timeout,
             write_timeout: v.write_timeout,
             shed_after: v.shed_after,
+            event_backlog_kb: v.event_backlog_kb,
             mcp_progress: v.mcp_progress,
             max_mcp_sessions: v.max_mcp_sessions,
             mcp_session_idle: v.mcp_session_idle,

@@ -170,6 +170,8 @@ pub struct Config {
     pub write_timeout: Duration,
     /// See [`SHED_AFTER`].
     pub shed_after: Duration,
+    /// See [`EVENT_BACKLOG`].
+    pub event_backlog_kb: usize,
     /// See [`MCP_PROGRESS`].
     pub mcp_progress: Duration,
     /// See [`MAX_MCP_SESSIONS`].

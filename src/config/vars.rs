@@ -217,6 +217,11 @@ settings! {
     SHED_AFTER = "ASKBRIDGE_SHED_AFTER_MS",
         shed_after: Duration = parse::millis, default "1000",
         "at the connection cap, a new connection takes the place of one that has kept the server waiting this long (idle, or slow to send its body or take its answer)";
+    /// The kernel alone would take 4 MB and more for a client that never reads, and nothing
+    /// would ever be cut: an event stream's socket is sized to this bound.
+    EVENT_BACKLOG = "ASKBRIDGE_EVENT_BACKLOG_KB",
+        event_backlog_kb: usize = parse::positive, default "1024",
+        "KB of events a client of `/api/events` may leave untaken before the connection is cut (a new stream replays at most half of it)";
     MCP_PROGRESS = "ASKBRIDGE_MCP_PROGRESS_S",
         mcp_progress: Duration = parse::seconds, default "15",
         "seconds between MCP progress notifications while a tool call waits";

@@ -1,25 +1,29 @@
 //! `GET /api/events`: Server-Sent Events.
 //!
 //! A client that connects (or reconnects) first gets the still-pending questions (the newest
-//! [`REPLAY`]) as `question.asked`, oldest first, and then live events: questions asked and
-//! resolved, and runs that parked (`run.waiting`) or ended (`run.finished`). Subscribing happens before the pending
+//! [`REPLAY`](super::replay::REPLAY)) as `question.asked`, oldest first, and then live events:
+//! questions asked and resolved, and runs that parked (`run.waiting`) or ended (`run.finished`). Subscribing happens before the pending
 //! list is read, so nothing falls between the two; a question resolved in that instant may appear
 //! as asked and then resolved, which clients handle as they would live. Streams end when the
 //! server shuts down, so graceful shutdown does not wait on open browsers.
+//!
+//! A client that does not read costs a constant: the replay is encoded, shared while nothing
+//! changes, and cut to half the connection's backlog bound in bytes ([`EventBacklog`]; see
+//! `replay.rs`); live events wait in the store's shared channel (a client that falls behind it
+//! gets `resync`); and once the replay is handed over, a client that leaves the bound untaken is
+//! cut by the server loop (`src/server/io.rs`).
 
 use super::view::QuestionView;
 use super::{ApiError, AppState};
-use crate::store::{Event, ListFilter};
+use crate::server::EventBacklog;
+use crate::store::Event;
+use axum::Extension;
 use axum::extract::{Query, State};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::stream::{self, Stream, StreamExt};
 use serde::Deserialize;
 use std::convert::Infallible;
 use tokio::sync::{broadcast, watch};
-
-/// How many pending questions a new stream replays: the newest ones. A page of work, however many
-/// are pending (the list endpoint pages through the rest).
-pub(super) const REPLAY: usize = 1000;
 
 #[derive(Debug, Deserialize)]
 pub(super) struct EventsQuery {
@@ -50,11 +54,18 @@ struct Live {
     events: broadcast::Receiver<Event>,
     shutdown: watch::Receiver<bool>,
     session: Option<String>,
+    /// Told once the replay has been handed over: from then on the client may leave at most
+    /// the bound untaken (a replay is written under the write timeout, so that a client on a
+    /// slow link that reads is not cut by its first burst).
+    backlog: Option<EventBacklog>,
 }
 
 impl Live {
     /// The next event for this client, `None` when the stream should end.
     async fn next(&mut self) -> Option<SseEvent> {
+        if let Some(backlog) = self.backlog.take() {
+            backlog.follow();
+        }
         loop {
             if *self.shutdown.borrow() {
                 return None;
@@ -81,22 +92,20 @@ impl Live {
 
 pub(super) async fn stream(
     State(state): State<AppState>,
+    backlog: Option<Extension<EventBacklog>>,
     Query(query): Query<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let backlog = backlog.map(|Extension(backlog)| backlog);
+    let max_bytes = backlog.as_ref().map_or(usize::MAX, |b| b.limit() / 2);
     let session = query.session_id.filter(|s| !s.is_empty());
     let live = Live {
         events: state.bridge.store().subscribe(),
         shutdown: state.bridge.shutdown_signal(),
         session: session.clone(),
+        backlog,
     };
-    let filter = ListFilter {
-        session_id: session,
-        limit: REPLAY,
-        ..ListFilter::pending()
-    };
-    let mut pending = state.bridge.list(&filter).await?;
-    pending.reverse();
-    let replay = stream::iter(pending.into_iter().map(|q| sse(&Event::of(&q))));
+    let replay = state.replays.get(&state.bridge, session, max_bytes).await?;
+    let replay = stream::iter((0..replay.len()).map(move |i| replay[i].clone()));
     let live = stream::unfold(live, |mut live| async move {
         live.next().await.map(|event| (event, live))
     });

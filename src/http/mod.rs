@@ -40,6 +40,7 @@ mod mcp_gate;
 mod mcp_sessions;
 pub mod ops_page;
 mod questions;
+mod replay;
 mod runs;
 mod sessions;
 pub mod stats;
@@ -84,6 +85,8 @@ pub struct AppState {
     mcp_sessions: usize,
     /// How long an idle MCP session is kept (`ASKBRIDGE_MCP_SESSION_IDLE_S`).
     mcp_session_idle: std::time::Duration,
+    /// The event streams' shared replay.
+    replays: Arc<replay::Replays>,
 }
 
 impl AppState {
@@ -99,6 +102,7 @@ impl AppState {
             leases: Arc::default(),
             mcp_sessions: 1000,
             mcp_session_idle: std::time::Duration::from_secs(300),
+            replays: Arc::default(),
         }
     }
 

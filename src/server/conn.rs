@@ -28,6 +28,8 @@ pub(super) struct Conn {
     body_open: AtomicBool,
     /// A write waits for the client to take bytes.
     blocked: AtomicBool,
+    /// The response being written is an event stream ([`super::EventBacklog::follow`]).
+    event_stream: AtomicBool,
     /// When the client last sent or took a byte (ms since [`EPOCH`]).
     progress_ms: AtomicU64,
     /// Told to close, to make room.
@@ -42,6 +44,7 @@ impl Conn {
             requests: AtomicU64::new(0),
             body_open: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
+            event_stream: AtomicBool::new(false),
             progress_ms: AtomicU64::new(now_ms()),
             cut: Notify::new(),
             cut_sent: AtomicBool::new(false),
@@ -54,6 +57,14 @@ impl Conn {
 
     pub(super) fn set_blocked(&self, blocked: bool) {
         self.blocked.store(blocked, Ordering::Relaxed);
+    }
+
+    pub(super) fn set_event_stream(&self) {
+        self.event_stream.store(true, Ordering::Relaxed);
+    }
+
+    pub(super) fn event_stream(&self) -> bool {
+        self.event_stream.load(Ordering::Relaxed)
     }
 
     pub(super) fn set_body_open(&self, open: bool) {

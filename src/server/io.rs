@@ -5,6 +5,15 @@
 //!   pipelines requests and reads nothing, or an event stream nobody reads, stops where the
 //!   socket's buffers fill (its backlog is those buffers and hyper's), as Redis's client output
 //!   buffer limit does, and no other client waits on it;
+//! - **an event stream's backlog bound**: once a response is an event stream
+//!   ([`super::EventBacklog::follow`]) its socket's send buffer is sized to
+//!   [`super::ServeOptions::event_backlog`] (the kernel grows a socket's buffer to 4 MB and more
+//!   when left alone, so a client that never reads would otherwise never fill it), and a write
+//!   that finds it full closes the connection at once: the client has left the bound untaken,
+//!   as Redis cuts a subscriber past its client output buffer limit. The stream marks itself
+//!   once its replay (at most half the bound) is handed over, so the replay is written under the
+//!   write timeout; it holds nothing more (live events wait in the shared channel), so a client
+//!   that does not read costs the server a constant, and the others are not slowed;
 //! - **JSON for hyper's own errors**: a request that does not parse (414, 431, a bad
 //!   `Content-Length`, HTTP/0.9) is answered by hyper with an empty body before askbridge sees it.
 //!   A response written while no request of askbridge's is in flight, and after everything before
@@ -26,6 +35,9 @@ pub(super) struct Io {
     inner: TcpStream,
     conn: Arc<Conn>,
     write_timeout: Duration,
+    event_backlog: usize,
+    /// The send buffer has been sized for an event stream.
+    sized: bool,
     /// Running while a write waits for the client.
     stall: Option<Pin<Box<Sleep>>>,
     /// The number of requests whose every byte had been flushed with none in flight, if no
@@ -36,11 +48,13 @@ pub(super) struct Io {
 }
 
 impl Io {
-    pub(super) fn new(inner: TcpStream, conn: Arc<Conn>, write_timeout: Duration) -> Self {
+    pub(super) fn new(inner: TcpStream, conn: Arc<Conn>, options: &super::ServeOptions) -> Self {
         Io {
             inner,
             conn,
-            write_timeout,
+            write_timeout: options.write_timeout,
+            event_backlog: options.event_backlog,
+            sized: false,
             stall: None,
             settled: Some(0),
             replacing: None,
@@ -64,6 +78,32 @@ impl Io {
         ))
     }
 
+    /// Sizes the send buffer once the response is an event stream. Linux doubles the size asked
+    /// for (its own bookkeeping), so half the bound is asked.
+    fn size_for_events(&mut self) {
+        if self.sized || !self.conn.event_stream() {
+            return;
+        }
+        self.sized = true;
+        let size = (self.event_backlog / 2).max(4096);
+        if let Err(error) = socket2::SockRef::from(&self.inner).set_send_buffer_size(size) {
+            tracing::debug!(%error, "cannot size an event stream's send buffer");
+        }
+    }
+
+    /// The error that cuts an event stream whose socket is full.
+    fn backlog_passed(&self) -> io::Error {
+        tracing::info!(
+            peer = ?self.inner.peer_addr().ok(),
+            limit_kb = self.event_backlog / 1024,
+            "an event stream's client left its backlog untaken; cut (ASKBRIDGE_EVENT_BACKLOG_KB)"
+        );
+        io::Error::other(format!(
+            "the client left over {} KB of events untaken (ASKBRIDGE_EVENT_BACKLOG_KB)",
+            self.event_backlog / 1024
+        ))
+    }
+
     /// Accounts for a write's outcome: progress, or the start (or end) of a stall.
     fn wrote(
         &mut self,
@@ -80,6 +120,7 @@ impl Io {
                 }
                 Poll::Ready(result)
             }
+            Poll::Pending if self.sized => Poll::Ready(Err(self.backlog_passed())),
             Poll::Pending => self.poll_stall(cx).map(Err),
         }
     }
@@ -157,6 +198,7 @@ impl AsyncWrite for Io {
         if this.hyper_s_own(buf) {
             return this.poll_replace(cx, buf.len());
         }
+        this.size_for_events();
         let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
         this.wrote(cx, polled)
     }
@@ -174,6 +216,7 @@ impl AsyncWrite for Io {
         if this.hyper_s_own(first) {
             return this.poll_replace(cx, bufs.iter().map(|b| b.len()).sum());
         }
+        this.size_for_events();
         let polled = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
         this.wrote(cx, polled)
     }

@@ -7,6 +7,8 @@
 //!   waits for a request's first byte), so idle sockets do not pile up;
 //! - a **connection cap**: past it a connection gets a JSON 503 at once and is closed, with a
 //!   warning in the log, instead of queueing where `/healthz` would time out;
+//! - an **event stream backlog**: an event stream whose client leaves more than
+//!   [`ServeOptions::event_backlog`] untaken is cut (see `io.rs`);
 //! - **bounded shutdown**: on shutdown no connection is accepted, connections finish what they
 //!   are doing for [`ServeOptions::grace`], and whatever is left (a stalled header, an event
 //!   stream) is dropped.
@@ -15,6 +17,8 @@ mod conn;
 mod io;
 mod refusal;
 mod service;
+
+pub use service::EventBacklog;
 
 use askbridge_core::error::Chain;
 use axum::Router;
@@ -48,6 +52,9 @@ pub struct ServeOptions {
     /// How long a connection must have kept the server waiting before, at the cap, a new one
     /// takes its place (`ASKBRIDGE_SHED_AFTER_MS`).
     pub shed_after: Duration,
+    /// The most bytes of an event stream its client may leave untaken before it is cut
+    /// (`ASKBRIDGE_EVENT_BACKLOG_KB`).
+    pub event_backlog: usize,
 }
 
 impl Default for ServeOptions {
@@ -59,6 +66,7 @@ impl Default for ServeOptions {
             body_timeout: Duration::from_secs(30),
             write_timeout: Duration::from_secs(30),
             shed_after: Duration::from_secs(1),
+            event_backlog: 1 << 20,
         }
     }
 }
@@ -154,14 +162,14 @@ impl Served {
             let conn = conn.clone();
             hyper::service::service_fn(move |request| {
                 let in_flight = conn.begin();
-                let request = service::request(&conn, request, options.body_timeout);
+                let request = service::request(&conn, request, &options);
                 let call = hyper::service::Service::call(&inner, request);
                 async move {
                     Ok::<_, std::convert::Infallible>(service::response(in_flight, call.await?))
                 }
             })
         };
-        let io = io::Io::new(stream, conn.clone(), options.write_timeout);
+        let io = io::Io::new(stream, conn.clone(), &options);
         let mut builder = http1::Builder::new();
         builder
             .timer(TokioTimer::new())

@@ -17,13 +17,42 @@ use tokio::time::{Instant, Sleep};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// The request as the router takes it, the connection told a request is in flight.
+/// The request as the router takes it, the connection told a request is in flight; its
+/// [`EventBacklog`] in its extensions.
 pub(super) fn request(
     conn: &Arc<Conn>,
-    request: hyper::Request<hyper::body::Incoming>,
-    limit: Duration,
+    mut request: hyper::Request<hyper::body::Incoming>,
+    options: &super::ServeOptions,
 ) -> Request<Deadline> {
-    request.map(|body| Deadline::new(body, conn.clone(), limit))
+    request.extensions_mut().insert(EventBacklog {
+        conn: conn.clone(),
+        limit: options.event_backlog,
+    });
+    request.map(|body| Deadline::new(body, conn.clone(), options.body_timeout))
+}
+
+/// A request's say in how its connection writes an event stream (a request extension; absent
+/// where the router is served some other way): an event stream's client that leaves more than
+/// [`EventBacklog::limit`] bytes untaken is cut, as Redis cuts a subscriber past its client
+/// output buffer limit. See `io.rs`.
+#[derive(Clone, Debug)]
+pub struct EventBacklog {
+    conn: Arc<Conn>,
+    limit: usize,
+}
+
+impl EventBacklog {
+    /// The most bytes of an event stream that may wait for its client
+    /// (`ASKBRIDGE_EVENT_BACKLOG_KB`).
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Marks the response an event stream: its socket holds at most [`EventBacklog::limit`]
+    /// bytes, and a write that finds it full closes the connection.
+    pub fn follow(&self) {
+        self.conn.set_event_stream();
+    }
 }
 
 /// `response`, whose body holds `in_flight` until it is done or dropped.

@@ -3,7 +3,7 @@
 //! askbridge sees them. The server loop (`src/server/`) cuts the first two and keeps answering;
 //! the third still gets a JSON error.
 
-use crate::support::{eventually, http, memory_bridge, raw};
+use crate::support::{eventually, memory_bridge, raw};
 use askbridge::http::{AppState, app};
 use askbridge::server::{ServeOptions, serve_with};
 use askbridge_core::NewQuestion;
@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::TcpStream;
 
 /// Short limits, so that the tests see them act; generous margins around them.
 fn tight() -> ServeOptions {
@@ -23,6 +23,7 @@ fn tight() -> ServeOptions {
         body_timeout: Duration::from_secs(2),
         write_timeout: Duration::from_secs(2),
         shed_after: Duration::from_millis(200),
+        event_backlog: 1 << 20,
     }
 }
 
@@ -97,28 +98,28 @@ async fn answers_a_client_does_not_take_are_cut() {
 }
 
 #[tokio::test]
-async fn an_event_stream_nobody_reads_is_cut_and_the_others_go_on() {
+async fn an_event_stream_nobody_reads_is_cut_past_its_backlog_and_the_others_go_on() {
     let (bridge, _) = memory_bridge().await;
-    // Pending questions a new stream replays: a few MB, more than the sockets hold.
-    for n in 0..1000 {
-        let mut question = NewQuestion::ask(format!("Question {n}?"));
+    let mut replayed = Vec::new();
+    for n in 0..20 {
+        let mut question = NewQuestion::ask(format!("Replayed {n}?"));
         question.session_id = "replayed".into();
-        question.detail = Some("x".repeat(4000));
-        bridge.create(question).await.unwrap();
+        replayed.push(bridge.create(question).await.unwrap().id);
     }
     let options = ServeOptions {
-        // Room for the reading client on a loaded machine.
-        write_timeout: Duration::from_secs(3),
+        // Only the backlog bound may cut here: a write may wait on its client for an hour.
+        write_timeout: Duration::from_secs(3600),
+        event_backlog: 64 * 1024,
         ..tight()
     };
     let addr = start(AppState::new(bridge.clone(), None), options).await;
-    let socket = TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut idle = socket.connect(addr).await.unwrap();
+    let mut idle = TcpStream::connect(addr).await.unwrap();
     idle.write_all(b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         .await
         .unwrap();
-    let mut reader = http()
+    // No overall timeout: the stream is read for as long as the test runs (each wait below has
+    // its own deadline).
+    let mut reader = reqwest::Client::new()
         .get(format!("http://{addr}/api/events"))
         .send()
         .await
@@ -134,22 +135,43 @@ async fn an_event_stream_nobody_reads_is_cut_and_the_others_go_on() {
             }
         }
     });
-    tokio::time::sleep(Duration::from_secs(12)).await;
+    let has = |id: &str| {
+        let found = seen.lock().unwrap().contains(id);
+        async move { found }
+    };
+    for id in &replayed {
+        eventually(
+            Duration::from_secs(30),
+            "the reader gets the replay",
+            || has(id.as_str()),
+        )
+        .await;
+    }
+    // 1.2 MB of live events, each taken by the reader before the next: more than the idle
+    // client's socket and its own buffers hold with the bound (the kernel alone would take 4 MB).
+    // The reader gets each before the next is asked.
+    let ask_live = |prompt: String, detail: usize| {
+        let mut question = NewQuestion::ask(prompt);
+        question.session_id = "live".into();
+        question.detail = Some("x".repeat(detail)).filter(|d| !d.is_empty());
+        let bridge = bridge.clone();
+        async move {
+            let asked = bridge.create(question).await.unwrap();
+            eventually(
+                Duration::from_secs(30),
+                "the reader gets a live event",
+                || has(asked.id.as_str()),
+            )
+            .await;
+        }
+    };
+    for n in 0..300 {
+        ask_live(format!("Live {n}?"), 4000).await;
+    }
     let (closed, _) = closed(&mut idle).await;
     assert!(closed, "an event stream nobody reads kept its connection");
     // The client that reads was not cut, and gets what is asked next.
-    let mut question = NewQuestion::ask("After the cut?");
-    question.session_id = "live".into();
-    let asked = bridge.create(question).await.unwrap();
-    eventually(
-        Duration::from_secs(30),
-        "the reader gets the new question",
-        || {
-            let found = seen.lock().unwrap().contains(asked.id.as_str());
-            async move { found }
-        },
-    )
-    .await;
+    ask_live("After the cut?".to_owned(), 0).await;
     assert!(!reading.is_finished(), "the reading client's stream ended");
 }
 

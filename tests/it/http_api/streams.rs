@@ -193,6 +193,50 @@ async fn events_replay_pending_questions_then_stream_live_ones() {
     assert_eq!(events.next().await.0, "question.cancelled");
 }
 
+/// Streams opening one after another share a replay while nothing changes, and never one read
+/// before a change: a question answered and another asked between two streams show in the
+/// second's replay.
+#[tokio::test]
+async fn a_new_stream_replays_what_changed_since_the_last_one() {
+    let (base, _) = served().await;
+    let client = http();
+    let ask = |prompt: &str| {
+        let request = client
+            .post(format!("{base}/api/questions"))
+            .json(&json!({"session_id": "s1", "prompt": prompt}))
+            .send();
+        async move { request.await.unwrap().json::<Value>().await.unwrap() }
+    };
+    let open = || {
+        let request = client.get(format!("{base}/api/events")).send();
+        async move {
+            Sse {
+                response: request.await.unwrap(),
+                buffer: String::new(),
+            }
+        }
+    };
+    let first = ask("First?").await;
+    let (_, replayed) = open().await.next().await;
+    assert_eq!(replayed["id"], first["id"]);
+    let (_, replayed) = open().await.next().await;
+    assert_eq!(replayed["id"], first["id"], "the same replay, shared");
+    let id = first["id"].as_str().unwrap();
+    client
+        .post(format!("{base}/api/questions/{id}/reply"))
+        .json(&json!({"answer": "yes"}))
+        .send()
+        .await
+        .unwrap();
+    let second = ask("Second?").await;
+    let (name, replayed) = open().await.next().await;
+    assert_eq!(
+        (name.as_str(), &replayed["id"]),
+        ("question.asked", &second["id"]),
+        "the answered question is not replayed, the new one is"
+    );
+}
+
 /// The ops page's paged listings over HTTP: history and the newest-first audit trail page with
 /// `next` cursors until the end; bad filters and cursors are refused with the field named.
 #[tokio::test]
