@@ -15,7 +15,6 @@
 
 use super::view::QuestionView;
 use super::{ApiError, AppState};
-use crate::server::EventBacklog;
 use crate::store::Event;
 use axum::Extension;
 use axum::extract::{Query, State};
@@ -23,7 +22,52 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::stream::{self, Stream, StreamExt};
 use serde::Deserialize;
 use std::convert::Infallible;
+use std::sync::Arc;
 use tokio::sync::{broadcast, watch};
+
+/// A request's say in how its connection writes an event stream (a request extension the server
+/// loop adds; absent where the router is served some other way): an event stream's client that
+/// leaves more than [`EventBacklog::limit`] bytes untaken is cut, as Redis cuts a subscriber past
+/// its client output buffer limit. Defined here, where it is used, and implemented by the server
+/// loop (`src/server/`), which sits above this layer.
+#[derive(Clone)]
+pub struct EventBacklog {
+    socket: Arc<dyn EventSocket>,
+    limit: usize,
+}
+
+/// The connection an event stream is written to, as the server loop holds it.
+pub trait EventSocket: Send + Sync {
+    /// From now on the response is an event stream: its socket holds at most the backlog's
+    /// limit, and a write that finds it full closes the connection.
+    fn follow(&self);
+}
+
+impl EventBacklog {
+    /// The backlog of a connection held as `socket`, `limit` bytes at most.
+    pub fn new(socket: Arc<dyn EventSocket>, limit: usize) -> Self {
+        EventBacklog { socket, limit }
+    }
+
+    /// The most bytes of an event stream that may wait for its client
+    /// (`ASKBRIDGE_EVENT_BACKLOG_KB`).
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Marks the response an event stream (see [`EventSocket::follow`]).
+    pub fn follow(&self) {
+        self.socket.follow();
+    }
+}
+
+impl std::fmt::Debug for EventBacklog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventBacklog")
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
 
 #[derive(Debug, Deserialize)]
 pub(super) struct EventsQuery {

@@ -47,6 +47,7 @@ pub mod stats;
 mod view;
 
 pub use error::{ApiError, JsonBody};
+pub use events::{EventBacklog, EventSocket};
 pub use guard::HostPolicy;
 
 use crate::bridge::Bridge;

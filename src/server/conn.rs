@@ -28,7 +28,7 @@ pub(super) struct Conn {
     body_open: AtomicBool,
     /// A write waits for the client to take bytes.
     blocked: AtomicBool,
-    /// The response being written is an event stream ([`super::EventBacklog::follow`]).
+    /// The response being written is an event stream ([`crate::http::EventBacklog::follow`]).
     event_stream: AtomicBool,
     /// When the client last sent or took a byte (ms since [`EPOCH`]).
     progress_ms: AtomicU64,
@@ -59,7 +59,7 @@ impl Conn {
         self.blocked.store(blocked, Ordering::Relaxed);
     }
 
-    pub(super) fn set_event_stream(&self) {
+    fn set_event_stream(&self) {
         self.event_stream.store(true, Ordering::Relaxed);
     }
 
@@ -98,6 +98,12 @@ impl Conn {
             || self.blocked.load(Ordering::Relaxed);
         (waiting && !self.cut_sent.load(Ordering::Relaxed))
             .then(|| self.progress_ms.load(Ordering::Relaxed))
+    }
+}
+
+impl crate::http::EventSocket for Conn {
+    fn follow(&self) {
+        self.set_event_stream();
     }
 }
 

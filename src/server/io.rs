@@ -6,7 +6,7 @@
 //!   socket's buffers fill (its backlog is those buffers and hyper's), as Redis's client output
 //!   buffer limit does, and no other client waits on it;
 //! - **an event stream's backlog bound**: once a response is an event stream
-//!   ([`super::EventBacklog::follow`]) its socket's send buffer is sized to
+//!   ([`crate::http::EventBacklog::follow`]) its socket's send buffer is sized to
 //!   [`super::ServeOptions::event_backlog`] (the kernel grows a socket's buffer to 4 MB and more
 //!   when left alone, so a client that never reads would otherwise never fill it), and a write
 //!   that finds it full closes the connection at once: the client has left the bound untaken,

@@ -18,8 +18,6 @@ mod io;
 mod refusal;
 mod service;
 
-pub use service::EventBacklog;
-
 use askbridge_core::error::Chain;
 use axum::Router;
 use conn::Registry;

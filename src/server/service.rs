@@ -4,6 +4,7 @@
 //! it is in flight (see `conn.rs`).
 
 use super::conn::{Conn, InFlight};
+use crate::http::{EventBacklog, EventSocket};
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::Request;
 use axum::response::Response;
@@ -24,35 +25,10 @@ pub(super) fn request(
     mut request: hyper::Request<hyper::body::Incoming>,
     options: &super::ServeOptions,
 ) -> Request<Deadline> {
-    request.extensions_mut().insert(EventBacklog {
-        conn: conn.clone(),
-        limit: options.event_backlog,
-    });
+    let socket: Arc<dyn EventSocket> = conn.clone();
+    let backlog = EventBacklog::new(socket, options.event_backlog);
+    request.extensions_mut().insert(backlog);
     request.map(|body| Deadline::new(body, conn.clone(), options.body_timeout))
-}
-
-/// A request's say in how its connection writes an event stream (a request extension; absent
-/// where the router is served some other way): an event stream's client that leaves more than
-/// [`EventBacklog::limit`] bytes untaken is cut, as Redis cuts a subscriber past its client
-/// output buffer limit. See `io.rs`.
-#[derive(Clone, Debug)]
-pub struct EventBacklog {
-    conn: Arc<Conn>,
-    limit: usize,
-}
-
-impl EventBacklog {
-    /// The most bytes of an event stream that may wait for its client
-    /// (`ASKBRIDGE_EVENT_BACKLOG_KB`).
-    pub fn limit(&self) -> usize {
-        self.limit
-    }
-
-    /// Marks the response an event stream: its socket holds at most [`EventBacklog::limit`]
-    /// bytes, and a write that finds it full closes the connection.
-    pub fn follow(&self) {
-        self.conn.set_event_stream();
-    }
 }
 
 /// `response`, whose body holds `in_flight` until it is done or dropped.
