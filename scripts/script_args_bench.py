@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What decoding a script's arguments costs Redis, per encoding (issue 29).
 
-Run: python3 scripts/script_args_bench.py [calls per run, default 40000] [rounds, default 3]
+Run: [SCRIPT_ARGS_BEFORE=<lua dir>] python3 scripts/script_args_bench.py [calls, 40000] [rounds, 3]
 
 Starts its own redis-server (no persistence) on a free port and, for the ARGV an ask and a claim
 really send (captured with MONITOR during `cargo test --test it an_ask_is_one_command`; a claim
@@ -28,7 +28,28 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The scripts measured whole: this tree's and, with SCRIPT_ARGS_BEFORE=<dir>, another's in
+# alternating turns (say one exported with `git archive <commit> src/store/redis/lua | tar -x -C
+# <dir>`, then <dir>/src/store/redis/lua); its lib/args.lua says which encoding it reads.
 LUA = os.path.join(ROOT, "src", "store", "redis", "lua")
+BEFORE = os.environ.get("SCRIPT_ARGS_BEFORE")
+# lib/args.lua as it read `name, value, ...` pairs in ARGV (commit 23c4581).
+PAIRS_LUA = """
+local function named()
+    local a = {}
+    local t = a
+    for i = 1, #ARGV, 2 do
+        local name, value = ARGV[i], ARGV[i + 1]
+        if name == '.' then
+            t = {}
+            a[value] = t
+        else
+            t[name] = value
+        end
+    end
+    return a
+end
+"""
 TAG = b"s-77246bkvcc"
 
 # The named arguments MONITOR showed (an ask, then its answer), in the order sent.
@@ -112,15 +133,13 @@ def positional_lua(pairs):
 
 def variants(pairs):
     """(name, script, argv) for each encoding of `pairs`."""
-    with open(os.path.join(LUA, "lib", "args.lua")) as f:
-        args_lua = f.read()
     named_argv = [b for n, v in pairs for b in (n.encode(), v.encode())]
     pos_script, pos_argv = positional_lua(pairs)
     table = grouped(pairs)
     return [
         ("empty", "return 1", []),
         ("positional", pos_script, pos_argv + [TAG]),
-        ("named", "local ORIGIN = table.remove(ARGV)\n" + args_lua + "\nlocal a = named()\nreturn 1",
+        ("named", "local ORIGIN = table.remove(ARGV)\n" + PAIRS_LUA + "\nlocal a = named()\nreturn 1",
          named_argv + [TAG]),
         ("msgpack", "local ORIGIN = table.remove(ARGV)\nlocal a = cmsgpack.unpack(ARGV[1])\nreturn 1",
          [msgpack(table), TAG]),
@@ -195,13 +214,19 @@ def measured(r, commands):
     return cpu * 1e6 / len(commands), float(usec)
 
 
-def whole(r, calls, round_no):
-    """The real insert and claim scripts: `calls` asks, then a claim of each."""
+def whole(r, lua, calls, round_no):
+    """The real insert and claim scripts in `lua`: `calls` asks, then a claim of each."""
     def lib(*names):
-        return "".join(open(os.path.join(LUA, "lib", n)).read() for n in names)
-    insert = lib("args.lua", "announce.lua", "insert_question.lua") + open(os.path.join(LUA, "insert.lua")).read()
-    claim = lib("args.lua", "announce.lua", "insert_question.lua", "save_run.lua") + open(os.path.join(LUA, "claim.lua")).read()
+        return "".join(open(os.path.join(lua, "lib", n)).read() for n in names)
+    insert = lib("args.lua", "announce.lua", "insert_question.lua") + open(os.path.join(lua, "insert.lua")).read()
+    claim = lib("args.lua", "announce.lua", "insert_question.lua", "save_run.lua") + open(os.path.join(lua, "claim.lua")).read()
     sha_i, sha_c = r.call("SCRIPT", "LOAD", insert), r.call("SCRIPT", "LOAD", claim)
+    packed = "cmsgpack" in lib("args.lua")
+
+    def argv(pairs):
+        if packed:
+            return [msgpack(grouped(pairs))]
+        return [x for n, v in pairs for x in (n, v)]
     asks, claims = [], []
     for i in range(calls):
         qid = f"q{round_no}x{i:07d}"
@@ -210,13 +235,17 @@ def whole(r, calls, round_no):
         ask = [(n, v.replace("nb1y43q2v9", qid)) for n, v in ASK]
         asks.append(Redis.encode("EVALSHA", sha_i, 6, p + "q:" + qid, p + "open", p + "pending",
                                  p + "session:budget", p + "events", p + "session-pending:budget",
-                                 *[x for n, v in ask for x in (n, v)], TAG))
+                                 *argv(ask), TAG))
         cl = [(n, v.replace("nb1y43q2v9", qid)) for n, v in CLAIM]
         claims.append(Redis.encode("EVALSHA", sha_c, 13, p + "q:" + qid, p + "shown:" + qid, p + "fx:" + qid,
                                    p + "open", p + "pending", p + "done:answered", p + "events", p + "audit",
                                    p + "answers", p + "q:" + qid, p + "runs", p + "q:" + qid,
-                                   p + "session-pending:budget", *[x for n, v in cl for x in (n, v)], TAG))
-    return measured(r, asks), measured(r, claims)
+                                   p + "session-pending:budget", *argv(cl), TAG))
+    figures = measured(r, asks), measured(r, claims)
+    # Each ask stored its question and each claim answered it.
+    last = f"askbridge:{{b%02d}}:q:q{round_no}x{calls - 1:07d}" % ((calls - 1) % 16)
+    assert r.call("HGET", last, "status") == b"answered", "the claims did not win"
+    return figures
 
 
 def main():
@@ -245,14 +274,20 @@ def main():
                 if rnd % 2:
                     vs.reverse()
                 for name, script, argv in vs:
+                    # Each builds the table lib/args.lua would.
+                    if name != "empty":
+                        check = r.call("EVAL", script.replace("return 1", "return cjson.encode(a)"), 0, *argv)
+                        assert json.loads(check) == grouped(pairs), name
                     sha = r.call("SCRIPT", "LOAD", script)
                     cmd = Redis.encode("EVALSHA", sha, 0, *argv)
                     results.setdefault((sample, name), []).append(measured(r, [cmd] * calls))
-            (ia, ic) = whole(r, calls, rnd)
-            results.setdefault(("whole", "insert.lua"), []).append(ia)
-            results.setdefault(("whole", "claim.lua"), []).append(ic)
-            r.call("FLUSHALL")
-        print(f"redis {r.info('server')['redis_version']}, {calls} calls x {rounds} rounds, medians")
+            trees = [("", LUA)] + ([(" before", BEFORE)] if BEFORE else [])
+            for i, (label, lua) in enumerate(trees[::-1] if rnd % 2 else trees):
+                (ia, ic) = whole(r, lua, calls, rnd * 2 + i)
+                results.setdefault(("whole" + label, "insert.lua"), []).append(ia)
+                results.setdefault(("whole" + label, "claim.lua"), []).append(ic)
+                r.call("FLUSHALL")
+        print(f"redis {r.info('server')['redis_version']}, {calls} calls x {rounds} rounds, medians; before: {BEFORE}")
         print(f"{'sample':12} {'variant':11} {'ARGV bytes':>10} {'CPU us/call':>12} {'script us/call':>15}")
         for (sample, name), runs in results.items():
             cpu = statistics.median(c for c, _ in runs)
