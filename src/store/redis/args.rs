@@ -6,10 +6,10 @@
 //! its script's header documents, and those to the ones the script reads.
 //!
 //! Why one msgpack map, not `name, value, ...` in ARGV: Redis makes a Lua string of every ARGV
-//! element before the script runs, and parses each as a bulk string before that; twice the
-//! strings of positional slots cost Redis about 1.7 us per claim and 4.7 us per claim carrying a
-//! run ahead, while `cmsgpack.unpack` (built into Redis) builds the same table for what
-//! positional slots cost (`scripts/script_args_bench.py`). Values stay strings (what a script
+//! element before the script runs, and parses each as a bulk string before that; the names
+//! doubled the strings and cost Redis about 1.2 us per ask, 2 us per claim and 5 us per claim
+//! carrying a run ahead more than positional slots, while `cmsgpack.unpack` (built into Redis)
+//! builds the same table for what positional slots cost (`scripts/script_args_bench.py`). Values stay strings (what a script
 //! did with `tonumber` is unchanged); a group of a step's arguments is a nested map.
 //!
 //! A value the script does not need is not sent (an `Option` that is `None`, a flag that is
@@ -34,7 +34,8 @@ impl Sink for ScriptInvocation<'_> {
 /// Writes named arguments as a msgpack map: the script's own, then those of each of its steps by
 /// group (a nested map). The map goes to the sink when the `Named` made by [`Named::new`] is
 /// dropped, so before anything the caller adds to the invocation after it (the store's tag,
-/// which `lua/lib/announce.lua` takes off the end of ARGV).
+/// which `lua/lib/announce.lua` takes off the end of ARGV): the borrow of the invocation that
+/// the `Named` holds makes the compiler keep that order.
 pub(super) struct Named<'s, S: Sink> {
     sink: Option<&'s mut S>,
     map: Map<'s>,
@@ -119,6 +120,7 @@ impl<'s, S: Sink> Named<'s, S> {
         string(buf, &args.concat());
         self
     }
+
     /// A value sent only when there is one.
     pub(super) fn some<T: ToRedisArgs>(
         &mut self,
