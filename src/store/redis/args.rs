@@ -1,9 +1,16 @@
 //! Named script arguments. The scripts with many arguments (a claim, an insert, saving or
-//! parking a run) take ARGV as `name, value, name, value, ...` and read it into a table by name
-//! (`lua/lib/args.lua`): a claim once fed some forty positional slots, and adding one meant
+//! parking a run) take one argument, a msgpack map of name to value, and read it into a table by
+//! name (`lua/lib/args.lua`): a claim once fed some forty positional slots, and adding one meant
 //! renumbering the rest in Rust and in Lua alike. Each such script's arguments are one struct
 //! here, written by one `encode`; the test at the bottom holds the names each writes to the ones
 //! its script's header documents, and those to the ones the script reads.
+//!
+//! Why one msgpack map, not `name, value, ...` in ARGV: Redis makes a Lua string of every ARGV
+//! element before the script runs, and parses each as a bulk string before that; the names
+//! doubled the strings and cost Redis about 1.2 us per ask, 2 us per claim and 5 us per claim
+//! carrying a run ahead more than positional slots, while `cmsgpack.unpack` (built into Redis)
+//! builds the same table for what positional slots cost (`scripts/script_args_bench.py`). Values stay strings (what a script
+//! did with `tonumber` is unchanged); a group of a step's arguments is a nested map.
 //!
 //! A value the script does not need is not sent (an `Option` that is `None`, a flag that is
 //! false): it reads as nil there.
@@ -11,45 +18,106 @@
 use super::codec::Frame;
 use redis::{ScriptInvocation, ToRedisArgs};
 
-/// Where named arguments go: a script invocation, or (in tests) a list of the names.
+/// Where a script's named arguments go once written: a script invocation, or (in tests) a
+/// decoder of their names.
 pub(super) trait Sink {
-    fn pair<T: ToRedisArgs>(&mut self, name: &str, value: T);
-    /// Starts the arguments of one of the script's steps (`lua/lib/args.lua` reads the pair
-    /// `'.', group`).
-    fn group(&mut self, group: &'static str);
+    /// The arguments, one msgpack map.
+    fn packed(&mut self, map: Vec<u8>);
 }
 
 impl Sink for ScriptInvocation<'_> {
-    fn pair<T: ToRedisArgs>(&mut self, name: &str, value: T) {
-        self.arg(name).arg(value);
-    }
-
-    fn group(&mut self, group: &'static str) {
-        self.arg(".").arg(group);
+    fn packed(&mut self, map: Vec<u8>) {
+        self.arg(map);
     }
 }
 
-/// Writes named arguments: the script's own, then those of each of its steps by group.
+/// Writes named arguments as a msgpack map: the script's own, then those of each of its steps by
+/// group (a nested map). The map goes to the sink when the `Named` made by [`Named::new`] is
+/// dropped, so before anything the caller adds to the invocation after it (the store's tag,
+/// which `lua/lib/announce.lua` takes off the end of ARGV): the borrow of the invocation that
+/// the `Named` holds makes the compiler keep that order.
 pub(super) struct Named<'s, S: Sink> {
-    sink: &'s mut S,
+    sink: Option<&'s mut S>,
+    map: Map<'s>,
+    /// Where this map's header is in the buffer, and how many pairs it holds so far.
+    header: usize,
+    len: u32,
+}
+
+/// The buffer a map is written to: its own (the script's map), or its parent's (a group's).
+enum Map<'s> {
+    Own(Vec<u8>),
+    Parent(&'s mut Vec<u8>),
+}
+
+impl Map<'_> {
+    fn buf(&mut self) -> &mut Vec<u8> {
+        match self {
+            Map::Own(buf) => buf,
+            Map::Parent(buf) => buf,
+        }
+    }
+}
+
+/// Starts a map whose length is written when it ends (map 32: the length is not known first).
+fn map_header(buf: &mut Vec<u8>) -> usize {
+    buf.push(0xdf);
+    buf.extend_from_slice(&[0; 4]);
+    buf.len() - 4
+}
+
+/// A msgpack string (Lua reads every kind of string or binary alike).
+fn string(buf: &mut Vec<u8>, bytes: &[u8]) {
+    match bytes.len() {
+        len @ 0..32 => buf.push(0xa0 | len as u8),
+        len @ 32..256 => buf.extend_from_slice(&[0xd9, len as u8]),
+        len @ 256..65536 => {
+            buf.push(0xda);
+            buf.extend_from_slice(&(len as u16).to_be_bytes());
+        }
+        len => {
+            buf.push(0xdb);
+            buf.extend_from_slice(&(len as u32).to_be_bytes());
+        }
+    }
+    buf.extend_from_slice(bytes);
 }
 
 impl<'s, S: Sink> Named<'s, S> {
     /// The script's own arguments.
     pub(super) fn new(sink: &'s mut S) -> Self {
-        Named { sink }
+        let mut buf = Vec::with_capacity(512);
+        let header = map_header(&mut buf);
+        Named {
+            sink: Some(sink),
+            map: Map::Own(buf),
+            header,
+            len: 0,
+        }
     }
 
-    /// The arguments of one of the script's steps, read as `a.<group>.<name>`: they come after
-    /// the script's own (a name written after a group belongs to that group).
+    /// The arguments of one of the script's steps, read as `a.<group>.<name>`.
     pub(super) fn group(&mut self, group: &'static str) -> Named<'_, S> {
-        self.sink.group(group);
-        Named { sink: self.sink }
+        self.len += 1;
+        let buf = self.map.buf();
+        string(buf, group.as_bytes());
+        let header = map_header(buf);
+        Named {
+            sink: None,
+            map: Map::Parent(buf),
+            header,
+            len: 0,
+        }
     }
 
     /// A value the script reads as `a.<name>`.
     pub(super) fn put<T: ToRedisArgs>(&mut self, name: &'static str, value: T) -> &mut Self {
-        self.sink.pair(name, value);
+        self.len += 1;
+        let buf = self.map.buf();
+        string(buf, name.as_bytes());
+        let args = value.to_redis_args();
+        debug_assert_eq!(args.len(), 1, "{name} is one value");
+        string(buf, &args.concat());
         self
     }
 
@@ -68,6 +136,18 @@ impl<'s, S: Sink> Named<'s, S> {
     /// A flag: `'1'` when set, nothing (nil) otherwise.
     pub(super) fn flag(&mut self, name: &'static str, set: bool) -> &mut Self {
         self.some(name, set.then_some("1"))
+    }
+}
+
+impl<S: Sink> Drop for Named<'_, S> {
+    /// Writes the map's length, and hands the script's map to the sink.
+    fn drop(&mut self) {
+        let (at, len) = (self.header, self.len);
+        let buf = self.map.buf();
+        buf[at..at + 4].copy_from_slice(&len.to_be_bytes());
+        if let (Some(sink), Map::Own(buf)) = (self.sink.take(), &mut self.map) {
+            sink.packed(std::mem::take(buf));
+        }
     }
 }
 
@@ -221,23 +301,95 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
-    /// Records the names written, a group's as `group.name`.
+    /// Records the names written, a group's as `group.name`, from the map itself.
     #[derive(Default)]
-    struct Names(BTreeSet<String>, &'static str);
+    struct Names(BTreeSet<String>);
 
     impl Sink for Names {
-        fn pair<T: ToRedisArgs>(&mut self, name: &str, _value: T) {
-            let name = match self.1 {
-                "" => name.to_owned(),
-                group => format!("{group}.{name}"),
-            };
-            assert!(!self.0.contains(&name), "{name} written twice");
-            self.0.insert(name);
+        fn packed(&mut self, map: Vec<u8>) {
+            let mut rest = map.as_slice();
+            for (name, value) in unpack(&mut rest) {
+                let group = match value {
+                    Value::Map(pairs) => pairs,
+                    Value::Str(_) => vec![(String::new(), Value::Str(Vec::new()))],
+                };
+                for (inner, value) in group {
+                    assert!(matches!(value, Value::Str(_)), "groups hold values");
+                    let name = match inner.as_str() {
+                        "" => name.clone(),
+                        inner => format!("{name}.{inner}"),
+                    };
+                    assert!(self.0.insert(name.clone()), "{name} written twice");
+                }
+            }
+            assert!(rest.is_empty(), "one map, nothing after it");
         }
+    }
 
-        fn group(&mut self, group: &'static str) {
-            assert!(!group.is_empty() && group != ".", "a group needs a name");
-            self.1 = group;
+    enum Value {
+        Str(Vec<u8>),
+        Map(Vec<(String, Value)>),
+    }
+
+    /// Reads a map as `Named` writes it (the forms cmsgpack reads).
+    fn unpack(rest: &mut &[u8]) -> Vec<(String, Value)> {
+        let Value::Map(pairs) = value(rest) else {
+            panic!("not a map");
+        };
+        pairs
+    }
+
+    fn value(rest: &mut &[u8]) -> Value {
+        let mut take = |n: usize| {
+            let (head, tail) = rest.split_at(n);
+            *rest = tail;
+            head.to_vec()
+        };
+        let tag = take(1)[0];
+        let be = |bytes: Vec<u8>| bytes.iter().fold(0usize, |n, b| n << 8 | *b as usize);
+        let len = match tag {
+            0xa0..=0xbf => (tag & 0x1f) as usize,
+            0xd9 => be(take(1)),
+            0xda => be(take(2)),
+            0xdb => be(take(4)),
+            0xdf => {
+                let len = be(take(4));
+                return Value::Map(
+                    (0..len)
+                        .map(|_| {
+                            let Value::Str(name) = value(rest) else {
+                                panic!("a name is a string");
+                            };
+                            (String::from_utf8(name).unwrap(), value(rest))
+                        })
+                        .collect(),
+                );
+            }
+            tag => panic!("unexpected msgpack tag {tag:#x}"),
+        };
+        Value::Str(take(len))
+    }
+
+    #[test]
+    fn strings_of_every_length_read_back_whole() {
+        for len in [0, 31, 32, 255, 256, 65535, 65536] {
+            let text = "x".repeat(len);
+            let mut packed = Vec::new();
+            struct Keep<'a>(&'a mut Vec<u8>);
+            impl Sink for Keep<'_> {
+                fn packed(&mut self, map: Vec<u8>) {
+                    *self.0 = map;
+                }
+            }
+            Named::new(&mut Keep(&mut packed))
+                .put("text", &text)
+                .put("n", 42u64);
+            let pairs = unpack(&mut packed.as_slice());
+            let Value::Str(read) = &pairs[0].1 else {
+                panic!("a string");
+            };
+            assert_eq!(read.len(), len);
+            assert!(matches!(&pairs[1].1, Value::Str(n) if n == b"42"));
         }
     }
 

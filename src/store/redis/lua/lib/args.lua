@@ -1,26 +1,16 @@
--- Named arguments. A script's ARGV is `name, value, name, value, ...`, written by its struct in
--- `args.rs` (the store's tag, taken off by lib/announce.lua, is not one of them): read into a
--- table, so that a script says `a.owner`, not `ARGV[17]`, and an argument added or dropped moves
--- no other. The pair `'.', group` starts the arguments of one step of a script made of several,
--- read as `a.group.field` (a claim that carries a run ahead saves the run, `run`, and inserts its
--- next question, `next`); a group's arguments come after the script's own. A value that is not
--- needed is not sent: it reads as nil.
--- Why a marker, not `group.field` names split here: this runs on every claim, and splitting each
--- name (string.find, string.sub) cost Redis about 10 us a claim of some 40 arguments, three
--- times what the loop costs now (the resume benchmark's Redis CPU).
+-- Named arguments. A script's arguments are one msgpack map of name to value, ARGV[1], written
+-- by its struct in `args.rs` (the store's tag, taken off by lib/announce.lua, comes after it):
+-- read into a table, so that a script says `a.owner`, not `ARGV[17]`, and an argument added or
+-- dropped moves no other. A step of a script made of several has its arguments in a map of their
+-- own, read as `a.group.field` (a claim that carries a run ahead saves the run, `run`, and
+-- inserts its next question, `next`). Every value is a string. A value that is not needed is not
+-- sent: it reads as nil.
+-- Why one map, not `name, value, ...` in ARGV: Redis turns every ARGV element into a Lua string
+-- before the script runs, and the names doubled them: cmsgpack builds the table for what
+-- positional slots cost, some 2 us a claim less and 5 us a claim carrying a run ahead
+-- (scripts/script_args_bench.py).
 local function named()
-    local a = {}
-    local t = a
-    for i = 1, #ARGV, 2 do
-        local name, value = ARGV[i], ARGV[i + 1]
-        if name == '.' then
-            t = {}
-            a[value] = t
-        else
-            t[name] = value
-        end
-    end
-    return a
+    return cmsgpack.unpack(ARGV[1])
 end
 
 -- The elements of `t` from `first` on: the part of KEYS that belongs to one step of a script
