@@ -106,9 +106,12 @@ impl Setup {
         q["status"].as_str().unwrap().to_owned()
     }
 
+    /// The message showing question `id` in `chat`, once askbridge has also recorded where it
+    /// showed it (a reply to the message finds the question by that record; the fake has the
+    /// message a moment before askbridge stores it).
     pub(crate) async fn shown(&self, chat: i64, id: &str) -> Sent {
         let fake = self.fake.clone();
-        eventually_some(WITHIN, "the question shown on Telegram", move || {
+        let sent = eventually_some(WITHIN, "the question shown on Telegram", move || {
             let fake = fake.clone();
             let id = id.to_owned();
             async move {
@@ -117,7 +120,14 @@ impl Setup {
                     .find(|m| m.text.contains(&id) && m.markup.is_some())
             }
         })
-        .await
+        .await;
+        let question = askbridge_core::QuestionId::parse(id).unwrap();
+        let store = self.bridge.store();
+        eventually(WITHIN, "where the question was shown, recorded", || async {
+            !store.shown(&question).await.unwrap().is_empty()
+        })
+        .await;
+        sent
     }
 
     async fn message(&self, chat: i64, message: i64) -> Sent {

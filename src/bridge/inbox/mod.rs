@@ -5,8 +5,8 @@
 //! two steps ([`Inbox::prepare`], then [`Prepared::commit`]): the first parses it once, reads the
 //! question once and checks the sender once (the resolver's `check`), takes the delivery in hand
 //! beside that reading, and predicts the reply; the second drops a duplicate delivery, claims
-//! with that same reading (the resolver's `commit`), and records a refusal (its `conclude`). Bad input of any kind gets one polite line back and
-//! changes nothing.
+//! with that same reading (the resolver's `commit`), and records a refusal (its `conclude`). Bad
+//! input of any kind gets one polite line back and changes nothing.
 
 use super::Bridge;
 use super::resolve::{Attempt, Checked, Reading, Refusal, Said};
