@@ -4,8 +4,7 @@
 //! stayed open for good, and one client that sent half a request header kept the process alive
 //! long after SIGTERM. This loop serves the same router with
 //! - a **header timeout** that also closes idle keep-alive connections (hyper starts it when it
-//!   waits for a request's first byte), so idle sockets do not pile up; a new connection waits
-//!   for its first byte before hyper serves it, so that one that sends nothing costs no buffers;
+//!   waits for a request's first byte), so idle sockets do not pile up;
 //! - a **connection cap**: past it a connection gets a JSON 503 at once and is closed, with a
 //!   warning in the log, instead of queueing where `/healthz` would time out;
 //! - an **event stream backlog**: an event stream whose client leaves more than
@@ -156,20 +155,6 @@ impl Served {
         } = self;
         let registered = registry.add();
         let conn = registered.conn.clone();
-        // hyper takes two 8 KB buffers for a connection it serves (its header buffer at once, its
-        // read buffer at the first read): a connection waits for its first byte here, under the
-        // header timeout, so that one that never sends costs neither. hyper's own timer then
-        // bounds the rest of the header.
-        let first_byte = tokio::select! {
-            ready = tokio::time::timeout(options.header_timeout, stream.readable()) => {
-                matches!(ready, Ok(Ok(())))
-            }
-            () = conn.shed() => false,
-            _ = closed.wait_for(|closing| *closing) => false,
-        };
-        if !first_byte {
-            return;
-        }
         let inner = TowerToHyperService::new(router);
         let service = {
             let conn = conn.clone();
