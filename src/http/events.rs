@@ -15,7 +15,8 @@
 
 use super::view::QuestionView;
 use super::{ApiError, AppState};
-use crate::store::Event;
+use crate::store::{Event, EventKind};
+use askbridge_core::Question;
 use axum::Extension;
 use axum::extract::{Query, State};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -77,11 +78,20 @@ pub(super) struct EventsQuery {
 fn sse(event: &Event) -> SseEvent {
     let sse = SseEvent::default().event(event.kind().name());
     match event {
-        Event::Question { question, .. } => sse.json_data(QuestionView::of(question)),
+        Event::Question { kind, question } => Ok(question_sse(*kind, question).0),
         Event::Run { run, .. } => sse.json_data(run),
         Event::Rule { rule, .. } => sse.json_data(rule),
     }
     .expect("questions, runs and rules always serialise")
+}
+
+/// A question's event as a stream sends it, live or replayed, and the length of its data (a
+/// replay counts it against its bound).
+pub(super) fn question_sse(kind: EventKind, question: &Question) -> (SseEvent, usize) {
+    let json =
+        serde_json::to_string(&QuestionView::of(question)).expect("questions always serialise");
+    let len = json.len();
+    (SseEvent::default().event(kind.name()).data(json), len)
 }
 
 /// The session an event belongs to; rules belong to none (a client following one session does

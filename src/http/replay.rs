@@ -7,7 +7,7 @@
 //! was read: a stream subscribes before it asks for its replay, and every event sent before that
 //! is seen here first (and drops the shared one), so "subscribe before reading" still holds.
 
-use super::view::QuestionView;
+use super::events::question_sse;
 use crate::store::{Event, EventKind, ListFilter, Store};
 use crate::{Bridge, Error};
 use askbridge_core::Question;
@@ -135,14 +135,12 @@ fn encode(pending: Vec<Question>, max_bytes: usize) -> Vec<SseEvent> {
     let mut bytes = 0;
     let mut replay = Vec::with_capacity(pending.len());
     for question in pending {
-        let kind = EventKind::for_status(question.status);
-        let json = serde_json::to_string(&QuestionView::of(&question))
-            .expect("questions always serialise");
-        bytes += json.len();
+        let (event, len) = question_sse(EventKind::for_status(question.status), &question);
+        bytes += len;
         if bytes > max_bytes && !replay.is_empty() {
             break;
         }
-        replay.push(SseEvent::default().event(kind.name()).data(json));
+        replay.push(event);
     }
     replay.reverse();
     replay
