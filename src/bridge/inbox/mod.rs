@@ -70,16 +70,13 @@ impl Inbox for Bridge {
         };
         // The delivery is taken in hand beside the reading of what it asks: one round trip to
         // the store before the claim rather than two.
-        let key = turn.delivery_key();
         let taking = async {
-            match &key {
-                Some(key) => Some(turn.take_in_hand(key).await),
-                None => None,
-            }
+            let key = turn.delivery_key()?;
+            let taken = turn.take_in_hand(&key).await;
+            Some((key, taken))
         };
         let (plan, taken) = tokio::join!(turn.plan(), taking);
         let preview = turn.preview(&plan);
-        let taken = key.zip(taken);
         Prepared::new(
             preview,
             Box::pin(async move { turn.commit(plan, taken).await }),

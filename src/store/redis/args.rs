@@ -9,8 +9,9 @@
 //! element before the script runs, and parses each as a bulk string before that; the names
 //! doubled the strings and cost Redis about 1.2 us per ask, 2 us per claim and 5 us per claim
 //! carrying a run ahead more than positional slots, while `cmsgpack.unpack` (built into Redis)
-//! builds the same table for what positional slots cost (`scripts/script_args_bench.py`). Values stay strings (what a script
-//! did with `tonumber` is unchanged); a group of a step's arguments is a nested map.
+//! builds the same table for what positional slots cost (`scripts/script_args_bench.py`).
+//! Values stay strings (what a script did with `tonumber` is unchanged); a group of a step's
+//! arguments is a nested map.
 //!
 //! A value the script does not need is not sent (an `Option` that is `None`, a flag that is
 //! false): it reads as nil there.
