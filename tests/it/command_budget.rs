@@ -501,24 +501,16 @@ async fn answer_times_are_trimmed_in_steps_and_read_newest_first() {
     );
 }
 
-/// The session's question set and pending index in every bucket that has them.
-async fn session_keys(
+/// The keys matching `pattern` on a test's Redis.
+async fn keys_like(
     connection: &mut redis::aio::MultiplexedConnection,
-    session: &str,
+    pattern: &str,
 ) -> Vec<String> {
-    let mut keys = Vec::new();
-    for pattern in [
-        format!("*:session:{session}"),
-        format!("*:session-pending:{session}"),
-    ] {
-        let found: Vec<String> = redis::cmd("KEYS")
-            .arg(&pattern)
-            .query_async(connection)
-            .await
-            .unwrap();
-        keys.extend(found);
-    }
-    keys
+    redis::cmd("KEYS")
+        .arg(pattern)
+        .query_async(connection)
+        .await
+        .unwrap()
 }
 
 /// The TTL of each of `keys`, ms.
@@ -536,12 +528,12 @@ async fn ttls(connection: &mut redis::aio::MultiplexedConnection, keys: &[String
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_ask_extends_its_session_keys_only_when_they_would_expire_too_soon() {
+async fn an_ask_extends_its_session_set_only_when_it_would_expire_too_soon() {
     let fixture = redis_store().await;
     let (bridge, _) = bridge_over(fixture.store.clone()).await;
     let mut connection = fixture.server.connection().await;
     let ask = || bridge.create(NewQuestion::new("kept", "Which?").options(["a", "b"]));
-    // They must outlive a question asked now: its longest timeout, then the retention.
+    // It must outlive a question asked now: its longest timeout, then the retention.
     let least = (askbridge_core::question::MAX_TIMEOUT + Duration::from_secs(7 * 24 * 3600))
         .as_millis() as i64;
     // Questions land in the 16 buckets by id: 256 asks all miss a given bucket once in some
@@ -549,28 +541,37 @@ async fn an_ask_extends_its_session_keys_only_when_they_would_expire_too_soon() 
     for _ in 0..256 {
         ask().await.unwrap();
     }
-    let keys = session_keys(&mut connection, "kept").await;
+    let sets = keys_like(&mut connection, "*:session:kept").await;
+    let indexes = keys_like(&mut connection, "*:session-pending:kept").await;
     assert_eq!(
-        keys.len(),
-        32,
-        "a set and an index in every bucket: {keys:?}"
+        (sets.len(), indexes.len()),
+        (16, 16),
+        "{sets:?} {indexes:?}"
     );
-    let first = ttls(&mut connection, &keys).await;
+    let first = ttls(&mut connection, &sets).await;
     assert!(first.iter().all(|ttl| *ttl >= least), "{first:?} < {least}");
-    // Far enough ahead: the next ask writes no expiry for them.
+    // The pending index has none, as the pending index of all questions has none.
+    let none = ttls(&mut connection, &indexes).await;
+    assert!(none.iter().all(|ttl| *ttl == -1), "{none:?}");
+    // Far enough ahead: the next ask writes no expiry, and reads the set's TTL only.
     let monitor = Monitor::start(fixture.server.port);
     ask().await.unwrap();
     settle_a_moment().await;
-    let expiries: Vec<String> = monitor
+    let touched: Vec<String> = monitor
         .take()
         .into_iter()
-        .filter(|l| l.contains(" lua] ") && l.to_uppercase().contains("\"PEXPIRE\""))
-        .filter(|l| l.contains(":session:kept") || l.contains(":session-pending:kept"))
+        .filter(|l| l.contains(" lua] ") && l.contains(":session"))
+        .filter_map(|l| l.split(" lua] ").nth(1).map(str::to_owned))
+        .filter_map(|l| l.split(' ').next().map(str::to_owned))
         .collect();
-    assert!(expiries.is_empty(), "{expiries:?}");
+    assert_eq!(
+        touched,
+        ["\"SISMEMBER\"", "\"SADD\"", "\"ZADD\"", "\"PTTL\""],
+        "the session's keys as the ask touches them"
+    );
     // Too soon (as after an hour of asks into it): the asks into their buckets extend them
     // again.
-    for key in &keys {
+    for key in &sets {
         let _: i64 = redis::cmd("PEXPIRE")
             .arg(key)
             .arg(least - 1_000)
@@ -581,7 +582,7 @@ async fn an_ask_extends_its_session_keys_only_when_they_would_expire_too_soon() 
     for _ in 0..256 {
         ask().await.unwrap();
     }
-    let extended = ttls(&mut connection, &keys).await;
+    let extended = ttls(&mut connection, &sets).await;
     assert!(
         extended.iter().all(|ttl| *ttl >= least),
         "{extended:?} < {least}"

@@ -12,8 +12,8 @@
 //! | `P:{bNN}:done:<status>` | sorted set | resolved questions by when they were resolved |
 //! | `P:{bNN}:answers` | list | how long recent answers took, in ms (the newest 125 are read; up to 250 kept) |
 //! | `P:{bNN}:session:<session>` | set | a session's question ids in this bucket |
-//! | `P:{bNN}:session-pending:<session>` | sorted set | a session's pending question ids in this bucket, by when they were asked (its pending page, and what a session-scoped rule looks through: `session_index.rs`) |
-//! | `P:{bNN}:sessions-indexed` | string | set once this bucket's pending questions from before the session's pending index were entered in it (`session_index.rs`) |
+//! | `P:{bNN}:session-pending:<session>` | sorted set | a session's pending question ids in this bucket, by when they were asked, with no TTL (its pending page, and what a session-scoped rule looks through: `session_index.rs`) |
+//! | `P:{bNN}:sessions-indexed` | string | `2` once this bucket's pending questions from before the session's pending index were entered in it (`session_index.rs`) |
 //! | `P:{bNN}:target:<target>` | set | pending question ids shown in a target, in this bucket |
 //! | `P:{bNN}:events` | stream | events of this bucket's questions, runs and rules (`data`, and `o`: the tag of the store that wrote it, which skips its own), read by every process (replicated, not in the AOF) |
 //! | `P:{bNN}:audit` | stream | the audit records of this bucket's questions |

@@ -22,8 +22,8 @@ use std::time::Duration;
 const LOAD_CHUNK: usize = 500;
 /// How long a target's set outlives the deadline of the newest question in it.
 const TARGET_GRACE: Duration = Duration::from_secs(24 * 3600);
-/// How much longer than it must a session's set and pending index are kept when an ask extends
-/// them: the asks within that hour find them far enough ahead and write no expiry.
+/// How much longer than it must a session's set is kept when an ask extends it: the asks within
+/// that hour find it far enough ahead and write no expiry.
 const SESSION_SLACK: Duration = Duration::from_secs(3600);
 
 impl RedisStore {

@@ -9,17 +9,23 @@
 //! leaves pending) removes it in the same atomic step, on Redis Cluster too. A lazily trimmed
 //! index would make the first page after many resolutions read them all.
 //!
+//! The index has no TTL, as the pending index has none: an id leaves it by its claim, and Redis
+//! deletes the set when its last id leaves. (It had one at first, read and extended by every ask:
+//! one command of the script's more, 6 % of what Redis did per ask and answer.)
+//!
 //! Questions stored before the index existed are entered once, on connect, a bucket at a time
-//! (marked done per bucket with `P:{bNN}:sessions-indexed`). The memory store (tests only) stays
-//! as it is.
+//! (marked done per bucket with `P:{bNN}:sessions-indexed` = [`INDEXED`]); a bucket marked by an
+//! askbridge whose index had a TTL is done again, and takes the TTL off. The memory store (tests
+//! only) stays as it is.
 
 use super::RedisStore;
 use super::keys::BUCKETS;
 use crate::store::Result;
-use askbridge_core::question::MAX_TIMEOUT;
 
 /// How many pending ids one scan page of the older questions enters.
 const PAGE: usize = 1_000;
+/// The mark of a bucket done: `2` since the index has no TTL (an older askbridge wrote `1`).
+const INDEXED: &str = "2";
 
 /// The session of a question as stored (its `q` field).
 #[derive(serde::Deserialize)]
@@ -33,11 +39,11 @@ impl RedisStore {
     pub(super) async fn index_older_sessions(&self) -> Result<usize> {
         let mut pipe = redis::pipe();
         for bucket in 0..BUCKETS {
-            pipe.cmd("EXISTS").arg(self.keys.sessions_indexed(bucket));
+            pipe.cmd("GET").arg(self.keys.sessions_indexed(bucket));
         }
-        let done: Vec<bool> = self.query_pipe("sessions indexed", &pipe).await?;
+        let marks: Vec<Option<String>> = self.query_pipe("sessions indexed", &pipe).await?;
         let mut entered = 0;
-        for bucket in (0..BUCKETS).filter(|b| !done[*b]) {
+        for bucket in (0..BUCKETS).filter(|b| marks[*b].as_deref() != Some(INDEXED)) {
             let mut cursor = 0u64;
             loop {
                 let (next, page) = self
@@ -50,7 +56,7 @@ impl RedisStore {
                 cursor = next;
             }
             let mut mark = redis::cmd("SET");
-            mark.arg(self.keys.sessions_indexed(bucket)).arg(1);
+            mark.arg(self.keys.sessions_indexed(bucket)).arg(INDEXED);
             self.query::<()>("sessions indexed", &mark).await?;
         }
         if entered > 0 {
@@ -85,7 +91,6 @@ impl RedisStore {
             pipe.hget(self.keys.question(id), "q");
         }
         let stored: Vec<Option<String>> = self.query_pipe("pending sessions", &pipe).await?;
-        let ttl = (self.options.retention + MAX_TIMEOUT).as_millis() as u64;
         let mut entered = Vec::new();
         let mut pipe = redis::pipe();
         for ((id, asked), q) in page.iter().zip(stored) {
@@ -94,7 +99,7 @@ impl RedisStore {
             };
             let key = self.keys.session_pending(bucket, &asked_as.session_id);
             pipe.zadd(&key, id, *asked as u64).ignore();
-            pipe.pexpire(&key, ttl as i64).ignore();
+            pipe.persist(&key).ignore();
             entered.push((id, key));
         }
         let _: () = self.query_pipe("index sessions", &pipe).await?;

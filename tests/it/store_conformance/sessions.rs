@@ -198,3 +198,56 @@ async fn redis_pending_questions_stored_before_the_session_index_are_entered_on_
     let marks = keys(&mut connection, "*sessions-indexed").await;
     assert_eq!(marks.len(), 16, "every bucket is marked done");
 }
+
+/// Redis only: a session's pending index as an askbridge that gave it a TTL left it (a TTL, the
+/// buckets marked `1`) loses its TTL on connect, keeps its ids, and the buckets are marked again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_a_pending_index_left_with_a_ttl_loses_it_on_connect() {
+    let fixture = redis_store_with(StoreOptions::default()).await;
+    let asked = ask(&*fixture.store, "s", 5, false).await;
+    let mut connection = fixture.server.connection().await;
+    let indexes = keys(&mut connection, "*session-pending:s").await;
+    assert!(!indexes.is_empty());
+    for key in &indexes {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(key)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        assert_eq!(ttl, -1, "an ask gives the index no TTL: {key}");
+        let _: i64 = redis::cmd("PEXPIRE")
+            .arg(key)
+            .arg(3_600_000)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+    }
+    for mark in keys(&mut connection, "*sessions-indexed").await {
+        let _: () = redis::cmd("SET")
+            .arg(&mark)
+            .arg(1)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+    }
+    let restarted = redis_store_on(&fixture.server, StoreOptions::default()).await;
+    for key in &indexes {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(key)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        assert_eq!(ttl, -1, "{key}");
+    }
+    let expected: Vec<QuestionId> = asked.iter().rev().map(|q| q.id.clone()).collect();
+    let pending = of_session("s", Status::Pending, 10);
+    assert_eq!(ids(restarted.list(&pending).await.unwrap()), expected);
+    for mark in keys(&mut connection, "*sessions-indexed").await {
+        let value: String = redis::cmd("GET")
+            .arg(&mark)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        assert_eq!(value, "2", "{mark}");
+    }
+}

@@ -108,7 +108,7 @@ if a.take then
 end
 -- Out of the session's pending index after the next question of a run carried ahead is in it
 -- (same session, same bucket): the index is never left empty between the two, so Redis does not
--- delete it and the insert finds its TTL and writes none.
+-- delete the set only to make it again.
 redis.call('ZREM', KEYS[13], a.id)
 -- Out of the open index when nothing is left to do; otherwise due when the effects settle.
 local finished = 0

@@ -9,8 +9,8 @@
 --   deadline     the deadline, ms
 --   asked        when it was asked, ms
 --   id           the question's id
---   session_ttl  the least TTL the session set (and the session's pending index) must have, ms
---   session_keep the TTL they are given when they have less, ms (more than `session_ttl`)
+--   session_ttl  the least TTL the session set must have, ms
+--   session_keep the TTL it is given when it has less, ms (more than `session_ttl`)
 --   due          first due, ms (the deadline, or a reminder or escalation step before it)
 --   maxlen       the events stream's length
 --   target_ttl   a target set's TTL, ms
@@ -21,13 +21,14 @@ local function insert_question(K, A)
     redis.call('ZADD', K[2], A.due, A.id)
     redis.call('ZADD', K[3], A.asked, A.id)
     redis.call('SADD', K[4], A.id)
+    -- No TTL, as the pending index has none: an id leaves it by its claim, the only way a
+    -- question leaves pending, and Redis deletes the set when its last id leaves.
     redis.call('ZADD', K[6], A.asked, A.id)
-    -- Extended only when they would expire too soon, and then with room to spare: most asks of
-    -- a session find both far enough ahead, and an expiry not written is one write fewer to the
-    -- AOF and the replicas (a read is neither).
-    local least = tonumber(A.session_ttl)
-    for _, key in ipairs({K[4], K[6]}) do
-        if redis.call('PTTL', key) < least then redis.call('PEXPIRE', key, A.session_keep) end
+    -- Extended only when it would expire too soon, and then with room to spare: most asks of a
+    -- session find it far enough ahead, and an expiry not written is one write fewer to the AOF
+    -- and the replicas (a read is neither).
+    if redis.call('PTTL', K[4]) < tonumber(A.session_ttl) then
+        redis.call('PEXPIRE', K[4], A.session_keep)
     end
     for i = 7, #K do
         redis.call('SADD', K[i], A.id)
