@@ -78,8 +78,8 @@ def parse_args(line):
     return args
 
 
-def capture(path):
-    """(script bodies, [EVALSHA args] of the ask's and the answer's scripts) from a MONITOR file."""
+def evalshas(path):
+    """(script bodies, [EVALSHA args] in the order sent) from a MONITOR file."""
     scripts, calls, shas = [], [], []
     with open(path, encoding="utf-8", errors="surrogateescape") as f:
         for line in f:
@@ -92,6 +92,12 @@ def capture(path):
                 if args[1] not in shas:
                     shas.append(args[1])
                 calls.append(args)
+    return scripts, calls, shas
+
+
+def capture(path):
+    """(script bodies, [EVALSHA args] of the ask's and the answer's scripts) from a MONITOR file."""
+    scripts, calls, shas = evalshas(path)
     two = shas[:2]
     # The commands section asks, then answers: its ask and answer scripts come first.
     calls = [a for a in calls if a[1] in two]
@@ -201,8 +207,8 @@ def callgrind_control(proc, r, *args):
         r.call("PING")
 
 
-def instructions(scripts, commands):
-    """Instructions redis-server executes for `commands` after `2 * LAG` of them, under callgrind."""
+def instructions(scripts, commands, warm=2 * LAG):
+    """Instructions redis-server executes for `commands` after `warm` of them, under callgrind."""
     tmp = tempfile.mkdtemp()
     out = os.path.join(tmp, "callgrind.out")
     under = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
@@ -210,10 +216,10 @@ def instructions(scripts, commands):
     try:
         for body in scripts:
             r.call("SCRIPT", "LOAD", body)
-        r.pipeline(commands[:2 * LAG], batch=BATCH)
+        r.pipeline(commands[:warm], batch=BATCH)
         callgrind_control(proc, r, "--zero")
         callgrind_control(proc, r, "--instr=on")
-        r.pipeline(commands[2 * LAG:], batch=BATCH)
+        r.pipeline(commands[warm:], batch=BATCH)
         callgrind_control(proc, r, "--instr=off")
         callgrind_control(proc, r, "--dump")
         dumps = [f for f in os.listdir(tmp) if f.startswith("callgrind.out.")]
@@ -225,13 +231,31 @@ def instructions(scripts, commands):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def resumes(o):
+    """Instructions per resume: the first runs of `--only runs`, replayed in the order sent."""
+    first = None
+    for item in o.captures:
+        label, path = item.split("=", 1)
+        scripts, calls, _ = evalshas(path)
+        commands = [Redis.encode(*args) for args in calls[:5 * o.runs]]
+        per_resume = instructions(scripts, commands, warm=0) / (3 * o.runs)
+        first = first or per_resume
+        print(f"{label:12} Redis instructions per resume {per_resume:9.0f} (ratio {per_resume / first:.3f})",
+              flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--callgrind", action="store_true", help="count instructions (deterministic)")
     p.add_argument("--copies", type=int, default=20)
     p.add_argument("--rounds", type=int, default=9)
+    p.add_argument("--runs", type=int, metavar="N",
+                   help="replay each capture's first 5N EVALSHAs as sent (`--only runs`: N runs of a start, "
+                        "a step and three answers) and count per resume (3N), under callgrind")
     p.add_argument("captures", nargs="+", metavar="LABEL=FILE")
     o = p.parse_args()
+    if o.runs:
+        return resumes(o)
     work = {}
     for item in o.captures:
         label, path = item.split("=", 1)

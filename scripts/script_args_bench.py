@@ -51,6 +51,10 @@ local function named()
 end
 """
 TAG = b"s-77246bkvcc"
+# The store's settings as src/store/redis/scripts.rs writes them into a script (a week's
+# retention); a tree from before they were does not read them.
+SETTINGS = ("local RETENTION, SESSION_TTL, SESSION_KEEP, EVENTS_MAXLEN, ANSWERS_KEPT = "
+            "'604800000', 1209600000, '1213200000', '1000', 125\n")
 
 # The named arguments MONITOR showed (an ask, then its answer), in the order sent.
 ASK = [
@@ -217,7 +221,7 @@ def measured(r, commands):
 def whole(r, lua, calls, round_no):
     """The real insert and claim scripts in `lua`: `calls` asks, then a claim of each."""
     def lib(*names):
-        return "".join(open(os.path.join(lua, "lib", n)).read() for n in names)
+        return SETTINGS + "".join(open(os.path.join(lua, "lib", n)).read() for n in names)
     insert = lib("args.lua", "announce.lua", "insert_question.lua") + open(os.path.join(lua, "insert.lua")).read()
     claim = lib("args.lua", "announce.lua", "insert_question.lua", "save_run.lua") + open(os.path.join(lua, "claim.lua")).read()
     sha_i, sha_c = r.call("SCRIPT", "LOAD", insert), r.call("SCRIPT", "LOAD", claim)

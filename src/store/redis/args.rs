@@ -161,11 +161,9 @@ pub(super) struct InsertArgs<'a> {
     pub(super) deadline: u64,
     pub(super) asked: u64,
     pub(super) id: &'a str,
-    pub(super) session_ttl: u64,
-    pub(super) session_keep: u64,
     pub(super) due: u64,
-    pub(super) maxlen: usize,
-    pub(super) target_ttl: u64,
+    /// Sent only for a question with a target.
+    pub(super) target_ttl: Option<u64>,
 }
 
 impl InsertArgs<'_> {
@@ -177,11 +175,8 @@ impl InsertArgs<'_> {
             .put("deadline", self.deadline)
             .put("asked", self.asked)
             .put("id", self.id)
-            .put("session_ttl", self.session_ttl)
-            .put("session_keep", self.session_keep)
             .put("due", self.due)
-            .put("maxlen", self.maxlen)
-            .put("target_ttl", self.target_ttl);
+            .some("target_ttl", self.target_ttl);
     }
 }
 
@@ -202,7 +197,6 @@ pub(super) struct SaveArgs<'a> {
     pub(super) id: &'a str,
     /// The event announcing it, around `data` (none for a run nobody waits on).
     pub(super) event: Option<Frame>,
-    pub(super) maxlen: usize,
 }
 
 impl SaveArgs<'_> {
@@ -221,8 +215,7 @@ impl SaveArgs<'_> {
             .some("lease_score", self.lease_score.as_ref())
             .put("id", self.id)
             .some("event_head", self.event.as_ref().map(|e| &e.head))
-            .some("event_tail", self.event.as_ref().map(|e| &e.tail))
-            .put("maxlen", self.maxlen);
+            .some("event_tail", self.event.as_ref().map(|e| &e.tail));
     }
 }
 
@@ -243,15 +236,12 @@ pub(super) struct ClaimArgs<'a> {
     pub(super) res: String,
     pub(super) event: String,
     pub(super) token: String,
-    pub(super) retention: u64,
     pub(super) settle_at: u64,
     pub(super) session: &'a str,
     pub(super) kind: &'static str,
     pub(super) digest: String,
-    pub(super) maxlen: usize,
     pub(super) oldest_audit: u64,
     pub(super) answer_ms: Option<u64>,
-    pub(super) answers_kept: usize,
     /// The claimer, and until when it would hold the run, when it takes the parked run.
     pub(super) take: Option<(&'a str, u64, &'a str)>,
     pub(super) finish_when_idle: bool,
@@ -271,15 +261,12 @@ impl ClaimArgs<'_> {
             .put("res", &self.res)
             .put("event", &self.event)
             .put("token", &self.token)
-            .put("retention", self.retention)
             .put("settle_at", self.settle_at)
             .put("session", self.session)
             .put("kind", self.kind)
             .put("digest", &self.digest)
-            .put("maxlen", self.maxlen)
             .put("oldest_audit", self.oldest_audit)
             .some("answer_ms", self.answer_ms)
-            .put("answers_kept", self.answers_kept)
             .flag("finish_when_idle", self.finish_when_idle)
             .flag("has_run", self.has_run);
         if let Some((owner, lease_until, run_id)) = self.take {
@@ -461,6 +448,14 @@ mod tests {
     const PARK: &str = include_str!("lua/park.lua");
     const INSERT_PARKED: &str = include_str!("lua/insert_parked.lua");
 
+    /// With every optional argument (a question with a target).
+    fn full_insert() -> InsertArgs<'static> {
+        InsertArgs {
+            target_ttl: Some(1),
+            ..InsertArgs::default()
+        }
+    }
+
     fn full_save() -> SaveArgs<'static> {
         SaveArgs {
             lease_score: Some("1".into()),
@@ -472,7 +467,7 @@ mod tests {
     #[test]
     fn insert_question_writes_what_its_header_documents_and_reads() {
         let mut names = Names::default();
-        InsertArgs::default().encode(&mut Named::new(&mut names));
+        full_insert().encode(&mut Named::new(&mut names));
         assert_eq!(names.0, documented(INSERT));
         assert_eq!(read(INSERT, "A"), documented(INSERT));
     }
@@ -501,7 +496,7 @@ mod tests {
     #[test]
     fn park_writes_a_run_and_a_question_by_group() {
         let mut names = Names::default();
-        encode_park(&mut names, &full_save(), &InsertArgs::default());
+        encode_park(&mut names, &full_save(), &full_insert());
         let mut expected = grouped("run", &documented(SAVE));
         expected.extend(grouped("next", &documented(INSERT)));
         assert_eq!(names.0, expected);
@@ -523,7 +518,7 @@ mod tests {
             take: Some(("owner", 1, "run")),
             finish_when_idle: true,
             has_run: true,
-            ahead: Some((1, full_save(), InsertArgs::default())),
+            ahead: Some((1, full_save(), full_insert())),
             ..ClaimArgs::default()
         }
         .encode(&mut names);

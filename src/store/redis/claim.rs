@@ -11,7 +11,6 @@ use super::args::{ClaimArgs, InsertArgs, SaveArgs};
 use super::codec::{
     ClaimReply, assemble_run, kind_name, pairs, question_event, set_outcome, work_of,
 };
-use super::events::EVENTS_MAXLEN;
 use super::keys::{question_bucket, run_bucket};
 use crate::store::{AheadRun, ClaimOptions, Claimed, EventKind, Result};
 use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Resolution, Status};
@@ -75,12 +74,10 @@ impl RedisStore {
             event,
             // Tells this attempt's retries (after a lost reply) from other claims.
             token: QuestionId::random().to_string(),
-            retention: self.options.retention.as_millis() as u64,
             settle_at: Millis::now().after(options.settle_after).0,
             session: &snapshot.session_id,
             kind: kind_name(snapshot.kind),
             digest: askbridge_core::audit::digest_of(snapshot).unwrap_or_default(),
-            maxlen: EVENTS_MAXLEN,
             // Stream ids are milliseconds: MINID trims audit records older than the retention.
             oldest_audit: claim
                 .at
@@ -88,7 +85,6 @@ impl RedisStore {
                 .saturating_sub(self.options.audit_retention.as_millis() as u64),
             answer_ms: (won && applied.status == Status::Answered)
                 .then(|| claim.at.since(snapshot.created_at).as_millis() as u64),
-            answers_kept: ANSWERS_KEPT,
             take: options
                 .take_run
                 .zip(run)

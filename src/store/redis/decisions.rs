@@ -7,9 +7,7 @@
 use super::RedisStore;
 use super::args::{Named, Sink};
 use super::codec::question_event;
-use super::events::EVENTS_MAXLEN;
 use super::keys::question_bucket;
-use super::scripts::DECIDE;
 use crate::store::{Error, Event, EventKind, Result};
 use askbridge_core::batch::{self, DecideOutcome, Entry};
 use askbridge_core::{Millis, Question};
@@ -27,7 +25,6 @@ pub(super) struct DecideArgs<'a> {
     pub(super) due: u64,
     pub(super) id: &'a str,
     pub(super) event: String,
-    pub(super) maxlen: usize,
 }
 
 impl DecideArgs<'_> {
@@ -39,8 +36,7 @@ impl DecideArgs<'_> {
             .flag("complete", self.complete)
             .put("due", self.due)
             .put("id", self.id)
-            .put("event", &self.event)
-            .put("maxlen", self.maxlen);
+            .put("event", &self.event);
     }
 }
 
@@ -103,9 +99,8 @@ impl RedisStore {
                 due: due_if_complete.0,
                 id,
                 event: question_event(EventKind::Voted, &question),
-                maxlen: EVENTS_MAXLEN,
             };
-            let mut invocation = DECIDE.prepare_invoke();
+            let mut invocation = self.scripts.decide.prepare_invoke();
             invocation
                 .key(self.keys.question(id))
                 .key(self.keys.open(question_bucket(id)))

@@ -2,10 +2,15 @@
 //! lease index is one sorted set under its own hash tag), so no script is needed and the
 //! layout holds on Redis Cluster.
 //!
-//! A closed session is marked in its question set of every bucket (the member [`CLOSED`]), the
-//! key a question's insert script touches anyway: the insert refuses in the same step, and an
-//! ask costs no command more than before (`tests/it/command_budget.rs`). Closing is rare; it
-//! writes the mark into all 16 buckets.
+//! A closed session is marked in every bucket (`P:{bNN}:closed:<session>`), so that the insert
+//! script of a question, in its bucket, reads the mark in the same step as it checks the id:
+//! one `EXISTS` of both (`lua/insert.lua`), and an ask costs no command more
+//! (`tests/it/command_budget.rs`). Closing is rare; it writes the mark into all 16 buckets.
+//!
+//! An askbridge before this one marked a closed session with the member [`LEGACY_CLOSED`] of its
+//! question set. That mark is still read here ([`Sessions::session_closed`], so `askbridge exec`
+//! does not renew such a session) and taken off by a reopen, but an insert no longer reads it: a
+//! plain ask into a session closed before the upgrade is accepted.
 
 use super::RedisStore;
 use super::keys::BUCKETS;
@@ -14,8 +19,9 @@ use askbridge_core::Millis;
 use async_trait::async_trait;
 use std::time::Duration;
 
-/// The member marking a session's question set closed (ids never start with `!`).
-const CLOSED: &str = "!closed";
+/// The member an older askbridge added to a closed session's question set (ids never start with
+/// `!`).
+const LEGACY_CLOSED: &str = "!closed";
 
 #[async_trait]
 impl Sessions for RedisStore {
@@ -31,15 +37,16 @@ impl Sessions for RedisStore {
 
     async fn close_session(&self, session: &str, keep: Duration) -> Result<()> {
         // Marked closed first: a crash between the two leaves a lapsing lease, whose sweep
-        // closes the session again, harmlessly. The set keeps its own (longer) life when it has
-        // one; a set made by the mark lives `keep`.
+        // closes the session again, harmlessly.
         let keep = keep.as_millis().max(1) as u64;
         let mut pipe = redis::pipe();
         for bucket in 0..BUCKETS {
-            let set = self.keys.session(bucket, session);
-            pipe.cmd("SADD").arg(&set).arg(CLOSED).ignore();
-            pipe.cmd("PEXPIRE").arg(&set).arg(keep).arg("NX").ignore();
-            pipe.cmd("PEXPIRE").arg(&set).arg(keep).arg("GT").ignore();
+            pipe.cmd("SET")
+                .arg(self.keys.closed(bucket, session))
+                .arg(1)
+                .arg("PX")
+                .arg(keep)
+                .ignore();
         }
         let _: () = self.query_pipe("close session", &pipe).await?;
         let mut unlease = redis::cmd("ZREM");
@@ -51,8 +58,13 @@ impl Sessions for RedisStore {
     async fn reopen_session(&self, session: &str) -> Result<()> {
         let mut pipe = redis::pipe();
         for bucket in 0..BUCKETS {
-            let set = self.keys.session(bucket, session);
-            pipe.cmd("SREM").arg(set).arg(CLOSED).ignore();
+            pipe.cmd("DEL")
+                .arg(self.keys.closed(bucket, session))
+                .ignore();
+            pipe.cmd("SREM")
+                .arg(self.keys.session(bucket, session))
+                .arg(LEGACY_CLOSED)
+                .ignore();
         }
         let _: () = self.query_pipe("reopen session", &pipe).await?;
         Ok(())
@@ -61,10 +73,13 @@ impl Sessions for RedisStore {
     async fn session_closed(&self, session: &str) -> Result<bool> {
         // Any bucket says it: a close marks them all (and a close cut short is retried by the
         // lapsed lease's sweep).
-        let mut command = redis::cmd("SISMEMBER");
-        command.arg(self.keys.session(0, session)).arg(CLOSED);
-        let found: i64 = self.query("session closed", &command).await?;
-        Ok(found == 1)
+        let mut pipe = redis::pipe();
+        pipe.cmd("EXISTS").arg(self.keys.closed(0, session));
+        pipe.cmd("SISMEMBER")
+            .arg(self.keys.session(0, session))
+            .arg(LEGACY_CLOSED);
+        let (closed, legacy): (i64, i64) = self.query_pipe("session closed", &pipe).await?;
+        Ok(closed == 1 || legacy == 1)
     }
 
     async fn lapsed_sessions(&self, now: Millis, limit: usize) -> Result<Vec<String>> {

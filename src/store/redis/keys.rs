@@ -13,6 +13,7 @@
 //! | `P:{bNN}:answers` | list | how long recent answers took, in ms (the newest 125 are read; up to 250 kept) |
 //! | `P:{bNN}:session:<session>` | set | a session's question ids in this bucket |
 //! | `P:{bNN}:session-pending:<session>` | sorted set | a session's pending question ids in this bucket, by when they were asked, with no TTL (its pending page, and what a session-scoped rule looks through: `session_index.rs`) |
+//! | `P:{bNN}:closed:<session>` | string | a closed session, marked in every bucket (with a TTL: how long a close is kept): a plain insert there is refused (`kept.rs`) |
 //! | `P:{bNN}:sessions-indexed` | string | `2` once this bucket's pending questions from before the session's pending index were entered in it (`session_index.rs`) |
 //! | `P:{bNN}:target:<target>` | set | pending question ids shown in a target, in this bucket |
 //! | `P:{bNN}:events` | stream | events of this bucket's questions, runs and rules (`data`, and `o`: the tag of the store that wrote it, which skips its own), read by every process (replicated, not in the AOF) |
@@ -30,7 +31,6 @@
 //! | `P:seen:<key>` | string | delivery ids already handled (with a TTL) |
 //! | `P:lease:<name>` | string | who holds a leader lease (`telegram-poll`, `discord-gateway`), with a TTL |
 //! | `P:{sessions}:leases` | sorted set | sessions `askbridge exec` holds, by when their lease ends |
-//! | `P:closed:<session>` | string | a closed session (with a TTL: the retention) |
 //! | `P:idem:<key>` | string | what a create with this `Idempotency-Key` made (with a TTL) |
 //!
 //! A question's bucket is given by the first character of its id (ids are uniformly random there);
@@ -124,6 +124,11 @@ impl Keys {
     /// and claim scripts, in the question's slot).
     pub(super) fn session_pending(&self, bucket: usize, session: &str) -> String {
         self.in_bucket(bucket, &format!("session-pending:{session}"))
+    }
+    /// A closed session's mark in `bucket` (`kept.rs`): each bucket has its own, so that the
+    /// insert script reads it in the question's slot.
+    pub(super) fn closed(&self, bucket: usize, session: &str) -> String {
+        self.in_bucket(bucket, &format!("closed:{session}"))
     }
     /// Set once the bucket's pending questions are in their sessions' pending indexes.
     pub(super) fn sessions_indexed(&self, bucket: usize) -> String {

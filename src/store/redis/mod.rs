@@ -116,6 +116,8 @@ pub struct RedisStore {
     round_trips: super::RoundTrips,
     /// Wakes operations pausing between attempts when Redis is back (see `retry.rs`).
     recovery: retry::Recovery,
+    /// The scripts with this store's settings written in (`scripts.rs`).
+    scripts: Arc<scripts::Scripts>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -188,6 +190,7 @@ impl RedisStore {
                 None,
             )
         };
+        let scripts = Arc::new(scripts::Scripts::new(options.store.retention));
         let store = RedisStore {
             connection,
             keys,
@@ -200,6 +203,7 @@ impl RedisStore {
             waits,
             round_trips: super::RoundTrips::default(),
             recovery: retry::Recovery::default(),
+            scripts,
         };
         store.ping().await?;
         store.file_unfiled_rules().await?;

@@ -6,13 +6,10 @@ use super::args::{InsertArgs, Named};
 use super::claim::ANSWERS_KEPT;
 use super::codec::{ClaimReply, asked_and_frame, assemble, split_claim_reply};
 use super::decisions::put_decisions;
-use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, question_bucket};
-use super::scripts::{CLAIM, INSERT};
 use crate::store::{
     ClaimOptions, Claimed, Counts, Error, Event, FINAL, Inserted, ListFilter, Questions, Result,
 };
-use askbridge_core::question::MAX_TIMEOUT;
 use askbridge_core::{Claim, ClaimOutcome, Millis, Question, QuestionId, Status};
 use async_trait::async_trait;
 use redis::ScriptInvocation;
@@ -22,9 +19,6 @@ use std::time::Duration;
 const LOAD_CHUNK: usize = 500;
 /// How long a target's set outlives the deadline of the newest question in it.
 const TARGET_GRACE: Duration = Duration::from_secs(24 * 3600);
-/// How much longer than it must a session's set is kept when an ask extends it: the asks within
-/// that hour find it far enough ahead and write no expiry.
-const SESSION_SLACK: Duration = Duration::from_secs(3600);
 
 impl RedisStore {
     /// Loads several questions by id, skipping ids whose question is gone.
@@ -96,12 +90,11 @@ impl RedisStore {
             .key(self.keys.session(bucket, &question.session_id))
             .key(self.keys.events(bucket))
             .key(self.keys.session_pending(bucket, &question.session_id));
-        for target in &question.all_targets() {
+        let targets = question.all_targets();
+        for target in &targets {
             invocation.key(self.keys.target(bucket, target.as_str()));
         }
         let (q, event) = asked_and_frame(question);
-        // A session's set lives as long as its newest question can, and then some.
-        let session_ttl = self.options.retention + MAX_TIMEOUT;
         let target_ttl = question.remaining(Millis::now()) + TARGET_GRACE;
         InsertArgs {
             q,
@@ -109,11 +102,8 @@ impl RedisStore {
             deadline: question.expires_at.0,
             asked: question.created_at.0,
             id,
-            session_ttl: session_ttl.as_millis() as u64,
-            session_keep: (session_ttl + SESSION_SLACK).as_millis() as u64,
             due: question.next_due(&[]).0,
-            maxlen: EVENTS_MAXLEN,
-            target_ttl: target_ttl.as_millis() as u64,
+            target_ttl: (!targets.is_empty()).then_some(target_ttl.as_millis() as u64),
         }
     }
 }
@@ -121,8 +111,10 @@ impl RedisStore {
 #[async_trait]
 impl Questions for RedisStore {
     async fn insert(&self, question: &Question) -> Result<Inserted> {
-        let mut invocation = INSERT.prepare_invoke();
+        let mut invocation = self.scripts.insert.prepare_invoke();
         let args = self.push_insert(question, &mut invocation);
+        let bucket = question_bucket(question.id.as_str());
+        invocation.key(self.keys.closed(bucket, &question.session_id));
         args.encode(&mut Named::new(&mut invocation));
         let json = args.q;
         self.tag(&mut invocation);
@@ -161,7 +153,7 @@ impl Questions for RedisStore {
         options: ClaimOptions<'_>,
     ) -> Result<Option<Claimed>> {
         let mut plan = self.plan_claim(snapshot, claim, &options);
-        let mut invocation = CLAIM.prepare_invoke();
+        let mut invocation = self.scripts.claim.prepare_invoke();
         self.push_claim_keys(snapshot, &mut plan, &mut invocation);
         plan.args.encode(&mut invocation);
         self.tag(&mut invocation);

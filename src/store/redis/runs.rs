@@ -4,9 +4,8 @@
 use super::RedisStore;
 use super::args::{Named, SaveArgs, encode_park};
 use super::codec::{RunFields, assemble_run, pairs, run_frame};
-use super::events::EVENTS_MAXLEN;
 use super::keys::{BUCKETS, question_bucket, run_bucket};
-use super::scripts::{ACQUIRE_RUN, INSERT_PARKED, INSERT_RUN, PARK, SAVE_RUN};
+use super::scripts::{ACQUIRE_RUN, INSERT_RUN};
 use crate::store::{Error, Event, Inserted, Parked, Questions, Result, Runs, Saved};
 use askbridge_core::Question;
 use askbridge_core::run::{Acquire, Run};
@@ -74,7 +73,6 @@ impl RedisStore {
             lease_score: Some(fields.lease_score).filter(|score| !score.is_empty()),
             id: run.id.as_str(),
             event,
-            maxlen: EVENTS_MAXLEN,
             data: fields.data,
         }
     }
@@ -178,7 +176,7 @@ impl Runs for RedisStore {
     }
 
     async fn save_run(&self, run: &Run, owner: &str) -> Result<Saved> {
-        let mut invocation = SAVE_RUN.prepare_invoke();
+        let mut invocation = self.scripts.save_run.prepare_invoke();
         let save = self.push_save(run, owner, &mut invocation);
         save.encode(&mut Named::new(&mut invocation));
         self.tag(&mut invocation);
@@ -199,7 +197,7 @@ impl Runs for RedisStore {
                 Inserted::Taken | Inserted::Closed => Parked::QuestionTaken,
             });
         }
-        self.park_with(&PARK, "park run", run, owner, question)
+        self.park_with(&self.scripts.park, "park run", run, owner, question)
             .await
     }
 
@@ -215,7 +213,13 @@ impl Runs for RedisStore {
                 .await;
         }
         let parked_run = self
-            .park_with(&INSERT_PARKED, "insert parked run", parked, owner, question)
+            .park_with(
+                &self.scripts.insert_parked,
+                "insert parked run",
+                parked,
+                owner,
+                question,
+            )
             .await?;
         if parked_run == Parked::QuestionTaken {
             // Nothing was written: the run is stored as it started, as the role says.

@@ -251,3 +251,29 @@ async fn redis_a_pending_index_left_with_a_ttl_loses_it_on_connect() {
         assert_eq!(value, "2", "{mark}");
     }
 }
+
+/// Redis only: a session an older askbridge closed (the member `!closed` in its question set)
+/// is still closed to `askbridge exec`'s renewal, and a reopen takes the old mark off too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_a_session_closed_by_an_older_askbridge_stays_closed_until_reopened() {
+    let fixture = redis_store_with(StoreOptions::default()).await;
+    ask(&*fixture.store, "old", 3, false).await;
+    let mut connection = fixture.server.connection().await;
+    let sets = keys(&mut connection, "*:session:old").await;
+    assert!(!sets.is_empty());
+    // Bucket 0's set, where `session_closed` looks (the prefix is the test's own).
+    let set = format!(
+        "{}{{b00}}:session:old",
+        &sets[0][..sets[0].find("{b").unwrap()]
+    );
+    let _: i64 = redis::cmd("SADD")
+        .arg(&set)
+        .arg("!closed")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    assert!(fixture.store.session_closed("old").await.unwrap());
+    assert!(!fixture.store.session_closed("other").await.unwrap());
+    fixture.store.reopen_session("old").await.unwrap();
+    assert!(!fixture.store.session_closed("old").await.unwrap());
+}

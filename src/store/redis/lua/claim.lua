@@ -21,15 +21,12 @@
 --   res               the resolution's JSON
 --   event             the event announcing it, JSON
 --   token             this attempt's token (a retry after a lost reply sends the same one)
---   retention         how long the resolved question is kept, ms
 --   settle_at         when its outbox entry is due, ms
 --   session           the question's session, for the audit record
 --   kind              the question's kind, for the audit record
 --   digest            the action's digest ('' for none), for the audit record
---   maxlen            the events stream's length
 --   oldest_audit      the oldest audit id kept, ms
 --   answer_ms         the time it took to answer (nil unless won as answered)
---   answers_kept      how many answer times are read
 --   take              '1' to take the parked run (nil otherwise)
 --   owner             the claimer, as the run's owner (with take)
 --   lease_until       until when the claimer holds the run, ms (with take)
@@ -71,18 +68,18 @@ if redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
     shown, effects = redis.call('HGETALL', KEYS[2]), redis.call('SMEMBERS', KEYS[3])
 end
 redis.call('HSET', KEYS[1], 'status', a.status, 'res', a.res, 'ct', a.token)
-redis.call('PEXPIRE', KEYS[1], a.retention)
-if #shown > 0 then redis.call('PEXPIRE', KEYS[2], a.retention) end
-if #effects > 0 then redis.call('PEXPIRE', KEYS[3], a.retention) end
+redis.call('PEXPIRE', KEYS[1], RETENTION)
+if #shown > 0 then redis.call('PEXPIRE', KEYS[2], RETENTION) end
+if #effects > 0 then redis.call('PEXPIRE', KEYS[3], RETENTION) end
 redis.call('ZREM', KEYS[5], a.id)
 redis.call('ZADD', KEYS[6], a.now, a.id)
-announce(KEYS[7], a.maxlen, a.event)
+announce(KEYS[7], EVENTS_MAXLEN, a.event)
 redis.call('XADD', KEYS[8], 'MINID', '~', a.oldest_audit, '*', 'q', a.id, 'st', a.status,
     'r', a.res, 's', a.session, 'k', a.kind, 'd', a.digest)
--- The list holds the newest `answers_kept` times (read with LRANGE to that length) and up to as
+-- The list holds the newest `ANSWERS_KEPT` times (read with LRANGE to that length) and up to as
 -- many older ones: trimmed once it holds twice that, not on every answer.
 if a.answer_ms then
-    local kept = tonumber(a.answers_kept)
+    local kept = ANSWERS_KEPT
     if redis.call('LPUSH', KEYS[9], a.answer_ms) >= 2 * kept then
         redis.call('LTRIM', KEYS[9], 0, kept - 1)
     end

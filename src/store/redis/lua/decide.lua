@@ -14,7 +14,6 @@
 --   due       when the outbox entry is due then, ms
 --   id        the question's id
 --   event     the `question.voted` event announcing the question with them, JSON
---   maxlen    the events stream's length
 -- Returns {'missing'}, {'resolved'}, {'stale'} (decisions were recorded since the snapshot:
 -- the caller reads the question again) or {'recorded'}.
 local a = named()
@@ -26,5 +25,5 @@ local joined = a.entries
 if f[3] and f[3] ~= '' then joined = f[3] .. ',' .. a.entries end
 redis.call('HSET', KEYS[1], 'decisions', joined, 'dn', tonumber(a.count) + tonumber(a.added))
 if a.complete then redis.call('ZADD', KEYS[2], a.due, a.id) end
-announce(KEYS[3], a.maxlen, a.event)
+announce(KEYS[3], EVENTS_MAXLEN, a.event)
 return {'recorded'}

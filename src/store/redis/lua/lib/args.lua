@@ -4,7 +4,9 @@
 -- dropped moves no other. A step of a script made of several has its arguments in a map of their
 -- own, read as `a.group.field` (a claim that carries a run ahead saves the run, `run`, and
 -- inserts its next question, `next`). Every value is a string. A value that is not needed is not
--- sent: it reads as nil.
+-- sent: it reads as nil. What is the same for every call (the store's settings: RETENTION,
+-- EVENTS_MAXLEN, ...) is not an argument: it is written in above, when the store connects
+-- (scripts.rs).
 -- Why one map, not `name, value, ...` in ARGV: Redis turns every ARGV element into a Lua string
 -- before the script runs, and the names doubled them: cmsgpack builds the table for what
 -- positional slots cost, some 2 us a claim less and 5 us a claim carrying a run ahead

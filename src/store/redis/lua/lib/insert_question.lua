@@ -9,14 +9,12 @@
 --   deadline     the deadline, ms
 --   asked        when it was asked, ms
 --   id           the question's id
---   session_ttl  the least TTL the session set must have, ms
---   session_keep the TTL it is given when it has less, ms (more than `session_ttl`)
 --   due          first due, ms (the deadline, or a reminder or escalation step before it)
---   maxlen       the events stream's length
---   target_ttl   a target set's TTL, ms
--- Returns 1 when created, 0 when the id exists (nothing written).
-local function insert_question(K, A)
-    if redis.call('EXISTS', K[1]) == 1 then return 0 end
+--   target_ttl   a target set's TTL, ms (nil when the question has no target)
+-- `checked`: the caller has found that the id does not exist (insert.lua), so it is not asked
+-- again. Returns 1 when created, 0 when the id exists (nothing written).
+local function insert_question(K, A, checked)
+    if not checked and redis.call('EXISTS', K[1]) == 1 then return 0 end
     redis.call('HSET', K[1], 'q', A.q, 'status', 'pending', 'exp', A.deadline)
     redis.call('ZADD', K[2], A.due, A.id)
     redis.call('ZADD', K[3], A.asked, A.id)
@@ -27,8 +25,8 @@ local function insert_question(K, A)
     -- Extended only when it would expire too soon, and then with room to spare: most asks of a
     -- session find it far enough ahead, and an expiry not written is one write fewer to the AOF
     -- and the replicas (a read is neither).
-    if redis.call('PTTL', K[4]) < tonumber(A.session_ttl) then
-        redis.call('PEXPIRE', K[4], A.session_keep)
+    if redis.call('PTTL', K[4]) < SESSION_TTL then
+        redis.call('PEXPIRE', K[4], SESSION_KEEP)
     end
     for i = 7, #K do
         redis.call('SADD', K[i], A.id)
@@ -37,6 +35,6 @@ local function insert_question(K, A)
             redis.call('PEXPIRE', K[i], A.target_ttl)
         end
     end
-    announce(K[5], A.maxlen, framed(A.event_head, A.q, A.event_tail))
+    announce(K[5], EVENTS_MAXLEN, framed(A.event_head, A.q, A.event_tail))
     return 1
 end

@@ -17,7 +17,6 @@
 --   id           the run's id
 --   event_head   the event announcing it, before `data`'s members (nil for none: see `framed`)
 --   event_tail   the event after them
---   maxlen       the events stream's length
 -- `fresh`: the caller has checked that `owner` holds the run and has just stored the question
 -- it waits on (parking with the question, or a claim carrying the run ahead), so neither is
 -- looked at again. `was` says where the run is in the indexes already, so that they are not
@@ -49,7 +48,7 @@ local function save_run(K, A, fresh, was)
         redis.call('ZADD', K[6], A.created_at, A.id)
     end
     if A.event_head then
-        announce(K[4], A.maxlen, framed(A.event_head, A.data, A.event_tail))
+        announce(K[4], EVENTS_MAXLEN, framed(A.event_head, A.data, A.event_tail))
     end
     if not fresh and A.state == 'waiting' and K[5] ~= K[1] then
         local status = redis.call('HGET', K[5], 'status')
