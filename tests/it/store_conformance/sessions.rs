@@ -22,6 +22,15 @@ fn of_session(session: &str, status: Status, limit: usize) -> ListFilter {
     }
 }
 
+/// The TTL of `key` on a test's Redis, ms (-1 for none).
+async fn pttl(connection: &mut redis::aio::MultiplexedConnection, key: &str) -> i64 {
+    redis::cmd("PTTL")
+        .arg(key)
+        .query_async(connection)
+        .await
+        .unwrap()
+}
+
 /// The keys matching `pattern` on a test's Redis.
 async fn keys(connection: &mut redis::aio::MultiplexedConnection, pattern: &str) -> Vec<String> {
     redis::cmd("KEYS")
@@ -209,11 +218,7 @@ async fn redis_a_pending_index_left_with_a_ttl_loses_it_on_connect() {
     let indexes = keys(&mut connection, "*session-pending:s").await;
     assert!(!indexes.is_empty());
     for key in &indexes {
-        let ttl: i64 = redis::cmd("PTTL")
-            .arg(key)
-            .query_async(&mut connection)
-            .await
-            .unwrap();
+        let ttl = pttl(&mut connection, key).await;
         assert_eq!(ttl, -1, "an ask gives the index no TTL: {key}");
         let _: i64 = redis::cmd("PEXPIRE")
             .arg(key)
@@ -232,12 +237,7 @@ async fn redis_a_pending_index_left_with_a_ttl_loses_it_on_connect() {
     }
     let restarted = redis_store_on(&fixture.server, StoreOptions::default()).await;
     for key in &indexes {
-        let ttl: i64 = redis::cmd("PTTL")
-            .arg(key)
-            .query_async(&mut connection)
-            .await
-            .unwrap();
-        assert_eq!(ttl, -1, "{key}");
+        assert_eq!(pttl(&mut connection, key).await, -1, "{key}");
     }
     let expected: Vec<QuestionId> = asked.iter().rev().map(|q| q.id.clone()).collect();
     let pending = of_session("s", Status::Pending, 10);
