@@ -24,7 +24,7 @@
 --   settle_at         when its outbox entry is due, ms
 --   session           the question's session, for the audit record
 --   kind              the question's kind, for the audit record
---   digest            the action's digest ('' for none), for the audit record
+--   digest            the action's digest (nil for none), for the audit record
 --   oldest_audit      the oldest audit id kept, ms
 --   answer_ms         the time it took to answer (nil unless won as answered)
 --   take              '1' to take the parked run (nil otherwise)
@@ -55,7 +55,7 @@ if status ~= 'pending' then
     local ahead = 0
     if a.was and fields[3] == a.token then
         local r = redis.call('HMGET', KEYS[10], 'waiting_on', 'updated_at')
-        if r[1] == a.run.waiting_on and r[2] == a.run.updated_at then ahead = 1 end
+        if r[1] == (a.run.waiting_on or '') and r[2] == a.run.updated_at then ahead = 1 end
     end
     return {'already_resolved', status, fields[2], redis.call('HGETALL', KEYS[2]),
         redis.call('SMEMBERS', KEYS[3]), {}, 0, fields[3] or '', ahead}
@@ -75,7 +75,7 @@ redis.call('ZREM', KEYS[5], a.id)
 redis.call('ZADD', KEYS[6], a.now, a.id)
 announce(KEYS[7], EVENTS_MAXLEN, a.event)
 redis.call('XADD', KEYS[8], 'MINID', '~', a.oldest_audit, '*', 'q', a.id, 'st', a.status,
-    'r', a.res, 's', a.session, 'k', a.kind, 'd', a.digest)
+    'r', a.res, 's', a.session, 'k', a.kind, 'd', a.digest or '')
 -- The list holds the newest `ANSWERS_KEPT` times (read with LRANGE to that length) and up to as
 -- many older ones: trimmed once it holds twice that, not on every answer.
 if a.answer_ms then
@@ -89,7 +89,7 @@ if a.take then
     local r = redis.call('HMGET', KEYS[10], 'state', 'waiting_on', 'updated_at', 'owner')
     if r[1] == 'waiting' and r[2] == a.id then
         -- The owner as save_run checks it, so that nothing is inserted that it would not save.
-        if a.was and r[3] == a.was and r[4] == a.run.owner
+        if a.was and r[3] == a.was and r[4] == (a.run.owner or '')
             and insert_question(from(KEYS, 21), a.next) == 1 then
             save_run(from(KEYS, 14), a.run, true, 'parked')
             ahead = 1

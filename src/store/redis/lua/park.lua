@@ -7,6 +7,6 @@
 -- Returns save_run's code (0 when `owner` no longer holds the run), or -1 when a question with
 -- that id exists: then nothing is written, and the caller checks the stored one.
 local a = named()
-if redis.call('HGET', KEYS[1], 'owner') ~= a.run.owner then return 0 end
+if redis.call('HGET', KEYS[1], 'owner') ~= (a.run.owner or '') then return 0 end
 if insert_question(from(KEYS, 8), a.next) == 0 then return -1 end
 return save_run(KEYS, a.run, true)

@@ -3,12 +3,12 @@
 -- K (keys): 1 run fields, 2 run data, 3 lease index, 4 events stream, 5 the question it waits on
 --       (the run's own key when none), 6 the live-runs index, 7 the ended-runs index.
 -- A (arguments, by name):
---   owner        who must hold the run for it to be written
+--   owner        who must hold the run for it to be written (nil: nobody, a run waiting)
 --   data         the run's JSON without the fields below
 --   state        its state
---   waiting_on   the question it waits on ('' for none)
---   new_owner    its owner once written ('' for none)
---   lease_until  its lease's end, ms ('' for none)
+--   waiting_on   the question it waits on (nil for none)
+--   new_owner    its owner once written (nil for none)
+--   lease_until  its lease's end, ms (nil for none)
 --   reported     '1' when its end was reported
 --   updated_at   its last change, ms
 --   created_at   when it started, ms
@@ -26,10 +26,10 @@
 -- Returns 0 when `owner` no longer holds it, 1 when written, 2 when written waiting on a
 -- question that is no longer pending.
 local function save_run(K, A, fresh, was)
-    if not fresh and redis.call('HGET', K[1], 'owner') ~= A.owner then return 0 end
+    if not fresh and redis.call('HGET', K[1], 'owner') ~= (A.owner or '') then return 0 end
     redis.call('SET', K[2], A.data)
-    redis.call('HSET', K[1], 'state', A.state, 'waiting_on', A.waiting_on,
-        'owner', A.new_owner, 'lease_until', A.lease_until, 'reported', A.reported,
+    redis.call('HSET', K[1], 'state', A.state, 'waiting_on', A.waiting_on or '',
+        'owner', A.new_owner or '', 'lease_until', A.lease_until or '', 'reported', A.reported,
         'updated_at', A.updated_at)
     if A.ttl ~= '0' then
         redis.call('PEXPIRE', K[1], A.ttl)
