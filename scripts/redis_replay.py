@@ -79,25 +79,28 @@ def parse_args(line):
 
 
 def evalshas(path):
-    """(script bodies, [EVALSHA args] in the order sent) from a MONITOR file."""
-    scripts, calls, shas = [], [], []
+    """(script bodies, [EVALSHA args] in the order sent, the SHAs in the order first seen, and
+    where the benchmark's window starts: the number of EVALSHAs before its first `INFO`)."""
+    scripts, calls, shas, window = [], [], [], None
     with open(path, encoding="utf-8", errors="surrogateescape") as f:
         for line in f:
             if " [0 lua] " in line or '] "' not in line:
                 continue
-            if '"SCRIPT" "LOAD"' in line:
+            if '] "INFO"' in line and window is None:
+                window = len(calls)
+            elif '"SCRIPT" "LOAD"' in line:
                 scripts.append(parse_args(line)[2])
             elif '"EVALSHA"' in line:
                 args = parse_args(line)
                 if args[1] not in shas:
                     shas.append(args[1])
                 calls.append(args)
-    return scripts, calls, shas
+    return scripts, calls, shas, window or 0
 
 
 def capture(path):
     """(script bodies, [EVALSHA args] of the ask's and the answer's scripts) from a MONITOR file."""
-    scripts, calls, shas = evalshas(path)
+    scripts, calls, shas, _ = evalshas(path)
     two = shas[:2]
     # The commands section asks, then answers: its ask and answer scripts come first.
     calls = [a for a in calls if a[1] in two]
@@ -236,9 +239,10 @@ def resumes(o):
     first = None
     for item in o.captures:
         label, path = item.split("=", 1)
-        scripts, calls, _ = evalshas(path)
-        commands = [Redis.encode(*args) for args in calls[:5 * o.runs]]
-        per_resume = instructions(scripts, commands, warm=0) / (3 * o.runs)
+        scripts, calls, _, start = evalshas(path)
+        # The runs before the window warmed askbridge up: replayed, not counted.
+        commands = [Redis.encode(*args) for args in calls[:start + 5 * o.runs]]
+        per_resume = instructions(scripts, commands, warm=start) / (3 * o.runs)
         first = first or per_resume
         print(f"{label:12} Redis instructions per resume {per_resume:9.0f} (ratio {per_resume / first:.3f})",
               flush=True)
@@ -250,8 +254,8 @@ def main():
     p.add_argument("--copies", type=int, default=20)
     p.add_argument("--rounds", type=int, default=9)
     p.add_argument("--runs", type=int, metavar="N",
-                   help="replay each capture's first 5N EVALSHAs as sent (`--only runs`: N runs of a start, "
-                        "a step and three answers) and count per resume (3N), under callgrind")
+                   help="replay the 5N EVALSHAs of `--only runs`'s window (N runs of a start, three answers "
+                        "and an end, after its first INFO) as sent, and count per resume (3N), under callgrind")
     p.add_argument("captures", nargs="+", metavar="LABEL=FILE")
     o = p.parse_args()
     if o.runs:
