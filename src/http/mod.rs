@@ -4,7 +4,7 @@
 //! binary serves it. Every error leaves through [`ApiError`], one JSON shape for all:
 //! `{"error": "...", "field"?: "...", "question"?: {...}}` — the framework's own refusals too
 //! (405, 413, a bad query), which `error::json_errors` rewrites. `guard.rs` stands in front of
-//! everything but the chat webhooks.
+//! everything but the chat webhooks, and hands what it lets through to `error::json_errors`.
 //!
 //! | route | does |
 //! |---|---|
@@ -198,7 +198,6 @@ pub fn app(state: AppState) -> Router {
         .fallback(admin::not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
-        .layer(middleware::from_fn(error::json_errors))
         .layer(middleware::from_fn_with_state(hosts, guard::guard));
     // Chat webhooks authenticate themselves (a secret header, a signature) and are addressed by
     // their platform under the public name: they sit outside the guards.
