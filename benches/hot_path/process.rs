@@ -6,14 +6,18 @@ use crate::{load, support};
 use serde_json::Value;
 use std::time::Duration;
 
-/// A field of `/proc/<pid>/status` (`VmRSS`, `Threads`), as a number (kB for sizes).
-fn proc_status(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
+/// The number after `field:` in a `/proc` file (kB for sizes), 0 when absent.
+fn proc_field(file: &str, field: &str) -> u64 {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    text.lines()
         .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
+}
+
+/// A field of `/proc/<pid>/status` (`VmRSS`, `Threads`), as a number (kB for sizes).
+fn proc_status(pid: u32, field: &str) -> u64 {
+    proc_field(&format!("/proc/{pid}/status"), field)
 }
 
 /// File descriptors `pid` holds (a parked long poll holds its connection's).
@@ -32,7 +36,7 @@ async fn settle(pid: u32, files: usize) {
     tokio::time::sleep(Duration::from_secs(2)).await;
 }
 
-fn rss_mb(pid: u32) -> f64 {
+pub fn rss_mb(pid: u32) -> f64 {
     proc_status(pid, "VmRSS") as f64 / 1024.0
 }
 
@@ -40,13 +44,7 @@ fn rss_mb(pid: u32) -> f64 {
 /// resident whole once any byte of it is touched, so buffers allocated and never written (hyper's)
 /// count in full there, and only for what was written elsewhere.
 fn huge_pages_mb(pid: u32) -> f64 {
-    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
-    let kb: u64 = rollup
-        .lines()
-        .find_map(|line| line.strip_prefix("AnonHugePages:"))
-        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0);
-    kb as f64 / 1024.0
+    proc_field(&format!("/proc/{pid}/smaps_rollup"), "AnonHugePages") as f64 / 1024.0
 }
 
 /// Fills `pending` questions, then lists and reads stats three times; then parks `waiters`
