@@ -4,6 +4,7 @@
 //! (`forms`), and what event streams nobody reads cost in memory (`silent`). Each prints its
 //! figure beside the campaign's, measured on the code before the fixes.
 
+use crate::process::rss_mb;
 use crate::{load, support};
 use std::path::Path;
 use std::sync::Arc;
@@ -11,16 +12,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-fn rss_mb(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kb: f64 = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0.0);
-    kb / 1024.0
-}
 
 fn addr_of(base: &str) -> String {
     base.trim_start_matches("http://").to_owned()

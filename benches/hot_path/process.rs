@@ -6,14 +6,18 @@ use crate::{load, support};
 use serde_json::Value;
 use std::time::Duration;
 
-/// A field of `/proc/<pid>/status` (`VmRSS`, `Threads`), as a number (kB for sizes).
-fn proc_status(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
+/// The number after `field:` in a `/proc` file (kB for sizes), 0 when absent.
+fn proc_field(file: &str, field: &str) -> u64 {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    text.lines()
         .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
+}
+
+/// A field of `/proc/<pid>/status` (`VmRSS`, `Threads`), as a number (kB for sizes).
+fn proc_status(pid: u32, field: &str) -> u64 {
+    proc_field(&format!("/proc/{pid}/status"), field)
 }
 
 /// File descriptors `pid` holds (a parked long poll holds its connection's).
@@ -32,8 +36,15 @@ async fn settle(pid: u32, files: usize) {
     tokio::time::sleep(Duration::from_secs(2)).await;
 }
 
-fn rss_mb(pid: u32) -> f64 {
+pub fn rss_mb(pid: u32) -> f64 {
     proc_status(pid, "VmRSS") as f64 / 1024.0
+}
+
+/// How much of `pid`'s resident memory is in transparent huge pages (MB): a 2 MB page is
+/// resident whole once any byte of it is touched, so buffers allocated and never written (hyper's)
+/// count in full there, and only for what was written elsewhere.
+fn huge_pages_mb(pid: u32) -> f64 {
+    proc_field(&format!("/proc/{pid}/smaps_rollup"), "AnonHugePages") as f64 / 1024.0
 }
 
 /// Fills `pending` questions, then lists and reads stats three times; then parks `waiters`
@@ -90,8 +101,9 @@ pub async fn probe(name: &str, server: &support::Process, pending: usize, waiter
     // Each parked long poll with its connection (issue 35 measured ~37 KB).
     let per_waiter_kb = (with_waiters - asked) * 1024.0 / waiters.max(1) as f64;
     let marginal_kb = (with_waiters - half) * 1024.0 / second.len().max(1) as f64;
+    let huge = huge_pages_mb(pid);
     println!(
-        "{name:<9} threads with {waiters} waiters parked: {threads}   (goal <= 32); RSS {asked:.1} MB before them, {with_waiters:.1} MB with them: {per_waiter_kb:.1} KB a waiter, the second half {marginal_kb:.1} KB each (goal <= 20)"
+        "{name:<9} threads with {waiters} waiters parked: {threads}   (goal <= 32); RSS {asked:.1} MB before them, {with_waiters:.1} MB with them: {per_waiter_kb:.1} KB a waiter, the second half {marginal_kb:.1} KB each (goal <= 20); {huge:.1} MB in huge pages"
     );
     for task in parked {
         task.abort();

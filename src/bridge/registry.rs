@@ -202,18 +202,27 @@ impl Registry {
             // Registered before reading, so a resolution in between is not missed; dropped
             // (and so removed) on every way out of this loop.
             let mut registration = bridge.waiters().register(id);
-            let question = self.get(id).await?;
-            if !question.is_pending() {
+            if let Some(question) = self.settled_or_due(id, deadline).await? {
                 return Ok(question);
             }
-            let now = tokio::time::Instant::now();
-            if now >= deadline {
-                return Ok(question);
-            }
-            if let Some(resolved) = registration.woken_within(deadline - now).await {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if let Some(resolved) = registration.woken_within(left).await {
                 return Ok(resolved);
             }
         }
+    }
+
+    /// Question `id` when it is no longer pending or `deadline` has passed; `None` when its
+    /// waiter should park. The pending question read is dropped here, before the waiter parks:
+    /// held across the park, its strings stayed allocated for as long as the long poll did.
+    async fn settled_or_due(
+        &self,
+        id: &QuestionId,
+        deadline: tokio::time::Instant,
+    ) -> Result<Option<Question>, Error> {
+        let question = self.get(id).await?;
+        let due = !question.is_pending() || tokio::time::Instant::now() >= deadline;
+        Ok(due.then_some(question))
     }
 
     /// Waits for question `id` until its deadline (and a short grace), expiring it here if the

@@ -112,36 +112,51 @@ fn changes_state(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
-/// The middleware: Host, then Origin and content type for requests that change state.
+/// The middleware in front of every route: Host, then Origin and content type for requests that
+/// change state; a request that passes goes on through [`super::error::json_errors`].
+///
+/// One layer for both: a layer of its own boxes a future of 1-2 KB more for every request in
+/// flight, a parked long poll among them. The checks run in a function of their own, so nothing
+/// they hold (the Host's copy) stays allocated while the request goes on.
 pub(super) async fn guard(
     State(hosts): State<HostPolicy>,
     request: Request,
     next: Next,
 ) -> Response {
-    let named = authority(&request);
+    match refusal(&hosts, &request) {
+        Some(refusal) => refusal,
+        None => super::error::json_errors(request, next).await,
+    }
+}
+
+/// Why `request` is refused, if it is.
+fn refusal(hosts: &HostPolicy, request: &Request) -> Option<Response> {
+    let named = authority(request);
     if let Some(named) = &named
         && !hosts.admits(named)
     {
         tracing::warn!(host = %named, path = %request.uri().path(), "request refused: unknown Host");
-        return ApiError::new(
-            StatusCode::MISDIRECTED_REQUEST,
-            format!(
-                "this server does not answer to the name `{}`; add it to ASKBRIDGE_ALLOWED_HOSTS if it is yours",
-                host_of(named).unwrap_or(named)
-            ),
-        )
-        .into_response();
+        return Some(
+            ApiError::new(
+                StatusCode::MISDIRECTED_REQUEST,
+                format!(
+                    "this server does not answer to the name `{}`; add it to ASKBRIDGE_ALLOWED_HOSTS if it is yours",
+                    host_of(named).unwrap_or(named)
+                ),
+            )
+            .into_response(),
+        );
     }
     if changes_state(request.method()) {
         if let Some(refusal) = cross_origin(request.headers(), named.as_deref()) {
             tracing::warn!(path = %request.uri().path(), "cross-origin request refused");
-            return refusal.into_response();
+            return Some(refusal.into_response());
         }
         if let Some(refusal) = not_json(request.headers()) {
-            return refusal.into_response();
+            return Some(refusal.into_response());
         }
     }
-    next.run(request).await
+    None
 }
 
 /// A refusal when the request names an origin other than the server it is addressed to.

@@ -4,7 +4,7 @@
 //! binary serves it. Every error leaves through [`ApiError`], one JSON shape for all:
 //! `{"error": "...", "field"?: "...", "question"?: {...}}` — the framework's own refusals too
 //! (405, 413, a bad query), which `error::json_errors` rewrites. `guard.rs` stands in front of
-//! everything but the chat webhooks.
+//! everything but the chat webhooks, and hands what it lets through to `error::json_errors`.
 //!
 //! | route | does |
 //! |---|---|
@@ -44,6 +44,7 @@ mod replay;
 mod runs;
 mod sessions;
 pub mod stats;
+mod token;
 mod view;
 
 pub use error::{ApiError, JsonBody};
@@ -53,12 +54,13 @@ pub use guard::HostPolicy;
 use crate::bridge::Bridge;
 use askbridge_core::Secret;
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{StatusCode, header};
-use axum::middleware::{self, Next};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use std::sync::Arc;
+use token::RequireToken;
 
 /// Longest `wait` the API accepts, in seconds.
 pub const MAX_WAIT_S: f64 = 600.0;
@@ -175,12 +177,12 @@ pub fn app(state: AppState) -> Router {
         .route("/events", get(events::stream))
         .route("/stats", get(stats::stats))
         .route("/openapi.json", get(openapi))
-        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+        .route_layer(RequireToken::new(state.token.clone()));
     let metrics = Router::new().route("/metrics", get(admin::metrics));
     let metrics = if state.metrics_public {
         metrics
     } else {
-        metrics.route_layer(middleware::from_fn_with_state(state.clone(), require_token))
+        metrics.route_layer(RequireToken::new(state.token.clone()))
     };
     let extra = state.extra.clone();
     let hosts = state.hosts.clone();
@@ -188,7 +190,7 @@ pub fn app(state: AppState) -> Router {
     let mcp = Router::new()
         .nest_service("/mcp", mcp_service)
         .layer(middleware::from_fn_with_state(mcp_gate, mcp_gate::gate))
-        .layer(middleware::from_fn_with_state(state.clone(), require_token));
+        .layer(RequireToken::new(state.token.clone()));
     let router = Router::new()
         .nest("/api", api)
         .merge(mcp)
@@ -198,7 +200,6 @@ pub fn app(state: AppState) -> Router {
         .fallback(admin::not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
-        .layer(middleware::from_fn(error::json_errors))
         .layer(middleware::from_fn_with_state(hosts, guard::guard));
     // Chat webhooks authenticate themselves (a secret header, a signature) and are addressed by
     // their platform under the public name: they sit outside the guards.
@@ -227,30 +228,4 @@ async fn method_not_allowed(request: Request) -> ApiError {
             request.uri().path()
         ),
     )
-}
-
-/// Checks `Authorization: Bearer <token>` in constant time.
-///
-/// Reads the header in place rather than taking a `HeaderMap`: a copy held across `next.run`
-/// keeps hyper's 8 KB read buffer (the header values point into it) for as long as a long poll
-/// is parked.
-async fn require_token(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let Some(expected) = &state.token else {
-        return next.run(request).await;
-    };
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .map(|token| expected.matches(token.trim().as_bytes()));
-    match presented {
-        Some(true) => next.run(request).await,
-        Some(false) => ApiError::new(StatusCode::UNAUTHORIZED, "wrong API token").into_response(),
-        None => ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "this API needs `Authorization: Bearer <ASKBRIDGE_API_TOKEN>`",
-        )
-        .into_response(),
-    }
 }
