@@ -64,7 +64,8 @@ impl RedisStore {
             pipe.cmd("SMEMBERS").arg(key(bucket));
         }
         let sets: Vec<Vec<String>> = self.query_pipe("smembers", &pipe).await?;
-        // Members starting with `!` are markers (a closed session's `!closed`), not ids.
+        // Members starting with `!` are markers (an older askbridge's closed mark, `kept.rs`),
+        // not ids.
         Ok(sets
             .into_iter()
             .flatten()
@@ -95,7 +96,6 @@ impl RedisStore {
             invocation.key(self.keys.target(bucket, target.as_str()));
         }
         let (q, event) = asked_and_frame(question);
-        let target_ttl = question.remaining(Millis::now()) + TARGET_GRACE;
         InsertArgs {
             q,
             event,
@@ -103,7 +103,8 @@ impl RedisStore {
             asked: question.created_at.0,
             id,
             due: question.next_due(&[]).0,
-            target_ttl: (!targets.is_empty()).then_some(target_ttl.as_millis() as u64),
+            target_ttl: (!targets.is_empty())
+                .then(|| (question.remaining(Millis::now()) + TARGET_GRACE).as_millis() as u64),
         }
     }
 }

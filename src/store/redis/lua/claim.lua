@@ -79,9 +79,8 @@ redis.call('XADD', KEYS[8], 'MINID', '~', a.oldest_audit, '*', 'q', a.id, 'st', 
 -- The list holds the newest `ANSWERS_KEPT` times (read with LRANGE to that length) and up to as
 -- many older ones: trimmed once it holds twice that, not on every answer.
 if a.answer_ms then
-    local kept = ANSWERS_KEPT
-    if redis.call('LPUSH', KEYS[9], a.answer_ms) >= 2 * kept then
-        redis.call('LTRIM', KEYS[9], 0, kept - 1)
+    if redis.call('LPUSH', KEYS[9], a.answer_ms) >= 2 * ANSWERS_KEPT then
+        redis.call('LTRIM', KEYS[9], 0, ANSWERS_KEPT - 1)
     end
 end
 local run, ahead = {}, 0
