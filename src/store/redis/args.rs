@@ -11,8 +11,9 @@
 //! carrying a run ahead more than positional slots, while `cmsgpack.unpack` (built into Redis)
 //! built the same table in about the time positional slots read into a table one by one took
 //! (`scripts/script_args_bench.py`). Counted in instructions, positional slots read into a
-//! presized table are cheaper still (some 13,000 instructions a cycle of ~330,000,
-//! `scripts/redis_replay.py`): the price of reading by name.
+//! presized table are cheaper still (some 13,000 instructions an ask and answer of ~350,000,
+//! measured on decode-only scripts before the store's settings left the map): the price of
+//! reading by name.
 //! Values stay strings (what a script did with `tonumber` is unchanged); a group of a step's
 //! arguments is a nested map.
 //!
