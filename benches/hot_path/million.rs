@@ -3,8 +3,9 @@
 //! one with `--million` questions pending (1,000,000 by default, shaped like the benchmark's: a
 //! 40-character prompt, three short options, one target), the other with 100. Side by side,
 //! taking turns: Redis bytes per pending question, ask+answer cycles/s, `/api/stats`, the first
-//! page of each listing, the SSE replay to its last replayed event, and a restart to `/healthz`
-//! and the first page. The goals: <= 1 KB a question; cycles within 10 %; each call under 5x
+//! page of each listing (a session's history with a tenth as many resolved in it, up to
+//! 100,000, beside the same with none more), the SSE replay to its last replayed event, and a
+//! restart to `/healthz` and the first page. The goals: <= 1 KB a question; cycles within 10 %; each call under 5x
 //! the same with 100; the restart serving within 1 s.
 
 use crate::redis_server::RedisServer;
@@ -14,12 +15,16 @@ use crate::{load, probe};
 use std::time::{Duration, Instant};
 
 /// The calls timed on both sides: `/api/stats` and the first page of each listing.
-const CALLS: [&str; 7] = [
+const CALLS: [&str; 9] = [
     "/api/stats",
     "/api/questions?limit=50",
     // A session's first page (every question here is in that session): its pending index's page.
     "/api/questions?session_id=million&limit=50",
     "/api/history?limit=50",
+    // A session's history and its questions of one outcome: the cycles' session, with
+    // `resolved` more on the side with many (its resolved index's page).
+    "/api/history?session_id=bench&limit=50",
+    "/api/questions?session_id=bench&status=answered&limit=50",
     "/api/runs?limit=50",
     "/api/rules?limit=50",
     "/api/audit?order=newest&limit=50",
@@ -136,6 +141,12 @@ pub async fn million(count: usize, concurrency: usize) {
     println!(
         "million: ask+answer cycles/s with {count} pending {many_rate:.0}   beside 100 pending {few_rate:.0}   ratio {:.2} (goal >= 0.9)",
         many_rate / few_rate
+    );
+    // More resolved in the cycles' session on the side with many: a tenth as many as pending.
+    let resolved = (count / 10).min(100_000);
+    load::cycles(&many.server.base, resolved, concurrency).await;
+    println!(
+        "million: {resolved} more resolved in session `bench` on the side with {count} pending (each side answered 6,000 there in the cycles above)"
     );
     for path in CALLS {
         let (on_few, on_many) = call(&few, &many, path).await;

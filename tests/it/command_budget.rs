@@ -527,64 +527,100 @@ async fn ttls(connection: &mut redis::aio::MultiplexedConnection, keys: &[String
     ttls
 }
 
+/// The session's keys as the script lines MONITOR saw touch them: each command's name.
+fn session_commands(lines: Vec<String>) -> Vec<String> {
+    lines
+        .into_iter()
+        .filter(|l| l.contains(" lua] ") && l.contains(":session"))
+        .filter_map(|l| l.split(" lua] ").nth(1).map(str::to_owned))
+        .filter_map(|l| l.split(' ').next().map(|c| c.trim_matches('"').to_owned()))
+        .collect()
+}
+
+/// A session's keys as an ask and a claim touch them: the ask enters its pending index only;
+/// the claim moves the id to its resolved index, whose TTL it extends only when it would expire
+/// too soon, and then trims the ids whose question is no longer kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_ask_extends_its_session_set_only_when_it_would_expire_too_soon() {
+async fn a_claim_extends_its_sessions_resolved_index_only_when_it_would_expire_too_soon() {
     let fixture = redis_store().await;
     let (bridge, _) = bridge_over(fixture.store.clone()).await;
     let mut connection = fixture.server.connection().await;
     let ask = || bridge.create(NewQuestion::new("kept", "Which?").options(["a", "b"]));
-    // It must outlive a question asked now: its longest timeout, then the retention.
-    let least = (askbridge_core::question::MAX_TIMEOUT + Duration::from_secs(7 * 24 * 3600))
-        .as_millis() as i64;
+    // It must outlive its newest question, kept for the retention after its claim.
+    let retention = Duration::from_secs(7 * 24 * 3600).as_millis() as i64;
     // Questions land in the 16 buckets by id: 256 asks all miss a given bucket once in some
     // fifteen million runs.
+    let mut asked = Vec::new();
     for _ in 0..256 {
-        ask().await.unwrap();
+        asked.push(ask().await.unwrap());
     }
-    let sets = keys_like(&mut connection, "*:session:kept").await;
-    let indexes = keys_like(&mut connection, "*:session-pending:kept").await;
-    assert_eq!(
-        (sets.len(), indexes.len()),
-        (16, 16),
-        "{sets:?} {indexes:?}"
+    let pending = keys_like(&mut connection, "*:session-pending:kept").await;
+    assert_eq!(pending.len(), 16, "{pending:?}");
+    assert!(
+        keys_like(&mut connection, "*:session:kept")
+            .await
+            .is_empty()
     );
-    let first = ttls(&mut connection, &sets).await;
-    assert!(first.iter().all(|ttl| *ttl >= least), "{first:?} < {least}");
-    // The pending index has none, as the pending index of all questions has none.
-    let none = ttls(&mut connection, &indexes).await;
+    // The pending index has no TTL, as the pending index of all questions has none.
+    let none = ttls(&mut connection, &pending).await;
     assert!(none.iter().all(|ttl| *ttl == -1), "{none:?}");
-    // Far enough ahead: the next ask writes no expiry, and reads the set's TTL only.
     let monitor = Monitor::start(fixture.server.port);
-    ask().await.unwrap();
+    let question = ask().await.unwrap();
     settle_a_moment().await;
-    let touched: Vec<String> = monitor
-        .take()
-        .into_iter()
-        .filter(|l| l.contains(" lua] ") && l.contains(":session"))
-        .filter_map(|l| l.split(" lua] ").nth(1).map(str::to_owned))
-        .filter_map(|l| l.split(' ').next().map(str::to_owned))
-        .collect();
     assert_eq!(
-        touched,
-        ["\"SADD\"", "\"ZADD\"", "\"PTTL\""],
+        session_commands(monitor.take()),
+        ["ZADD"],
         "the session's keys as the ask touches them"
     );
-    // Too soon (as after an hour of asks into it): the asks into their buckets extend them
-    // again.
-    for key in &sets {
+    for question in &asked {
+        answer(&bridge, &question.id).await;
+    }
+    let resolved = keys_like(&mut connection, "*:session-done:answered:kept").await;
+    assert_eq!(resolved.len(), 16, "{resolved:?}");
+    let first = ttls(&mut connection, &resolved).await;
+    assert!(first.iter().all(|ttl| *ttl >= retention), "{first:?}");
+    // Far enough ahead: the next claim writes no expiry, and reads the index's TTL only.
+    monitor.take();
+    answer(&bridge, &question.id).await;
+    settle_a_moment().await;
+    assert_eq!(
+        session_commands(monitor.take()),
+        ["ZREM", "ZADD", "PTTL"],
+        "the session's keys as the claim touches them"
+    );
+    // Too soon (as an hour of claims into it later), with an id resolved longer ago than the
+    // retention: the claims into each bucket extend it again, and that id leaves.
+    for key in &resolved {
         let _: i64 = redis::cmd("PEXPIRE")
             .arg(key)
-            .arg(least - 1_000)
+            .arg(retention - 1_000)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        let _: i64 = redis::cmd("ZADD")
+            .arg(key)
+            .arg(1_000)
+            .arg("long-gone")
             .query_async(&mut connection)
             .await
             .unwrap();
     }
     for _ in 0..256 {
-        ask().await.unwrap();
+        let question = ask().await.unwrap();
+        answer(&bridge, &question.id).await;
     }
-    let extended = ttls(&mut connection, &sets).await;
+    let extended = ttls(&mut connection, &resolved).await;
     assert!(
-        extended.iter().all(|ttl| *ttl >= least),
-        "{extended:?} < {least}"
+        extended.iter().all(|ttl| *ttl >= retention),
+        "{extended:?} < {retention}"
     );
+    for key in &resolved {
+        let gone: Option<f64> = redis::cmd("ZSCORE")
+            .arg(key)
+            .arg("long-gone")
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        assert_eq!(gone, None, "{key}");
+    }
 }

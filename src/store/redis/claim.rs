@@ -130,7 +130,11 @@ impl RedisStore {
             .key(run_key)
             .key(self.keys.runs(bucket))
             .key(run_data)
-            .key(self.keys.session_pending(bucket, &snapshot.session_id));
+            .key(self.keys.session_pending(bucket, &snapshot.session_id))
+            .key(
+                self.keys
+                    .session_done(bucket, plan.args.status, &snapshot.session_id),
+            );
         if let Some(ahead) = plan.ahead {
             let save: SaveArgs<'a> = self.push_save(ahead.run, "", invocation);
             let insert: InsertArgs<'a> = self.push_insert(ahead.next, invocation);

@@ -11,7 +11,8 @@
 //! | `P:{bNN}:pending` | sorted set | pending questions by when they were asked (pages of the newest) |
 //! | `P:{bNN}:done:<status>` | sorted set | resolved questions by when they were resolved |
 //! | `P:{bNN}:answers` | list | how long recent answers took, in ms (the newest 125 are read; up to 250 kept) |
-//! | `P:{bNN}:session:<session>` | set | a session's question ids in this bucket |
+//! | `P:{bNN}:session:<session>` | set | an older askbridge's: a session's question ids in this bucket, written at every ask; no longer written, read beside the resolved index below until it expires (`listings.rs`), and for an older askbridge's closed mark (`kept.rs`) |
+//! | `P:{bNN}:session-done:<status>:<session>` | sorted set | a session's resolved question ids of one outcome in this bucket, by when they were resolved (its history and resolved listings, a page at a time: `listings.rs`); written by the claim, with a TTL it extends |
 //! | `P:{bNN}:session-pending:<session>` | sorted set | a session's pending question ids in this bucket, by when they were asked, with no TTL (its pending page, and what a session-scoped rule looks through: `session_index.rs`) |
 //! | `P:{bNN}:closed:<session>` | string | a closed session, marked in every bucket (with a TTL: how long a close is kept): a plain insert there is refused (`kept.rs`) |
 //! | `P:{bNN}:sessions-indexed` | string | `2` once this bucket's pending questions from before the session's pending index were entered in it (`session_index.rs`) |
@@ -117,6 +118,8 @@ impl Keys {
     pub(super) fn answers(&self, bucket: usize) -> String {
         self.in_bucket(bucket, "answers")
     }
+    /// The set of a session's ids in `bucket` an older askbridge wrote at every ask: read only
+    /// (`listings.rs`, `kept.rs`) until it expires.
     pub(super) fn session(&self, bucket: usize, session: &str) -> String {
         self.in_bucket(bucket, &format!("session:{session}"))
     }
@@ -124,6 +127,12 @@ impl Keys {
     /// and claim scripts, in the question's slot).
     pub(super) fn session_pending(&self, bucket: usize, session: &str) -> String {
         self.in_bucket(bucket, &format!("session-pending:{session}"))
+    }
+    /// A session's resolved questions of one outcome in `bucket`, by when they were resolved
+    /// (kept by the claim script, in the question's slot). The session comes last: it may hold
+    /// any character.
+    pub(super) fn session_done(&self, bucket: usize, status: &str, session: &str) -> String {
+        self.in_bucket(bucket, &format!("session-done:{status}:{session}"))
     }
     /// A closed session's mark in `bucket` (`kept.rs`): each bucket has its own, so that the
     /// insert script reads it in the question's slot.
@@ -250,6 +259,7 @@ mod tests {
             keys.answers(bucket),
             keys.session(bucket, "s"),
             keys.session_pending(bucket, "s"),
+            keys.session_done(bucket, "answered", "s"),
             keys.target(bucket, "telegram:-100"),
             keys.events(bucket),
             keys.audit(bucket),

@@ -1,6 +1,6 @@
 //! The ops page's listings in Redis: runs from the live and ended indexes, rules from their
-//! index by creation time, history from the resolved indexes; each page O(buckets x page)
-//! (see `pages.rs`).
+//! index by creation time, history from the resolved indexes (a session's from its own, which
+//! the claim script writes); each page O(buckets x page) (see `pages.rs`).
 
 use super::RedisStore;
 use super::codec::assemble_run;
@@ -10,7 +10,7 @@ use crate::store::{Error, Page, Result, rule_place};
 use askbridge_core::run::Run;
 use askbridge_core::{Question, Rule, Status};
 use async_trait::async_trait;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 #[async_trait]
 impl crate::store::Listings for RedisStore {
@@ -84,35 +84,58 @@ impl crate::store::Listings for RedisStore {
 
     async fn history(&self, filter: &crate::store::HistoryFilter) -> Result<Page<Question>> {
         let limit = filter.effective_limit();
+        let statuses: Vec<Status> = crate::store::FINAL
+            .iter()
+            .copied()
+            .filter(|s| filter.status.is_none_or(|f| f == *s))
+            .collect();
+        let after = filter.after.as_ref();
         let ids: Vec<String> = match &filter.session_id {
-            // Every id the session had (its set): only its pending page has an index of its
-            // own (`session_index.rs`).
             Some(session) => {
-                self.members_everywhere(|b| self.keys.session(b, session))
+                let index = |b| {
+                    statuses
+                        .iter()
+                        .map(|s| self.keys.session_done(b, s.as_str(), session))
+                        .collect()
+                };
+                let page = self.page_everywhere(index, after, limit + 1).await?;
+                self.with_older_session_ids(session, page.into_iter().map(|(id, _)| id))
                     .await?
             }
             None => {
-                let statuses: Vec<Status> = crate::store::FINAL
-                    .iter()
-                    .copied()
-                    .filter(|s| filter.status.is_none_or(|f| f == *s))
-                    .collect();
-                self.page_everywhere(
-                    |b| {
-                        statuses
-                            .iter()
-                            .map(|s| self.keys.done(b, s.as_str()))
-                            .collect()
-                    },
-                    filter.after.as_ref(),
-                    limit + 1,
-                )
-                .await?
-                .into_iter()
-                .map(|(id, _)| id)
-                .collect()
+                let index = |b| {
+                    statuses
+                        .iter()
+                        .map(|s| self.keys.done(b, s.as_str()))
+                        .collect()
+                };
+                let page = self.page_everywhere(index, after, limit + 1).await?;
+                page.into_iter().map(|(id, _)| id).collect()
             }
         };
         Ok(filter.page(self.load_many(&ids).await?))
+    }
+}
+
+impl RedisStore {
+    /// A page of a session's resolved ids (`page`, read from its resolved indexes), and every id
+    /// of the set an older askbridge wrote at each ask into the session, while that set lives:
+    /// the questions it resolved are in no resolved index of the session's. The caller's filter
+    /// drops what is pending or off the page; the set expires a retention after its last ask,
+    /// and with it the only read here that is not a page.
+    pub(super) async fn with_older_session_ids(
+        &self,
+        session: &str,
+        page: impl IntoIterator<Item = String>,
+    ) -> Result<Vec<String>> {
+        let mut ids: Vec<String> = page.into_iter().collect();
+        let older = self
+            .members_everywhere(|b| self.keys.session(b, session))
+            .await?;
+        if !older.is_empty() {
+            let mut seen: HashSet<String> = ids.iter().cloned().collect();
+            ids.extend(older.into_iter().filter(|id| seen.insert(id.clone())));
+        }
+        Ok(ids)
     }
 }

@@ -88,7 +88,6 @@ impl RedisStore {
             .key(self.keys.question(id))
             .key(self.keys.open(bucket))
             .key(self.keys.pending(bucket))
-            .key(self.keys.session(bucket, &question.session_id))
             .key(self.keys.events(bucket))
             .key(self.keys.session_pending(bucket, &question.session_id));
         let targets = question.all_targets();
@@ -197,9 +196,15 @@ impl Questions for RedisStore {
                 self.newest_everywhere(|b| self.keys.session_pending(b, session), limit)
                     .await?
             }
+            // Its resolved index of that outcome: a page, not every id it ever had.
             (_, Some(session)) => {
-                self.members_everywhere(|b| self.keys.session(b, session))
-                    .await?
+                let page = self
+                    .newest_everywhere(
+                        |b| self.keys.session_done(b, status.as_str(), session),
+                        limit,
+                    )
+                    .await?;
+                self.with_older_session_ids(session, page).await?
             }
             (None, None) if status == Status::Pending => {
                 self.newest_everywhere(|b| self.keys.pending(b), limit)

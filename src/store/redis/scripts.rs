@@ -14,7 +14,6 @@
 
 use super::claim::ANSWERS_KEPT;
 use super::events::EVENTS_MAXLEN;
-use askbridge_core::question::MAX_TIMEOUT;
 use redis::Script;
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -42,8 +41,8 @@ scripts! {
     VOTE => ["announce.lua"] "vote.lua",
 }
 
-/// How much longer than it must a session's set is kept when an ask extends it: the asks within
-/// that hour find it far enough ahead and write no expiry.
+/// How much longer than it must a session's resolved index is kept when a claim extends it: the
+/// claims within that hour find it far enough ahead and write no expiry (nor trim it).
 const SESSION_SLACK: Duration = Duration::from_secs(3600);
 
 macro_rules! named {
@@ -80,12 +79,12 @@ named! {
 
 /// The settings line: Lua locals every function of the script sees (as upvalues, no lookup).
 fn settings(retention: Duration) -> String {
-    // A session's set lives as long as its newest question can, and then some.
-    let session_ttl = retention + MAX_TIMEOUT;
+    // A session's resolved index lives as long as its newest question is kept, and then some.
+    let session_ttl = retention;
     format!(
         "-- This store's settings (scripts.rs): RETENTION, how long a resolved question is kept, \
-         ms; SESSION_TTL, the least TTL a session's set must have, ms, and SESSION_KEEP, the TTL \
-         it is given when it has less; EVENTS_MAXLEN, an events stream's length; ANSWERS_KEPT, \
+         ms; SESSION_TTL, the least TTL a session's resolved index must have after a claim, ms, \
+         and SESSION_KEEP, the TTL it is given when it has less; EVENTS_MAXLEN, an events stream's length; ANSWERS_KEPT, \
          how many answer times are read.\n\
          local RETENTION, SESSION_TTL, SESSION_KEEP, EVENTS_MAXLEN, ANSWERS_KEPT = \
          '{}', {}, '{}', '{EVENTS_MAXLEN}', {ANSWERS_KEPT}",
@@ -106,7 +105,7 @@ mod tests {
         assert!(
             line.ends_with(
                 "local RETENTION, SESSION_TTL, SESSION_KEEP, EVENTS_MAXLEN, ANSWERS_KEPT = \
-                 '604800000', 1209600000, '1213200000', '1000', 125"
+                 '604800000', 604800000, '608400000', '1000', 125"
             ),
             "{line}"
         );

@@ -1,7 +1,8 @@
 //! A session's pending questions, indexed on their own so that its pending page — and the search
 //! a session-scoped rule makes for the pending approvals it decides — reads that page, not every
-//! id the session ever had (`P:{bNN}:session:<session>` keeps those until they expire: with a
-//! million in one session, the first page took 18.9 s).
+//! id the session ever had (the set `P:{bNN}:session:<session>` an older askbridge wrote: with a
+//! million in one session, the first page took 18.9 s). Its resolved questions have an index of
+//! their own per outcome, which the claim script writes (`claim.lua`, read in `listings.rs`).
 //!
 //! The index is kept eagerly, not trimmed lazily while paging: a session's pending index
 //! (`P:{bNN}:session-pending:<session>`) lives in its bucket, under the same hash tag as the

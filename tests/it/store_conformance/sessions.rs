@@ -149,17 +149,7 @@ async fn redis_a_sessions_pending_page_reads_no_resolved_question() {
     let resolved = ask(&*fixture.store, "s", 40, true).await;
     let pending = ask(&*fixture.store, "s", 1, false).await;
     let mut connection = fixture.server.connection().await;
-    for q in &resolved {
-        let record = keys(&mut connection, &format!("*:q:{}", q.id)).await;
-        assert_eq!(record.len(), 1, "{record:?}");
-        let _: () = redis::cmd("HSET")
-            .arg(&record[0])
-            .arg("q")
-            .arg("not a question")
-            .query_async(&mut connection)
-            .await
-            .unwrap();
-    }
+    spoil(&mut connection, &resolved).await;
     let page = fixture
         .store
         .list(&of_session("s", Status::Pending, 50))
@@ -259,12 +249,12 @@ async fn redis_a_session_closed_by_an_older_askbridge_stays_closed_until_reopene
     let fixture = redis_store_with(StoreOptions::default()).await;
     ask(&*fixture.store, "old", 3, false).await;
     let mut connection = fixture.server.connection().await;
-    let sets = keys(&mut connection, "*:session:old").await;
-    assert!(!sets.is_empty());
+    let indexes = keys(&mut connection, "*:session-pending:old").await;
+    assert!(!indexes.is_empty());
     // Bucket 0's set, where `session_closed` looks (the prefix is the test's own).
     let set = format!(
         "{}{{b00}}:session:old",
-        &sets[0][..sets[0].find("{b").unwrap()]
+        &indexes[0][..indexes[0].find("{b").unwrap()]
     );
     let _: i64 = redis::cmd("SADD")
         .arg(&set)
@@ -276,4 +266,116 @@ async fn redis_a_session_closed_by_an_older_askbridge_stays_closed_until_reopene
     assert!(!fixture.store.session_closed("other").await.unwrap());
     fixture.store.reopen_session("old").await.unwrap();
     assert!(!fixture.store.session_closed("old").await.unwrap());
+}
+
+/// Makes the records of `questions` unreadable: a listing that reads one of them fails.
+async fn spoil(connection: &mut redis::aio::MultiplexedConnection, questions: &[Question]) {
+    for q in questions {
+        let record = keys(connection, &format!("*:q:{}", q.id)).await;
+        assert_eq!(record.len(), 1, "{record:?}");
+        let _: () = redis::cmd("HSET")
+            .arg(&record[0])
+            .arg("q")
+            .arg("not a question")
+            .query_async(connection)
+            .await
+            .unwrap();
+    }
+}
+
+/// Redis only: a session's history page and its listing of one outcome read that page of its
+/// resolved questions, not every one it had: the records of all but the newest are made
+/// unreadable, and the first pages still answer, where reading further fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_a_sessions_history_reads_only_its_page() {
+    let fixture = redis_store_with(StoreOptions::default()).await;
+    let resolved = ask(&*fixture.store, "s", 40, true).await;
+    ask(&*fixture.store, "s", 2, false).await;
+    let mut connection = fixture.server.connection().await;
+    // A page of 3 reads 4 (the 4th tells whether a next page exists): two pages read the
+    // newest 7.
+    spoil(&mut connection, &resolved[..30]).await;
+    let newest: Vec<QuestionId> = resolved.iter().rev().map(|q| q.id.clone()).collect();
+    let first = HistoryFilter {
+        session_id: Some("s".into()),
+        limit: 3,
+        ..HistoryFilter::default()
+    };
+    let page = fixture.store.history(&first).await.unwrap();
+    assert_eq!(ids(page.items), newest[..3]);
+    let answered = fixture
+        .store
+        .history(&HistoryFilter {
+            status: Some(Status::Answered),
+            ..first.clone()
+        })
+        .await
+        .unwrap();
+    assert_eq!(ids(answered.items), newest[..3]);
+    let listed = fixture
+        .store
+        .list(&of_session("s", Status::Answered, 3))
+        .await
+        .unwrap();
+    assert_eq!(ids(listed), newest[..3]);
+    let next = HistoryFilter {
+        after: page.next,
+        ..first
+    };
+    let second = fixture.store.history(&next).await.unwrap();
+    assert_eq!(ids(second.items), newest[3..6]);
+    let further = HistoryFilter { limit: 10, ..next };
+    assert!(
+        fixture.store.history(&further).await.is_err(),
+        "reading the spoilt records fails"
+    );
+}
+
+/// Redis only: questions an older askbridge asked into a session (their ids in the session's
+/// set, none in its resolved index) are still in the session's history and listings, beside
+/// those resolved since, each once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_a_sessions_questions_from_an_older_askbridge_stay_in_its_history() {
+    let fixture = redis_store_with(StoreOptions::default()).await;
+    let older = ask(&*fixture.store, "s", 3, true).await;
+    let mut connection = fixture.server.connection().await;
+    // As an older askbridge left them: in the session's set, in no resolved index of its own.
+    let resolved = keys(&mut connection, "*:session-done:*:s").await;
+    assert!(!resolved.is_empty());
+    let _: () = redis::cmd("DEL")
+        .arg(&resolved)
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    let newer = ask(&*fixture.store, "s", 2, true).await;
+    for q in older.iter().chain(&newer[..1]) {
+        let record = keys(&mut connection, &format!("*:q:{}", q.id)).await;
+        let set = record[0].replace(&format!(":q:{}", q.id), ":session:s");
+        let _: i64 = redis::cmd("SADD")
+            .arg(&set)
+            .arg(q.id.as_str())
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+    }
+    let all: Vec<QuestionId> = older
+        .iter()
+        .chain(&newer)
+        .rev()
+        .map(|q| q.id.clone())
+        .collect();
+    let history = HistoryFilter {
+        session_id: Some("s".into()),
+        ..HistoryFilter::default()
+    };
+    assert_eq!(
+        ids(fixture.store.history(&history).await.unwrap().items),
+        all
+    );
+    let listed = fixture
+        .store
+        .list(&of_session("s", Status::Answered, 10))
+        .await
+        .unwrap();
+    assert_eq!(ids(listed), all);
 }

@@ -11,8 +11,9 @@
 -- KEYS: 1 question, 2 shown, 3 effects, 4 open index, 5 pending index, 6 resolved index of the
 --       resulting status, 7 events stream, 8 audit stream, 9 recent answer times, 10 the run's
 --       fields (the question key again when there is none), 11 the run lease index, 12 the run's
---       data, 13 the session's pending index (in this bucket); with a run carried ahead
---       (`was`), 14-20 save_run's keys for it and 21.. insert_question's for its next question.
+--       data, 13 the session's pending index (in this bucket), 14 the session's resolved index
+--       of the resulting status (in this bucket); with a run carried ahead (`was`), 15-21
+--       save_run's keys for it and 22.. insert_question's for its next question.
 -- Arguments, by name:
 --   now               the claim's time, ms
 --   id                the question's id
@@ -89,8 +90,8 @@ if a.take then
     if r[1] == 'waiting' and r[2] == a.id then
         -- The owner as save_run checks it, so that nothing is inserted that it would not save.
         if a.was and r[3] == a.was and r[4] == (a.run.owner or '')
-            and insert_question(from(KEYS, 21), a.next) == 1 then
-            save_run(from(KEYS, 14), a.run, true, 'parked')
+            and insert_question(from(KEYS, 22), a.next) == 1 then
+            save_run(from(KEYS, 15), a.run, true, 'parked')
             ahead = 1
         else
             redis.call('HSET', KEYS[10], 'state', 'running', 'owner', a.owner,
@@ -106,6 +107,16 @@ end
 -- (same session, same bucket): the index is never left empty between the two, so Redis does not
 -- delete the set only to make it again.
 redis.call('ZREM', KEYS[13], a.id)
+-- Into the session's resolved index: its history and resolved listings read a page of it, not
+-- every id the session had. Its TTL is extended only when it would expire too soon (most claims
+-- of a session find it far enough ahead: a read, no write to the AOF), and then the ids whose
+-- question has outlived the retention leave it, so that a session that lives for months does
+-- not keep them all.
+redis.call('ZADD', KEYS[14], a.now, a.id)
+if redis.call('PTTL', KEYS[14]) < SESSION_TTL then
+    redis.call('PEXPIRE', KEYS[14], SESSION_KEEP)
+    redis.call('ZREMRANGEBYSCORE', KEYS[14], '-inf', '(' .. (tonumber(a.now) - RETENTION))
+end
 -- Out of the open index when nothing is left to do; otherwise due when the effects settle.
 local finished = 0
 if a.finish_when_idle and #shown == 0 and (not a.has_run or #run > 0 or ahead == 1) then

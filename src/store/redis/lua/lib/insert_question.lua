@@ -1,7 +1,9 @@
 -- Creates a question, enters it in every index and announces it, unless its id exists: one
 -- atomic step in one bucket, so no crash leaves a question without its index entries or event.
--- K (keys): 1 question, 2 open index, 3 pending index, 4 session set, 5 events stream,
---       6 the session's pending index (in this bucket), 7.. one target set per target.
+-- K (keys): 1 question, 2 open index, 3 pending index, 4 events stream, 5 the session's
+--       pending index (in this bucket), 6.. one target set per target.
+-- A session's resolved index is the claim's to write (claim.lua): the ask writes nothing of
+-- the session but its pending index.
 -- A (arguments, by name):
 --   q            the question's JSON as asked (an object without status or resolution)
 --   event_head   the `question.asked` event before `q`'s members (see `framed`)
@@ -18,23 +20,16 @@ local function insert_question(K, A, checked)
     redis.call('HSET', K[1], 'q', A.q, 'status', 'pending', 'exp', A.deadline)
     redis.call('ZADD', K[2], A.due, A.id)
     redis.call('ZADD', K[3], A.asked, A.id)
-    redis.call('SADD', K[4], A.id)
     -- No TTL, as the pending index has none: an id leaves it by its claim, the only way a
     -- question leaves pending, and Redis deletes the set when its last id leaves.
-    redis.call('ZADD', K[6], A.asked, A.id)
-    -- Extended only when it would expire too soon, and then with room to spare: most asks of a
-    -- session find it far enough ahead, and an expiry not written is one write fewer to the AOF
-    -- and the replicas (a read is neither).
-    if redis.call('PTTL', K[4]) < SESSION_TTL then
-        redis.call('PEXPIRE', K[4], SESSION_KEEP)
-    end
-    for i = 7, #K do
+    redis.call('ZADD', K[5], A.asked, A.id)
+    for i = 6, #K do
         redis.call('SADD', K[i], A.id)
         -- A target's set lives as long as its longest-lived question may need it.
         if redis.call('PTTL', K[i]) < tonumber(A.target_ttl) then
             redis.call('PEXPIRE', K[i], A.target_ttl)
         end
     end
-    announce(K[5], EVENTS_MAXLEN, framed(A.event_head, A.q, A.event_tail))
+    announce(K[4], EVENTS_MAXLEN, framed(A.event_head, A.q, A.event_tail))
     return 1
 end
