@@ -111,11 +111,15 @@ redis.call('ZREM', KEYS[13], a.id)
 -- every id the session had. Its TTL is extended only when it would expire too soon (most claims
 -- of a session find it far enough ahead: a read, no write to the AOF), and then the ids whose
 -- question has outlived the retention leave it, so that a session that lives for months does
--- not keep them all.
+-- not keep them all. An index without a TTL was made by this very ZADD (each claim gives one):
+-- nothing to trim, as in every run's own session.
 redis.call('ZADD', KEYS[14], a.now, a.id)
-if redis.call('PTTL', KEYS[14]) < SESSION_TTL then
+local ttl = redis.call('PTTL', KEYS[14])
+if ttl < SESSION_TTL then
     redis.call('PEXPIRE', KEYS[14], SESSION_KEEP)
-    redis.call('ZREMRANGEBYSCORE', KEYS[14], '-inf', '(' .. (tonumber(a.now) - RETENTION))
+    if ttl >= 0 then
+        redis.call('ZREMRANGEBYSCORE', KEYS[14], '-inf', '(' .. (tonumber(a.now) - RETENTION))
+    end
 end
 -- Out of the open index when nothing is left to do; otherwise due when the effects settle.
 local finished = 0
