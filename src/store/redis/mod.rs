@@ -322,8 +322,9 @@ impl Admin for RedisStore {
 
     async fn purge(&self, now: Millis) -> Result<usize> {
         // Question keys expire by themselves (PEXPIRE at resolution); trim the index that points
-        // at them. Session sets expire after their newest question could have; readers skip ids
-        // whose question is gone meanwhile.
+        // at them. A session's resolved indexes are trimmed by the claims that extend them, and
+        // expire a retention after their last claim; readers skip ids whose question is gone
+        // meanwhile.
         let cutoff = now
             .0
             .saturating_sub(self.options.retention.as_millis() as u64);
