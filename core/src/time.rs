@@ -38,12 +38,33 @@ impl Millis {
         let ms = self.0 % 1000;
         let (days, rem) = (secs / 86_400, secs % 86_400);
         let (year, month, day) = civil_from_days(days as i64);
-        format!(
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z",
-            rem / 3600,
-            rem % 3600 / 60,
-            rem % 60
-        )
+        let Ok(year @ 0..=9999) = u64::try_from(year) else {
+            return format!(
+                "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+                rem / 3600,
+                rem % 3600 / 60,
+                rem % 60
+            );
+        };
+        // Digit by digit into a fixed template: every time in every answer of the API is
+        // written here, and `format!`'s machinery cost several times the arithmetic.
+        let mut text = *b"0000-00-00T00:00:00.000Z";
+        for (at, width, value) in [
+            (0, 4, year),
+            (5, 2, u64::from(month)),
+            (8, 2, u64::from(day)),
+            (11, 2, rem / 3600),
+            (14, 2, rem % 3600 / 60),
+            (17, 2, rem % 60),
+            (20, 3, ms),
+        ] {
+            let mut value = value;
+            for digit in text[at..at + width].iter_mut().rev() {
+                *digit = b'0' + (value % 10) as u8;
+                value /= 10;
+            }
+        }
+        String::from_utf8(text.to_vec()).expect("ASCII digits and separators")
     }
 
     /// A point in time as people write "since": an RFC 3339 time, milliseconds since the
@@ -200,6 +221,15 @@ mod tests {
         assert_eq!(
             Millis(951_782_400_000).to_rfc3339(),
             "2000-02-29T00:00:00.000Z"
+        );
+        assert_eq!(
+            Millis(253_402_300_799_999).to_rfc3339(),
+            "9999-12-31T23:59:59.999Z"
+        );
+        // Past year 9999: more digits, as `format!` writes them.
+        assert_eq!(
+            Millis(253_402_300_800_000).to_rfc3339(),
+            "10000-01-01T00:00:00.000Z"
         );
     }
 

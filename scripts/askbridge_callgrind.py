@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""What one ask+answer cycle costs askbridge itself, in instructions, per askbridge binary.
+
+Run: python3 scripts/askbridge_callgrind.py [--cycles 2000] [--concurrency 16] LABEL=<askbridge> ...
+
+The cycles benchmark's askbridge CPU per cycle is a time on a shared 2-core machine: it moves
+with what else runs and with how requests happen to batch, so a cut of a few per cent does not
+show. This counts instructions instead (this machine's VM has no hardware counters for `perf
+stat`): each binary runs `askbridge serve` under valgrind's callgrind on a redis-server of its
+own (no AOF), the ask+answer cycles of the benchmark (the same bodies, `--concurrency` keep-alive
+connections, each asking and then answering) are sent after a warm-up, and callgrind counts only
+those: instructions per cycle, every thread of the process (HTTP, the Redis connection, the
+event pump). Run to run it moves by a per cent or two (how requests batch still varies). Each
+label's ratio to the first. Only the standard library (and `redis_replay.py`'s Redis helpers).
+
+A profiling build (`cargo bench --profile profiling --bench hot_path --no-run`) has symbols, so
+`callgrind_annotate <dump>` shows where; pass `--keep DIR` to keep the dumps.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from redis_replay import free_port, redis_server  # noqa: E402  (one copy of each)
+
+ASK = json.dumps({
+    "session_id": "bench",
+    "prompt": "Which library for date formatting, please?",
+    "options": ["dayjs", "luxon", "date-fns"],
+    "targets": [],
+}).encode()
+REPLY = json.dumps({"answer": "luxon"}).encode()
+HEADERS = {"content-type": "application/json"}
+
+
+def post(connection, path, body):
+    connection.request("POST", path, body, HEADERS)
+    response = connection.getresponse()
+    data = response.read()
+    if response.status not in (200, 201):
+        raise RuntimeError(f"{path}: {response.status} {data[:200]!r}")
+    return json.loads(data)
+
+
+def cycles(port, total, concurrency):
+    """`total` ask+answer cycles over `concurrency` keep-alive connections."""
+    left = [total]
+    lock = threading.Lock()
+    failures = []
+
+    def worker():
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        try:
+            while True:
+                with lock:
+                    if left[0] == 0:
+                        return
+                    left[0] -= 1
+                asked = post(connection, "/api/questions", ASK)
+                post(connection, f"/api/questions/{asked['id']}/reply", REPLY)
+        except Exception as error:  # noqa: BLE001 (reported below, the run fails)
+            failures.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise RuntimeError(f"cycles failed: {failures[0]}")
+
+
+def healthz(port):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        connection.request("GET", "/healthz")
+        return connection.getresponse().status == 200
+    finally:
+        connection.close()
+
+
+def control(proc, port, *args):
+    """Sends callgrind a command; it reads them while the process runs, so requests follow."""
+    subprocess.run(["callgrind_control", *args, str(proc.pid)], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=True)
+    for _ in range(5):
+        time.sleep(0.2)
+        healthz(port)
+
+
+def instructions(binary, o, keep=None):
+    """Instructions `binary` executes for `o.cycles` cycles after `o.warm`, under callgrind."""
+    tmp = tempfile.mkdtemp()
+    redis, client = redis_server(tmp, False)
+    redis_port = client.sock.getpeername()[1]
+    port = free_port()
+    out = os.path.join(tmp, "callgrind.out")
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": tmp,
+        "REDIS_URL": f"redis://127.0.0.1:{redis_port}",
+        "ASKBRIDGE_HTTP_ADDR": f"127.0.0.1:{port}",
+        "ASKBRIDGE_LOG": "warn",
+        "ASKBRIDGE_WORKER_THREADS": "1",
+    }
+    under = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
+    proc = subprocess.Popen([*under, binary, "serve"], env=env, cwd=tmp,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 180
+        while True:
+            try:
+                if healthz(port):
+                    break
+            except OSError:
+                pass
+            if time.time() > deadline or proc.poll() is not None:
+                raise RuntimeError(f"{binary} did not become healthy under valgrind")
+            time.sleep(0.5)
+        cycles(port, o.warm, o.concurrency)
+        control(proc, port, "--zero")
+        control(proc, port, "--instr=on")
+        cycles(port, o.cycles, o.concurrency)
+        control(proc, port, "--instr=off")
+        control(proc, port, "--dump")
+        dumps = [f for f in os.listdir(tmp) if f.startswith("callgrind.out.")]
+        newest = os.path.join(tmp, max(dumps, key=lambda f: int(f.rsplit(".", 1)[1])))
+        if keep:
+            shutil.copy(newest, keep)
+        with open(newest) as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("totals:"))
+    finally:
+        for p in (proc, redis):
+            p.terminate()
+            p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cycles", type=int, default=2000)
+    p.add_argument("--warm", type=int, default=300, help="cycles before counting")
+    p.add_argument("--concurrency", type=int, default=16)
+    p.add_argument("--keep", metavar="DIR", help="keep each label's callgrind dump in DIR")
+    p.add_argument("binaries", nargs="+", metavar="LABEL=<askbridge>")
+    o = p.parse_args()
+    first = None
+    for item in o.binaries:
+        label, binary = item.split("=", 1)
+        keep = os.path.join(o.keep, f"callgrind.{label}") if o.keep else None
+        per_cycle = instructions(os.path.abspath(binary), o, keep) / o.cycles
+        first = first or per_cycle
+        print(f"{label:12} askbridge instructions per cycle {per_cycle:10.0f} (ratio {per_cycle / first:.3f})",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
