@@ -3,6 +3,7 @@
 //! scripts change. Reading puts them back together; a field that does not read is a corrupt
 //! record.
 
+use super::compact::without_empty;
 use crate::store::{Error, Event, EventKind, Result, Shown, Work};
 use askbridge_core::quorum::Vote;
 use askbridge_core::run::{JournalEntry, Origin, Run, RunState};
@@ -83,7 +84,7 @@ impl Frame {
 /// and without empty fields (they read back as their defaults), which keeps a pending
 /// question's memory in Redis small.
 pub(super) fn asked_and_frame(question: &Question) -> (String, Frame) {
-    let q = asked_fields(question).to_string();
+    let q = without_empty(question, &["resolution", "status"]);
     let frame = Frame {
         head: format!(r#"{{"kind":"{}","question":"#, EventKind::Asked.name()),
         tail: format!(r#","status":"{}"}}}}"#, Status::Pending.as_str()),
@@ -105,11 +106,16 @@ pub(super) fn voted_frame() -> (Frame, String) {
 
 /// The event announcing `question` as it is (resolved, for a claim), without its empty fields.
 pub(super) fn question_event(kind: EventKind, question: &Question) -> String {
-    let mut value = serde_json::to_value(question).expect("a question always serialises");
-    if let Some(fields) = value.as_object_mut() {
-        fields.retain(|_, v| !is_empty(v));
-    }
-    event_json(kind, value)
+    let fields = without_empty(question, &[]);
+    // A name of ours (`question.resolved`, ...): nothing in it to escape.
+    let name = kind.name();
+    let mut event = String::with_capacity(fields.len() + name.len() + 26);
+    event.push_str(r#"{"kind":""#);
+    event.push_str(name);
+    event.push_str(r#"","question":"#);
+    event.push_str(&fields);
+    event.push('}');
+    event
 }
 
 /// The event announcing a run that parked or ended (`None` for a run nobody waits on), around
@@ -121,27 +127,6 @@ pub(super) fn run_frame(run: &Run) -> Option<Frame> {
         head: format!(r#"{{"kind":"{kind}","run":"#),
         tail: format!("{}}}}}", kept_apart_members(run)),
     })
-}
-
-fn event_json(kind: EventKind, question: serde_json::Value) -> String {
-    serde_json::json!({"kind": kind.name(), "question": question}).to_string()
-}
-
-fn asked_fields(question: &Question) -> serde_json::Value {
-    let mut value = serde_json::to_value(question).expect("a question always serialises");
-    if let Some(fields) = value.as_object_mut() {
-        fields.remove("resolution");
-        fields.remove("status");
-        fields.retain(|_, v| !is_empty(v));
-    }
-    value
-}
-
-/// A field that reads back as its default when left out.
-fn is_empty(value: &serde_json::Value) -> bool {
-    value.is_null()
-        || *value == serde_json::Value::Bool(false)
-        || value.as_array().is_some_and(Vec::is_empty)
 }
 
 /// Pairs `field, value, field, value, ...` as a Lua script returns a hash.

@@ -6,7 +6,8 @@
 //! - `replica_wait/`: on a cluster, waiting for a replica after an ask or a claim without
 //!   holding other writes; `cluster_nodes.rs` reads `CLUSTER NODES` for it and for the store's
 //!   shape;
-//! - `codec.rs`: how questions and runs are spread over hash fields;
+//! - `codec.rs`: how questions and runs are spread over hash fields (`compact.rs`: a question's
+//!   JSON without its empty fields);
 //! - `args.rs` and `lua/lib/args.lua`: the scripts' named arguments, one struct per script;
 //! - a file per role, named as in the other stores: `questions.rs` (with `claim.rs`, a claim's
 //!   arguments and reply), `outbox.rs` (deliveries, the outbox, dedupe), `votes.rs` (votes,
@@ -38,6 +39,7 @@ mod audit;
 mod claim;
 mod cluster_nodes;
 mod codec;
+mod compact;
 mod connection;
 mod decisions;
 mod events;
