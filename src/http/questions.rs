@@ -36,14 +36,16 @@ pub(super) async fn create(
     }: Keyed<NewQuestion>,
 ) -> Result<(StatusCode, QuestionJson), ApiError> {
     let Some(key) = key else {
-        let question = state.bridge.create(request).await?;
+        // Boxed (here and in `attempt`): the bridge's future is the handler's largest part by
+        // far, and every move of the handler's future (axum boxes it) copied all of it.
+        let question = Box::pin(state.bridge.create(request)).await?;
         return Ok((StatusCode::CREATED, QuestionJson(question)));
     };
     if let Some(id) = key.reserve(&state, "questions").await? {
         let question = state.bridge.get(&parse_id(&id)?).await?;
         return Ok((StatusCode::OK, QuestionJson(question)));
     }
-    let made = state.bridge.create(request).await;
+    let made = Box::pin(state.bridge.create(request)).await;
     let id = made.as_ref().ok().map(|q| q.id.to_string());
     key.settle(&state, "questions", id.as_deref()).await;
     Ok((StatusCode::CREATED, QuestionJson(made?)))
@@ -214,7 +216,7 @@ pub(super) async fn attempt(
         actor: api_actor(by)?,
         chat: Target::api(),
     };
-    Ok(QuestionJson(state.bridge.attempt(attempt).await?))
+    Ok(QuestionJson(Box::pin(state.bridge.attempt(attempt)).await?))
 }
 
 pub(super) async fn reject(
