@@ -59,15 +59,17 @@ impl Waiters {
         }
     }
 
-    /// Completes every waiter of `question` if it is resolved.
-    pub fn wake(&self, question: &Question) {
+    /// Completes every waiter of `question` if it is resolved; true when one was waiting here.
+    pub fn wake(&self, question: &Question) -> bool {
         if question.is_pending() {
-            return;
+            return false;
         }
         let senders = self.lock().remove(&question.id).unwrap_or_default();
+        let mut woken = false;
         for sender in senders {
-            let _ = sender.send(Box::new(question.clone()));
+            woken |= sender.send(Box::new(question.clone())).is_ok();
         }
+        woken
     }
 
     /// The ids someone is waiting for.

@@ -124,12 +124,18 @@ impl Effects {
         }
     }
 
-    /// What follows a claim this process won: its waiters here are woken at once (other
-    /// processes hear of it from the store's events), a run handed over with the claim starts
-    /// executing here, and the effects start (the store has made the outbox entry due soon, so
-    /// that if this process dies first, any process's sweeper does them within seconds).
-    /// `ahead` is the run the claim saved parked on its next question, which it stored.
-    pub(super) fn after_win(&self, bridge: &Bridge, claimed: Claimed, ahead: Option<Ahead>) {
+    /// What follows a claim this process won: a run handed over with the claim starts executing
+    /// here, the effects start (the store has made the outbox entry due soon, so that if this
+    /// process dies first, any process's sweeper does them within seconds), and its waiters
+    /// here are woken (other processes hear of it from the store's events). `ahead` is the run
+    /// the claim saved parked on its next question, which it stored. Returns what the claimer
+    /// awaits before it goes on: see [`Woken`].
+    pub(super) fn after_win(
+        &self,
+        bridge: &Bridge,
+        claimed: Claimed,
+        ahead: Option<Ahead>,
+    ) -> Woken {
         let Claimed {
             question,
             work,
@@ -138,7 +144,6 @@ impl Effects {
             ..
         } = claimed;
         bridge.metrics().resolved(&question);
-        bridge.waiters().wake(&question);
         let handed_over = match (run, bridge.runner(), ahead) {
             (_, _, Some(Ahead { run, next, .. })) => {
                 tracing::info!(run_id = %run.id, question_id = %question.id, next_question_id = %next.id, "run resumed and waits for an answer (carried ahead with the claim)");
@@ -159,19 +164,19 @@ impl Effects {
             }
             _ => false,
         };
-        if finished {
-            // The claim did all there was to do.
-            return;
+        // Unless the claim did all there was to do.
+        if !finished {
+            let (bridge, question) = (bridge.clone(), question.clone());
+            tokio::spawn(async move {
+                let settled = bridge
+                    .effects()
+                    .settle(&bridge, &question, Some(work), handed_over);
+                if let Err(error) = settled.await {
+                    tracing::warn!(question_id = %question.id, error = %Chain(&error), "effects interrupted; the sweeper will retry");
+                }
+            });
         }
-        let bridge = bridge.clone();
-        tokio::spawn(async move {
-            let settled = bridge
-                .effects()
-                .settle(&bridge, &question, Some(work), handed_over);
-            if let Err(error) = settled.await {
-                tracing::warn!(question_id = %question.id, error = %Chain(&error), "effects interrupted; the sweeper will retry");
-            }
-        });
+        Woken(bridge.waiters().wake(&question))
     }
 
     pub(super) fn spawn_settle(&self, bridge: &Bridge, question: Question) {
@@ -360,6 +365,26 @@ impl Effects {
                     true
                 }
             }
+        }
+    }
+}
+
+/// Whether a claim woke waiters in this process, who should answer their askers before the
+/// claimer goes on: [`Woken::let_run`] yields to them then.
+///
+/// Why: a task woken (or spawned) on a tokio worker runs next, ahead of the queue, and each one
+/// after takes that place from the one before. The waiters are woken last in
+/// [`Effects::after_win`], after the settle it spawns; without the yield the claimer went on (a
+/// delivery settled, a reply sent) and the Redis connection's task it woke took the place, so a
+/// waiter answered its asker after all of that.
+#[must_use = "await `let_run`: the woken waiters answer before the claimer goes on"]
+pub(crate) struct Woken(bool);
+
+impl Woken {
+    /// Yields once to the waiters just woken, if any.
+    pub(crate) async fn let_run(self) {
+        if self.0 {
+            tokio::task::yield_now().await;
         }
     }
 }

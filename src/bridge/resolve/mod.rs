@@ -305,12 +305,20 @@ impl Resolver {
                         }
                     }
                 }
-                bridge.effects().after_win(bridge, claimed, ahead);
+                bridge
+                    .effects()
+                    .after_win(bridge, claimed, ahead)
+                    .let_run()
+                    .await;
                 Ok(resolved)
             }
             ClaimOutcome::Expired => {
                 tracing::info!(question_id = %resolved.id, "question expired (claim arrived after the deadline)");
-                bridge.effects().after_win(bridge, claimed, None);
+                bridge
+                    .effects()
+                    .after_win(bridge, claimed, None)
+                    .let_run()
+                    .await;
                 Err(Error::AlreadyResolved(Box::new(resolved)))
             }
             ClaimOutcome::AlreadyResolved => Err(Error::AlreadyResolved(Box::new(resolved))),
