@@ -5,9 +5,18 @@
 //! for the holder, then stays silent; a holder that died mid-way leaves only a lease, so the
 //! next coming is handled once that lease lapses rather than dropped as a duplicate of an answer
 //! that was never recorded.
+//!
+//! A claim planned without reading the store (see the inbox's module documentation) is sent
+//! with the taking in hand, in one round trip, rather than after it: a claim is once-only in the
+//! store, so a duplicate's claim changes nothing there (already resolved, already voted), and the
+//! duplicate is then dropped as before, its claim's result unread and no refusal recorded. Only
+//! a duplicate racing its first coming can now be the one whose claim wins; it stays silent, and
+//! the first coming tells the person the question was answered (by them).
 
 use super::commands::Turn;
+use crate::bridge::resolve::Checked;
 use crate::store::{Result, Sighting};
+use askbridge_core::Reply;
 use askbridge_core::error::Chain;
 use std::time::Duration;
 
@@ -23,6 +32,14 @@ const IN_HAND_POLL: Duration = Duration::from_millis(25);
 
 /// What the store said when a delivery was taken in hand.
 pub(super) type Taken = Result<Sighting>;
+
+/// A prepared message's delivery: taken in hand beside the reading, to be taken in hand with
+/// the claim (or before whatever else the message does), or without an id to track.
+pub(super) enum Taking {
+    Taken(String, Taken),
+    Later(String),
+    Untracked,
+}
 
 impl Turn {
     /// The key a delivery is remembered by, when it has an id.
@@ -68,6 +85,27 @@ impl Turn {
                 }
             }
         }
+    }
+
+    /// Claims `checked` in the same round trip as taking delivery `key` in hand; the reply, or
+    /// none for a duplicate.
+    pub(super) async fn claim_in_hand(
+        &self,
+        key: &str,
+        checked: Checked,
+        attempted: String,
+    ) -> Option<Reply> {
+        let resolver = self.bridge.resolver();
+        let (taken, result) = tokio::join!(
+            self.take_in_hand(key),
+            resolver.commit(&self.bridge, checked)
+        );
+        if self.handled_already(key, taken).await {
+            return None;
+        }
+        let (reply, recorded) = self.concluded(result, attempted).await;
+        self.settle_delivery(key, recorded).await;
+        Some(reply)
     }
 
     /// Marks the delivery handled when `recorded`; otherwise forgets it, so that it is handled
