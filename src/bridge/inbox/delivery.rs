@@ -11,13 +11,15 @@
 //! store, so a duplicate's claim changes nothing there (already resolved, already voted), and the
 //! duplicate is then dropped as before, its claim's result unread and no refusal recorded. Only
 //! a duplicate racing its first coming can now be the one whose claim wins; it stays silent, and
-//! the first coming tells the person the question was answered (by them).
+//! the first coming, finding the question resolved as its own claim would have resolved it, by
+//! the same person, tells them it is done.
 
 use super::commands::Turn;
+use crate::Error;
 use crate::bridge::resolve::Checked;
 use crate::store::{Result, Sighting};
-use askbridge_core::Reply;
 use askbridge_core::error::Chain;
+use askbridge_core::{Question, Reply};
 use std::time::Duration;
 
 /// How long a delivery id is remembered to drop re-deliveries.
@@ -95,6 +97,7 @@ impl Turn {
         checked: Checked,
         attempted: String,
     ) -> Option<Reply> {
+        let mine = checked.predicted().ok();
         let resolver = self.bridge.resolver();
         let (taken, result) = tokio::join!(
             self.take_in_hand(key),
@@ -103,6 +106,10 @@ impl Turn {
         if self.handled_already(key, taken).await {
             return None;
         }
+        let result = match result {
+            Err(Error::AlreadyResolved(won)) if same_outcome(&won, mine.as_ref()) => Ok(*won),
+            result => result,
+        };
         let (reply, recorded) = self.concluded(result, attempted).await;
         self.settle_delivery(key, recorded).await;
         Some(reply)
@@ -120,5 +127,20 @@ impl Turn {
         if let Err(error) = result {
             tracing::warn!(error = %Chain(&error), delivery = %key, "cannot {what} delivery");
         }
+    }
+}
+
+/// True when `won` was resolved as `mine` (this delivery's claim, predicted) would have resolved
+/// it, by the same person: a copy of this delivery racing it won the claim.
+fn same_outcome(won: &Question, mine: Option<&Question>) -> bool {
+    let Some(mine) = mine else { return false };
+    match (&won.resolution, &mine.resolution) {
+        (Some(theirs), Some(ours)) => {
+            won.status == mine.status
+                && theirs.by() == ours.by()
+                && theirs.value == ours.value
+                && theirs.message == ours.message
+        }
+        _ => false,
     }
 }
