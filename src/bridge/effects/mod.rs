@@ -144,6 +144,7 @@ impl Effects {
             ..
         } = claimed;
         bridge.metrics().resolved(&question);
+        bridge.recent().resolved(&question);
         let handed_over = match (run, bridge.runner(), ahead) {
             (_, _, Some(Ahead { run, next, .. })) => {
                 tracing::info!(run_id = %run.id, question_id = %question.id, next_question_id = %next.id, "run resumed and waits for an answer (carried ahead with the claim)");

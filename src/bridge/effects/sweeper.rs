@@ -307,6 +307,7 @@ impl Effects {
                     // sweeper takes over.
                     self.schedule.offer(resolution.at.after(SETTLE_GRACE));
                     self.take_up_run(bridge, question);
+                    bridge.recent().resolved(question);
                 }
                 bridge.waiters().wake(question);
             }

@@ -97,22 +97,23 @@ impl Turn {
         checked: Checked,
         attempted: String,
     ) -> Option<Reply> {
-        let mine = checked.predicted().ok();
-        let resolver = self.bridge.resolver();
-        let (taken, result) = tokio::join!(
-            self.take_in_hand(key),
-            resolver.commit(&self.bridge, checked)
-        );
+        let (taken, result) = tokio::join!(self.take_in_hand(key), self.claim(checked));
         if self.handled_already(key, taken).await {
             return None;
         }
-        let result = match result {
-            Err(Error::AlreadyResolved(won)) if same_outcome(&won, mine.as_ref()) => Ok(*won),
-            result => result,
-        };
         let (reply, recorded) = self.concluded(result, attempted).await;
         self.settle_delivery(key, recorded).await;
         Some(reply)
+    }
+
+    /// Claims `checked`. A question already resolved as this claim would have resolved it, by
+    /// the same person, counts as this claim's: a copy of the delivery racing it won.
+    pub(super) async fn claim(&self, checked: Checked) -> std::result::Result<Question, Error> {
+        let mine = checked.predicted().ok();
+        match self.bridge.resolver().commit(&self.bridge, checked).await {
+            Err(Error::AlreadyResolved(won)) if same_outcome(&won, mine.as_ref()) => Ok(*won),
+            result => result,
+        }
     }
 
     /// Marks the delivery handled when `recorded`; otherwise forgets it, so that it is handled

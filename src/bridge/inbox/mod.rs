@@ -297,7 +297,7 @@ impl Turn {
         let reply = match plan {
             Plan::Reply(reply) => reply,
             Plan::Claim { checked, attempted } => {
-                let result = self.bridge.resolver().commit(&self.bridge, checked).await;
+                let result = self.claim(checked).await;
                 let (reply, recorded) = self.concluded(result, attempted).await;
                 return (Some(reply), recorded);
             }
