@@ -105,6 +105,15 @@ impl Recent {
         }
     }
 
+    /// The question as remembered when that copy is as good as a read to claim it with: not a
+    /// batch or a quorum's question, whose decisions and votes change it while it is pending
+    /// (a claim writes the resolution with those it read, and "all" means the actions
+    /// undecided as stored).
+    pub(super) fn claimable(&self, id: &QuestionId) -> Option<Question> {
+        self.question(id)
+            .filter(|q| !q.is_batch() && q.quorum.is_none())
+    }
+
     /// The question as asked, if remembered.
     pub(super) fn question(&self, id: &QuestionId) -> Option<Question> {
         self.questions

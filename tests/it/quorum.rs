@@ -340,6 +340,39 @@ async fn racing_votes_resolve_once_and_a_rejection_after_one_approval_ends_it() 
     assert_eq!(declined["resolution"]["votes"][0]["by"], "telegram:7");
 }
 
+/// A rejection over HTTP, on the process that asked (and so remembers the question as asked,
+/// with no votes), after one approval: it ends the question with the vote so far, as a
+/// rejection in chat does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejection_over_http_after_one_approval_keeps_the_vote() {
+    let rig = Rig::start();
+    let id = rig.ask("reject-http", "make risky").await;
+    let shown = rig.shown(&id).await;
+    let tap = rig
+        .fake
+        .tap(GROUP, shown.id, &alice(), &shown.payload("Allow once"));
+    assert!(rig.toast(tap).await.contains("1 of 2 approved"));
+    rig.votes_become(&id, 1).await;
+    let response = post_json(
+        &rig.a.base,
+        &format!("/api/questions/{id}/reply"),
+        json!({"answer": "reject", "message": "not on a Friday"}),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    let declined: Value = response.json().await.unwrap();
+    assert_eq!(declined["status"], "declined", "{declined}");
+    assert_eq!(
+        declined["resolution"]["votes"][0]["by"], "telegram:7",
+        "{declined}"
+    );
+    let stored = rig.question(&id).await;
+    assert_eq!(
+        stored["resolution"]["votes"][0]["by"], "telegram:7",
+        "{stored}"
+    );
+}
+
 /// "Always" by one approver never stands in for a quorum; "always" voted by a quorum makes a
 /// rule that decides the next approval of that quorum's size at once.
 #[tokio::test]

@@ -356,10 +356,9 @@ impl Turn {
     }
 
     /// The question a message answers by its full id (`/answer <id> …`, `/decline <id>`, a
-    /// button), when this process remembers it as asked and that copy is as good as a read:
-    /// not a batch or a quorum's question, whose decisions and votes change it while it is
-    /// pending (and a claim writes the resolution with them), nor a form or an approval edited
-    /// field by field, whose fields are read against a draft.
+    /// button), when this process remembers it and that copy is as good as a read (see
+    /// `Recent::claimable`), and it is not a form or an approval edited field by field, whose
+    /// fields are read against a draft.
     pub(super) fn remembered(&self) -> Option<Question> {
         let id = match CommandLine::parse(&self.message.text) {
             Ok(Some(CommandLine {
@@ -373,9 +372,10 @@ impl Turn {
             _ => return None,
         };
         let IdRef::Full(id) = id else { return None };
-        self.bridge.recent().question(&id).filter(|q| {
-            !q.is_batch() && q.quorum.is_none() && q.kind != Kind::Form && !q.edits_in_fields()
-        })
+        self.bridge
+            .recent()
+            .claimable(&id)
+            .filter(|q| q.kind != Kind::Form && !q.edits_in_fields())
     }
 
     fn has_flow(&self, name: &str) -> bool {

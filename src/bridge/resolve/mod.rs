@@ -48,12 +48,7 @@ impl Resolver {
     ) -> Result<Question, Error> {
         // A program gets the claim's verdict on a question remembered as asked (see
         // `recent.rs`): if it was resolved meanwhile, the claim says so with the winner.
-        // Not a batch: its decisions change it while it is pending, and "all" means the
-        // actions undecided as stored.
-        let known = bridge
-            .recent()
-            .question(&attempt.id)
-            .filter(|q| !q.is_batch());
+        let known = bridge.recent().claimable(&attempt.id);
         let result = match self.check(bridge, &attempt, known).await {
             Ok(Reading::Claim(checked)) => {
                 self.commit(bridge, checked).await.map_err(Refusal::from)
