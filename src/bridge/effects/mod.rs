@@ -10,6 +10,7 @@
 use crate::Error;
 use crate::bridge::roles::EffectsRoles;
 use crate::bridge::runner::{Ahead, Resume};
+use crate::bridge::waiters::Woken;
 use crate::bridge::{Bridge, Runner, SETTLE_GRACE, lock};
 use crate::metrics::DeliveryAction;
 use crate::signing;
@@ -177,7 +178,7 @@ impl Effects {
                 }
             });
         }
-        Woken(bridge.waiters().wake(&question))
+        bridge.waiters().wake(&question)
     }
 
     pub(super) fn spawn_settle(&self, bridge: &Bridge, question: Question) {
@@ -366,26 +367,6 @@ impl Effects {
                     true
                 }
             }
-        }
-    }
-}
-
-/// Whether a claim woke waiters in this process, who should answer their askers before the
-/// claimer goes on: [`Woken::let_run`] yields to them then.
-///
-/// Why: a task woken (or spawned) on a tokio worker runs next, ahead of the queue, and each one
-/// after takes that place from the one before. The waiters are woken last in
-/// [`Effects::after_win`], after the settle it spawns; without the yield the claimer went on (a
-/// delivery settled, a reply sent) and the Redis connection's task it woke took the place, so a
-/// waiter answered its asker after all of that.
-#[must_use = "await `let_run`: the woken waiters answer before the claimer goes on"]
-pub(crate) struct Woken(bool);
-
-impl Woken {
-    /// Yields once to the waiters just woken, if any.
-    pub(crate) async fn let_run(self) {
-        if self.0 {
-            tokio::task::yield_now().await;
         }
     }
 }

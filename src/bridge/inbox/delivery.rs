@@ -5,21 +5,10 @@
 //! for the holder, then stays silent; a holder that died mid-way leaves only a lease, so the
 //! next coming is handled once that lease lapses rather than dropped as a duplicate of an answer
 //! that was never recorded.
-//!
-//! A claim planned without reading the store (see the inbox's module documentation) is sent
-//! with the taking in hand, in one round trip, rather than after it: a claim is once-only in the
-//! store, so a duplicate's claim changes nothing there (already resolved, already voted), and the
-//! duplicate is then dropped as before, its claim's result unread and no refusal recorded. Only
-//! a duplicate racing its first coming can now be the one whose claim wins; it stays silent, and
-//! the first coming, finding the question resolved as its own claim would have resolved it, by
-//! the same person, tells them it is done.
 
 use super::commands::Turn;
-use crate::Error;
-use crate::bridge::resolve::Checked;
 use crate::store::{Result, Sighting};
 use askbridge_core::error::Chain;
-use askbridge_core::{Question, Reply};
 use std::time::Duration;
 
 /// How long a delivery id is remembered to drop re-deliveries.
@@ -89,33 +78,6 @@ impl Turn {
         }
     }
 
-    /// Claims `checked` in the same round trip as taking delivery `key` in hand; the reply, or
-    /// none for a duplicate.
-    pub(super) async fn claim_in_hand(
-        &self,
-        key: &str,
-        checked: Checked,
-        attempted: String,
-    ) -> Option<Reply> {
-        let (taken, result) = tokio::join!(self.take_in_hand(key), self.claim(checked));
-        if self.handled_already(key, taken).await {
-            return None;
-        }
-        let (reply, recorded) = self.concluded(result, attempted).await;
-        self.settle_delivery(key, recorded).await;
-        Some(reply)
-    }
-
-    /// Claims `checked`. A question already resolved as this claim would have resolved it, by
-    /// the same person, counts as this claim's: a copy of the delivery racing it won.
-    pub(super) async fn claim(&self, checked: Checked) -> std::result::Result<Question, Error> {
-        let mine = checked.predicted().ok();
-        match self.bridge.resolver().commit(&self.bridge, checked).await {
-            Err(Error::AlreadyResolved(won)) if same_outcome(&won, mine.as_ref()) => Ok(*won),
-            result => result,
-        }
-    }
-
     /// Marks the delivery handled when `recorded`; otherwise forgets it, so that it is handled
     /// when it comes again.
     pub(super) async fn settle_delivery(&self, key: &str, recorded: bool) {
@@ -128,20 +90,5 @@ impl Turn {
         if let Err(error) = result {
             tracing::warn!(error = %Chain(&error), delivery = %key, "cannot {what} delivery");
         }
-    }
-}
-
-/// True when `won` was resolved as `mine` (this delivery's claim, predicted) would have resolved
-/// it, by the same person: a copy of this delivery racing it won the claim.
-fn same_outcome(won: &Question, mine: Option<&Question>) -> bool {
-    let Some(mine) = mine else { return false };
-    match (&won.resolution, &mine.resolution) {
-        (Some(theirs), Some(ours)) => {
-            won.status == mine.status
-                && theirs.by() == ours.by()
-                && theirs.value == ours.value
-                && theirs.message == ours.message
-        }
-        _ => false,
     }
 }

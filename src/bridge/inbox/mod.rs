@@ -10,7 +10,7 @@
 //!
 //! A tap or an `/answer` naming a question this process remembers as asked (`recent.rs`) needs
 //! no read: it is checked against that copy, as the HTTP API's replies are, and its delivery is
-//! taken in hand in the same round trip to the store as its claim (`delivery.rs`), so that the
+//! taken in hand in the same round trip to the store as its claim (`claims.rs`), so that the
 //! answer is one round trip, not two.
 
 use super::Bridge;
@@ -24,14 +24,14 @@ use askbridge_core::error::Chain;
 use askbridge_core::fill::Step;
 use askbridge_core::run::Origin;
 use askbridge_core::{
-    Actor, IdRef, Identity, Inbound, Inbox, Kind, Millis, Prepared, Question, Reply, RuleId,
-    Target, Tone,
+    Actor, IdRef, Identity, Inbound, Inbox, Millis, Prepared, Question, Reply, RuleId, Target, Tone,
 };
 use async_trait::async_trait;
 use commands::{Turn, done, refusal_reply};
 use delivery::Taking;
 use forms::Filling;
 
+mod claims;
 mod commands;
 mod delivery;
 mod forms;
@@ -334,48 +334,6 @@ impl Turn {
             ),
         };
         (reply, true)
-    }
-
-    /// A claim's reply, its refusal recorded; false when the store failed to record it.
-    pub(super) async fn concluded(
-        &self,
-        result: Result<Question, Error>,
-        attempted: String,
-    ) -> (Reply, bool) {
-        let result = result.map_err(Refusal::from);
-        let recorded = !result.as_ref().is_err_and(Refusal::is_store_failure);
-        let resolver = self.bridge.resolver();
-        let reply = match resolver
-            .conclude(&self.actor, Some(attempted), result)
-            .await
-        {
-            Ok(resolved) => done(resolved),
-            Err(error) => refusal_reply(&error),
-        };
-        (reply, recorded)
-    }
-
-    /// The question a message answers by its full id (`/answer <id> …`, `/decline <id>`, a
-    /// button), when this process remembers it and that copy is as good as a read (see
-    /// `Recent::claimable`), and it is not a form or an approval edited field by field, whose
-    /// fields are read against a draft.
-    pub(super) fn remembered(&self) -> Option<Question> {
-        let id = match CommandLine::parse(&self.message.text) {
-            Ok(Some(CommandLine {
-                command: Command::Answer(command),
-                ..
-            })) => command.id,
-            Ok(Some(CommandLine {
-                command: Command::Decline(command),
-                ..
-            })) => command.id,
-            _ => return None,
-        };
-        let IdRef::Full(id) = id else { return None };
-        self.bridge
-            .recent()
-            .claimable(&id)
-            .filter(|q| q.kind != Kind::Form && !q.edits_in_fields())
     }
 
     fn has_flow(&self, name: &str) -> bool {
