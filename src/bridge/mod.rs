@@ -65,7 +65,7 @@ pub use registry::CreateError;
 pub use resolve::{Attempt, ProgramReply, Said};
 pub use runner::{Ahead, Resume, Runner, Storing};
 pub use session::{Session, outcome_from, outcome_of, typed};
-pub use waiters::{RunNews, Waiters};
+pub use waiters::{RunNews, Waiters, Woken};
 
 use crate::Error;
 use crate::metrics::Metrics;

@@ -3,7 +3,9 @@
 //! - Questions as asked (every process sees every `question.asked` event): a question's asked
 //!   fields never change, so checking an answer against a remembered copy is as good as against
 //!   a fresh read; whether it is still pending is the claim's to find out, atomically, in the
-//!   store. An answer to a recent question is then one store command: its claim.
+//!   store. An answer to a recent question is then one store command: its claim. Once resolved
+//!   (a claim won here, or its event), the copy is the resolved question, which never changes
+//!   again: a late answer is refused from it, with the winner, as a read would refuse it.
 //! - The latest news of runs (parked, ended, or taken up here): a client waiting for a run's
 //!   next question is answered from it without a read when it already says enough.
 //!
@@ -38,6 +40,7 @@ impl<K: Clone + Eq + Hash, V: Clone> Bounded<K, V> {
         }
     }
 
+    /// Adds or replaces `key`'s value (a replaced entry keeps its place in the order).
     fn put(&mut self, key: K, value: V) {
         if self.map.insert(key.clone(), value).is_none() {
             self.order.push_back(key);
@@ -75,17 +78,40 @@ impl Default for Recent {
 }
 
 impl Recent {
-    /// Remembers a question as asked (its status and resolution are not kept: they change).
+    /// Remembers a question as asked (its status and resolution are not kept: they change),
+    /// unless it is remembered resolved already (its event may come after the resolution).
     pub(super) fn asked(&self, question: &Question) {
         let asked = Question {
             status: askbridge_core::Status::Pending,
             resolution: None,
             ..question.clone()
         };
-        self.questions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .put(question.id.clone(), asked);
+        let mut questions = self.questions.lock().unwrap_or_else(|p| p.into_inner());
+        if questions
+            .get_ref(&question.id)
+            .is_none_or(Question::is_pending)
+        {
+            questions.put(question.id.clone(), asked);
+        }
+    }
+
+    /// Remembers a question resolved: a resolution is final.
+    pub(super) fn resolved(&self, question: &Question) {
+        if !question.is_pending() {
+            self.questions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .put(question.id.clone(), question.clone());
+        }
+    }
+
+    /// The question as remembered when that copy is as good as a read to claim it with: not a
+    /// batch or a quorum's question, whose decisions and votes change it while it is pending
+    /// (a claim writes the resolution with those it read, and "all" means the actions
+    /// undecided as stored).
+    pub(super) fn claimable(&self, id: &QuestionId) -> Option<Question> {
+        self.question(id)
+            .filter(|q| !q.is_batch() && q.quorum.is_none())
     }
 
     /// The question as asked, if remembered.

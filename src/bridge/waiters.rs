@@ -59,15 +59,17 @@ impl Waiters {
         }
     }
 
-    /// Completes every waiter of `question` if it is resolved.
-    pub fn wake(&self, question: &Question) {
+    /// Completes every waiter of `question` if it is resolved; says whether one was waiting.
+    pub fn wake(&self, question: &Question) -> Woken {
         if question.is_pending() {
-            return;
+            return Woken(false);
         }
         let senders = self.lock().remove(&question.id).unwrap_or_default();
+        let mut woken = false;
         for sender in senders {
-            let _ = sender.send(Box::new(question.clone()));
+            woken |= sender.send(Box::new(question.clone())).is_ok();
         }
+        Woken(woken)
     }
 
     /// The ids someone is waiting for.
@@ -111,6 +113,27 @@ impl Waiters {
     /// True when nobody waits.
     pub fn is_empty(&self) -> bool {
         self.lock().is_empty()
+    }
+}
+
+/// Whether a claim woke waiters in this process, who should answer their askers before the
+/// claimer goes on: [`Woken::let_run`] yields to them then.
+///
+/// Why: a task woken (or spawned) on a tokio worker runs next, ahead of the queue, and each one
+/// after takes that place from the one before. The waiters are woken last in
+/// `Effects::after_win`, after the settle it spawns; without the yield the claimer went on (a
+/// delivery settled, a reply sent) and the Redis connection's task it woke took the place, so a
+/// waiter answered its asker after all of that.
+#[must_use = "await `let_run`: the woken waiters answer before the claimer goes on"]
+#[derive(Debug)]
+pub struct Woken(bool);
+
+impl Woken {
+    /// Yields once to the waiters just woken, if any.
+    pub async fn let_run(self) {
+        if self.0 {
+            tokio::task::yield_now().await;
+        }
     }
 }
 

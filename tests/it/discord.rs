@@ -571,8 +571,9 @@ async fn a_click_resolves_the_question_and_the_message_shows_the_outcome() {
 }
 
 /// A click counts while Discord is still taking its acknowledgement (the claim does not wait for
-/// a round trip to Discord), and what the clicker is told waits for it: Discord refuses a
-/// follow-up to an interaction not acknowledged yet.
+/// a round trip to Discord; the acknowledgement is sent once the click is handled), and what the
+/// clicker is told waits for it: Discord refuses a follow-up to an interaction not acknowledged
+/// yet.
 #[tokio::test]
 async fn a_click_counts_while_discord_takes_its_acknowledgement() {
     let rig = Rig::start().await;
@@ -590,8 +591,12 @@ async fn a_click_counts_while_discord_takes_its_acknowledgement() {
     );
     let answered = rig.wait_status(&q.id, Status::Answered).await;
     assert_eq!(answered.resolution.unwrap().by(), alice().identity());
+    eventually(WITHIN, "the click's acknowledgement is sent", || async {
+        !rig.callbacks(&click).is_empty()
+    })
+    .await;
     let held = rig.callbacks(&click);
-    assert_eq!(held.len(), 1, "the acknowledgement was sent at once");
+    assert_eq!(held.len(), 1, "one acknowledgement, held");
     assert_eq!(held[0].body["type"], 6);
     // A stranger's click while acknowledgements are held: refused privately once acknowledged.
     let stranger = rig.fake.click(

@@ -91,6 +91,18 @@ impl Rig {
         .await
     }
 
+    /// An approval of `make risky` asked in `session`, approved once by alice's tap (1 of 2).
+    async fn approved_once(&self, session: &str) -> String {
+        let id = self.ask(session, "make risky").await;
+        let shown = self.shown(&id).await;
+        let tap = self
+            .fake
+            .tap(GROUP, shown.id, &alice(), &shown.payload("Allow once"));
+        assert!(self.toast(tap).await.contains("1 of 2 approved"));
+        self.votes_become(&id, 1).await;
+        id
+    }
+
     async fn status_becomes(&self, id: &str, status: &str) -> Value {
         eventually_some(
             Duration::from_secs(10),
@@ -322,13 +334,7 @@ async fn racing_votes_resolve_once_and_a_rejection_after_one_approval_ends_it() 
     assert_eq!(resolutions, 2, "each question resolved once: {audit}");
 
     // A rejection after one approval ends it at once, with the message and the vote so far.
-    let id = rig.ask("reject", "make risky").await;
-    let shown = rig.shown(&id).await;
-    let tap = rig
-        .fake
-        .tap(GROUP, shown.id, &alice(), &shown.payload("Allow once"));
-    assert!(rig.toast(tap).await.contains("1 of 2 approved"));
-    rig.votes_become(&id, 1).await;
+    let id = rig.approved_once("reject").await;
     rig.fake.say(
         GROUP,
         &bob(),
@@ -338,6 +344,33 @@ async fn racing_votes_resolve_once_and_a_rejection_after_one_approval_ends_it() 
     assert_eq!(declined["resolution"]["by"], "telegram:8");
     assert_eq!(declined["resolution"]["message"], "not on a Friday");
     assert_eq!(declined["resolution"]["votes"][0]["by"], "telegram:7");
+}
+
+/// A rejection over HTTP, on the process that asked (and so remembers the question as asked,
+/// with no votes), after one approval: it ends the question with the vote so far, as a
+/// rejection in chat does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejection_over_http_after_one_approval_keeps_the_vote() {
+    let rig = Rig::start();
+    let id = rig.approved_once("reject-http").await;
+    let response = post_json(
+        &rig.a.base,
+        &format!("/api/questions/{id}/reply"),
+        json!({"answer": "reject", "message": "not on a Friday"}),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    let declined: Value = response.json().await.unwrap();
+    assert_eq!(declined["status"], "declined", "{declined}");
+    assert_eq!(
+        declined["resolution"]["votes"][0]["by"], "telegram:7",
+        "{declined}"
+    );
+    let stored = rig.question(&id).await;
+    assert_eq!(
+        stored["resolution"]["votes"][0]["by"], "telegram:7",
+        "{stored}"
+    );
 }
 
 /// "Always" by one approver never stands in for a quorum; "always" voted by a quorum makes a

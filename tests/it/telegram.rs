@@ -293,7 +293,7 @@ async fn a_tap_by_an_allowed_user_resolves_the_question_and_withdraws_it_everywh
     })
     .await;
     assert_eq!(s.status(id).await, "answered");
-    // The tap was acknowledged with a toast that predicted the outcome.
+    // The tap was acknowledged with a toast saying the outcome.
     assert_eq!(
         s.fake.toasts(),
         vec!["✓ Answered: luxon, by @alice via telegram".to_owned()]
@@ -316,7 +316,7 @@ async fn asked_in_group(s: &Setup) -> (String, Sent) {
 }
 
 /// A tap counts while Telegram is still taking its callback answer: the claim does not wait for
-/// a round trip to Telegram (the toast is the prediction, which needs nothing from the claim).
+/// a round trip to Telegram (the callback is answered once the claim is in, with its reply).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tap_counts_while_telegram_takes_its_answer() {
     let s = setup().await;

@@ -5,23 +5,28 @@
 //! anonymous admins, channels — their `from` is a placeholder), forwarded messages (the words are
 //! someone else's), messages through inline bots, and edits (a changed message must not re-answer).
 //!
-//! A tap is acknowledged at once — `answerCallbackQuery` with the toast [`Inbox::prepare`] predicts
-//! from its one reading of the question — so the button never spins and the person learns at once
-//! whether the tap counts. The prepared claim is committed alongside, not after: the toast needs
-//! nothing from the claim, and waiting for Telegram's answer first put a round trip to Telegram
-//! into every tap's way to the asker. Only if the claim's reply differs from the prediction
-//! (someone else won in between) is it sent as a message.
+//! A tap is acknowledged (`answerCallbackQuery`, whose toast tells the person whether the tap
+//! counted) as soon as its claim is in, with the claim's own reply: the claim goes to the store
+//! first. Sent before the claim or alongside it, the acknowledgement's request was built and
+//! written on the same worker thread, and its round trip to Telegram taken by the same two
+//! cores, ahead of the claim that releases the asker (the tap -> released steps in the README's
+//! Benchmarks). A claim that takes longer than [`ACK_WITHIN`] (a store in trouble) does not keep
+//! the button spinning: the toast is then the reply [`Inbox::prepare`] predicted from its
+//! reading of the question, and the claim's reply is sent as a message if it differs.
 
 use crate::sending::{TelegramChannel, with_rate_limit};
 use crate::{SURFACE, Telegram};
 use askbridge_core::command::{Command, CommandLine, addressed_elsewhere};
 use askbridge_core::{Identity, Inbound, Inbox, Reply, ReplyTo, Target, render};
 use std::sync::Arc;
+use std::time::Duration;
 use teloxide::prelude::*;
 use teloxide::types::{CallbackQuery, MaybeInaccessibleMessage, Message, Update, UpdateKind, User};
 
 /// Telegram's limit on a callback answer's text.
 const TOAST_CHARS: usize = 200;
+/// The longest a tap's acknowledgement waits for its claim before it toasts the prediction.
+const ACK_WITHIN: Duration = Duration::from_secs(1);
 
 fn display_name(user: &User) -> String {
     match &user.username {
@@ -128,11 +133,20 @@ impl Telegram {
         };
         let prepared = inbox.prepare(inbound).await;
         let predicted = prepared.preview().cloned();
-        let toast = predicted
-            .as_ref()
-            .map(|r| r.text.as_str())
-            .unwrap_or_default();
-        let (_, reply) = tokio::join!(self.acknowledge(&query, toast), prepared.commit());
+        let commit = prepared.commit();
+        tokio::pin!(commit);
+        let (toasted, reply) = match tokio::time::timeout(ACK_WITHIN, &mut commit).await {
+            Ok(reply) => {
+                let toasted = reply.as_ref().or(predicted.as_ref());
+                self.acknowledge(&query, text_of(toasted)).await;
+                (toasted.cloned(), reply)
+            }
+            Err(_) => {
+                let acknowledged = self.acknowledge(&query, text_of(predicted.as_ref()));
+                let (_, reply) = tokio::join!(acknowledged, commit);
+                (predicted, reply)
+            }
+        };
         let Some(reply) = reply else {
             return;
         };
@@ -143,7 +157,7 @@ impl Telegram {
         // A reply with buttons (a form's next field) is a message: a toast cannot hold them; nor
         // can it hold a long reply whole (a batch's Edit says the command to copy).
         let whole_in_toast = reply.text.chars().count() <= TOAST_CHARS;
-        if (predicted.as_ref().is_none_or(|p| p.text != reply.text)
+        if (toasted.as_ref().is_none_or(|t| t.text != reply.text)
             || !reply.buttons.is_empty()
             || !whole_in_toast)
             && let Err(error) = self
@@ -199,6 +213,11 @@ impl Telegram {
             tracing::warn!(question_id = %question.id, %error, "cannot withdraw after a redraw");
         }
     }
+}
+
+/// A reply's text, or none.
+fn text_of(reply: Option<&Reply>) -> &str {
+    reply.map(|r| r.text.as_str()).unwrap_or_default()
 }
 
 /// The selection a `/pick` payload carries.

@@ -86,7 +86,11 @@ impl Approvals {
             return Err(Error::NotFound(question.id.clone()));
         };
         let resolved = claimed.question.clone();
-        bridge.effects().after_win(bridge, claimed, None);
+        bridge
+            .effects()
+            .after_win(bridge, claimed, None)
+            .let_run()
+            .await;
         Ok(Some(resolved))
     }
 }

@@ -297,7 +297,11 @@ impl Approvals {
             .as_ref()
             .is_some_and(|r| r.decider.rule().is_some())
         {
-            bridge.effects().after_win(bridge, claimed, None);
+            bridge
+                .effects()
+                .after_win(bridge, claimed, None)
+                .let_run()
+                .await;
         }
         Ok(resolved)
     }

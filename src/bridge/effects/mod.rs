@@ -10,6 +10,7 @@
 use crate::Error;
 use crate::bridge::roles::EffectsRoles;
 use crate::bridge::runner::{Ahead, Resume};
+use crate::bridge::waiters::Woken;
 use crate::bridge::{Bridge, Runner, SETTLE_GRACE, lock};
 use crate::metrics::DeliveryAction;
 use crate::signing;
@@ -124,12 +125,18 @@ impl Effects {
         }
     }
 
-    /// What follows a claim this process won: its waiters here are woken at once (other
-    /// processes hear of it from the store's events), a run handed over with the claim starts
-    /// executing here, and the effects start (the store has made the outbox entry due soon, so
-    /// that if this process dies first, any process's sweeper does them within seconds).
-    /// `ahead` is the run the claim saved parked on its next question, which it stored.
-    pub(super) fn after_win(&self, bridge: &Bridge, claimed: Claimed, ahead: Option<Ahead>) {
+    /// What follows a claim this process won: a run handed over with the claim starts executing
+    /// here, the effects start (the store has made the outbox entry due soon, so that if this
+    /// process dies first, any process's sweeper does them within seconds), and its waiters
+    /// here are woken (other processes hear of it from the store's events). `ahead` is the run
+    /// the claim saved parked on its next question, which it stored. Returns what the claimer
+    /// awaits before it goes on: see [`Woken`].
+    pub(super) fn after_win(
+        &self,
+        bridge: &Bridge,
+        claimed: Claimed,
+        ahead: Option<Ahead>,
+    ) -> Woken {
         let Claimed {
             question,
             work,
@@ -138,7 +145,7 @@ impl Effects {
             ..
         } = claimed;
         bridge.metrics().resolved(&question);
-        bridge.waiters().wake(&question);
+        bridge.recent().resolved(&question);
         let handed_over = match (run, bridge.runner(), ahead) {
             (_, _, Some(Ahead { run, next, .. })) => {
                 tracing::info!(run_id = %run.id, question_id = %question.id, next_question_id = %next.id, "run resumed and waits for an answer (carried ahead with the claim)");
@@ -159,19 +166,19 @@ impl Effects {
             }
             _ => false,
         };
-        if finished {
-            // The claim did all there was to do.
-            return;
+        // Unless the claim did all there was to do.
+        if !finished {
+            let (bridge, question) = (bridge.clone(), question.clone());
+            tokio::spawn(async move {
+                let settled = bridge
+                    .effects()
+                    .settle(&bridge, &question, Some(work), handed_over);
+                if let Err(error) = settled.await {
+                    tracing::warn!(question_id = %question.id, error = %Chain(&error), "effects interrupted; the sweeper will retry");
+                }
+            });
         }
-        let bridge = bridge.clone();
-        tokio::spawn(async move {
-            let settled = bridge
-                .effects()
-                .settle(&bridge, &question, Some(work), handed_over);
-            if let Err(error) = settled.await {
-                tracing::warn!(question_id = %question.id, error = %Chain(&error), "effects interrupted; the sweeper will retry");
-            }
-        });
+        bridge.waiters().wake(&question)
     }
 
     pub(super) fn spawn_settle(&self, bridge: &Bridge, question: Question) {

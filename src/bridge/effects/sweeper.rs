@@ -307,8 +307,10 @@ impl Effects {
                     // sweeper takes over.
                     self.schedule.offer(resolution.at.after(SETTLE_GRACE));
                     self.take_up_run(bridge, question);
+                    bridge.recent().resolved(question);
                 }
-                bridge.waiters().wake(question);
+                // The pump awaits its next event next, which lets the woken run.
+                let _ = bridge.waiters().wake(question);
             }
             // This process's own news coming back: nothing new to remember or to wake with.
             Event::Run { run, .. } if bridge.recent().knows_run(run) => {}
@@ -376,7 +378,7 @@ impl Effects {
     async fn recheck_waiters(&self, bridge: &Bridge) {
         for id in bridge.waiters().ids() {
             if let Ok(Some(question)) = self.store.questions.get(&id).await {
-                bridge.waiters().wake(&question);
+                bridge.waiters().wake(&question).let_run().await;
             }
         }
         for id in bridge.waiters().run_ids() {

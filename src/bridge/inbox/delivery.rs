@@ -24,6 +24,14 @@ const IN_HAND_POLL: Duration = Duration::from_millis(25);
 /// What the store said when a delivery was taken in hand.
 pub(super) type Taken = Result<Sighting>;
 
+/// A prepared message's delivery: taken in hand beside the reading, to be taken in hand with
+/// the claim (or before whatever else the message does), or without an id to track.
+pub(super) enum Taking {
+    Taken(String, Taken),
+    Later(String),
+    Untracked,
+}
+
 impl Turn {
     /// The key a delivery is remembered by, when it has an id.
     pub(super) fn delivery_key(&self) -> Option<String> {

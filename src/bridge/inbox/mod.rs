@@ -7,6 +7,11 @@
 //! beside that reading, and predicts the reply; the second drops a duplicate delivery, claims
 //! with that same reading (the resolver's `commit`), and records a refusal (its `conclude`). Bad
 //! input of any kind gets one polite line back and changes nothing.
+//!
+//! A tap or an `/answer` naming a question this process remembers as asked (`recent.rs`) needs
+//! no read: it is checked against that copy, as the HTTP API's replies are, and its delivery is
+//! taken in hand in the same round trip to the store as its claim (`claims.rs`), so that the
+//! answer is one round trip, not two.
 
 use super::Bridge;
 use super::resolve::{Attempt, Checked, Reading, Refusal, Said};
@@ -23,9 +28,10 @@ use askbridge_core::{
 };
 use async_trait::async_trait;
 use commands::{Turn, done, refusal_reply};
-use delivery::Taken;
+use delivery::Taking;
 use forms::Filling;
 
+mod claims;
 mod commands;
 mod delivery;
 mod forms;
@@ -68,14 +74,16 @@ impl Inbox for Bridge {
             actor: actor_of(&message),
             message,
         };
-        // The delivery is taken in hand beside the reading of what it asks: one round trip to
-        // the store before the claim rather than two.
-        let taking = async {
-            let key = turn.delivery_key()?;
-            let taken = turn.take_in_hand(&key).await;
-            Some((key, taken))
+        // The delivery is taken in hand beside the reading of what it asks (one round trip to
+        // the store before the claim rather than two), or with the claim when nothing is read.
+        let (plan, taken) = match turn.delivery_key() {
+            None => (turn.plan().await, Taking::Untracked),
+            Some(key) if turn.remembered().is_some() => (turn.plan().await, Taking::Later(key)),
+            Some(key) => {
+                let (plan, taken) = tokio::join!(turn.plan(), turn.take_in_hand(&key));
+                (plan, Taking::Taken(key, taken))
+            }
         };
-        let (plan, taken) = tokio::join!(turn.plan(), taking);
         let preview = turn.preview(&plan);
         Prepared::new(
             preview,
@@ -178,7 +186,7 @@ impl Turn {
     async fn attempt(&self, id: &IdRef, said: Said) -> Plan {
         let attempted = id.to_string();
         let found = match id {
-            IdRef::Full(id) => Ok((id.clone(), None)),
+            IdRef::Full(id) => Ok((id.clone(), self.remembered())),
             IdRef::Prefix(_) => answerable(&self.bridge, &self.message.sender, &self.message.chat)
                 .await
                 .and_then(|candidates| {
@@ -249,21 +257,32 @@ impl Turn {
         }
     }
 
-    /// Does what was planned, once per delivery. The delivery was taken in hand (`taken`: its
+    /// Does what was planned, once per delivery. The delivery was taken in hand (`taking`: its
     /// key, and what the store said) before it is carried out, in one step, so that a delivery
     /// twice at once (a platform's retry racing the first) is carried out once and answered
     /// once; it is settled after, so that a process killed in between leaves only a lease, and
     /// the delivery's next coming (the platform's retry, a mail still in the inbox) is handled
-    /// once the lease lapses.
-    async fn commit(self, plan: Plan, taken: Option<(String, Taken)>) -> Option<Reply> {
-        let key = match taken {
-            Some((key, sighting)) => {
+    /// once the lease lapses. A claim planned without a read is sent with the taking in hand.
+    async fn commit(self, plan: Plan, taking: Taking) -> Option<Reply> {
+        let taken = match (plan, taking) {
+            (Plan::Claim { checked, attempted }, Taking::Later(key)) => {
+                return self.claim_in_hand(&key, checked, attempted).await;
+            }
+            (plan, Taking::Later(key)) => {
+                let taken = self.take_in_hand(&key).await;
+                (plan, Some((key, taken)))
+            }
+            (plan, Taking::Taken(key, taken)) => (plan, Some((key, taken))),
+            (plan, Taking::Untracked) => (plan, None),
+        };
+        let (plan, key) = match taken {
+            (plan, Some((key, sighting))) => {
                 if self.handled_already(&key, sighting).await {
                     return None;
                 }
-                Some(key)
+                (plan, Some(key))
             }
-            None => None,
+            (plan, None) => (plan, None),
         };
         let (reply, recorded) = self.carry_out(plan).await;
         if let Some(key) = &key {
@@ -278,19 +297,8 @@ impl Turn {
         let reply = match plan {
             Plan::Reply(reply) => reply,
             Plan::Claim { checked, attempted } => {
-                let resolver = self.bridge.resolver();
-                let result = resolver
-                    .commit(&self.bridge, checked)
-                    .await
-                    .map_err(Refusal::from);
-                let recorded = !result.as_ref().is_err_and(Refusal::is_store_failure);
-                let reply = match resolver
-                    .conclude(&self.actor, Some(attempted), result)
-                    .await
-                {
-                    Ok(resolved) => done(resolved),
-                    Err(error) => refusal_reply(&error),
-                };
+                let result = self.claim(checked).await;
+                let (reply, recorded) = self.concluded(result, attempted).await;
                 return (Some(reply), recorded);
             }
             Plan::Refuse {

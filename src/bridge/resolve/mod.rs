@@ -48,12 +48,7 @@ impl Resolver {
     ) -> Result<Question, Error> {
         // A program gets the claim's verdict on a question remembered as asked (see
         // `recent.rs`): if it was resolved meanwhile, the claim says so with the winner.
-        // Not a batch: its decisions change it while it is pending, and "all" means the
-        // actions undecided as stored.
-        let known = bridge
-            .recent()
-            .question(&attempt.id)
-            .filter(|q| !q.is_batch());
+        let known = bridge.recent().claimable(&attempt.id);
         let result = match self.check(bridge, &attempt, known).await {
             Ok(Reading::Claim(checked)) => {
                 self.commit(bridge, checked).await.map_err(Refusal::from)
@@ -305,12 +300,20 @@ impl Resolver {
                         }
                     }
                 }
-                bridge.effects().after_win(bridge, claimed, ahead);
+                bridge
+                    .effects()
+                    .after_win(bridge, claimed, ahead)
+                    .let_run()
+                    .await;
                 Ok(resolved)
             }
             ClaimOutcome::Expired => {
                 tracing::info!(question_id = %resolved.id, "question expired (claim arrived after the deadline)");
-                bridge.effects().after_win(bridge, claimed, None);
+                bridge
+                    .effects()
+                    .after_win(bridge, claimed, None)
+                    .let_run()
+                    .await;
                 Err(Error::AlreadyResolved(Box::new(resolved)))
             }
             ClaimOutcome::AlreadyResolved => Err(Error::AlreadyResolved(Box::new(resolved))),

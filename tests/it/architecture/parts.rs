@@ -17,6 +17,7 @@ const BRIDGE_PARTS: &[(&str, Option<&str>)] = &[
     ("effects/sweeper.rs", Some("Effects")),
     ("facade.rs", None),
     ("idempotent.rs", Some("Idempotent")),
+    ("inbox/claims.rs", None),
     ("inbox/commands.rs", None),
     ("inbox/delivery.rs", None),
     ("inbox/forms.rs", None),

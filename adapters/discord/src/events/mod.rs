@@ -5,10 +5,11 @@
 //!
 //! Order matters for clicks: Discord shows "This interaction failed" unless it gets a first
 //! response within 3 seconds, and the bridge's work (a store claim, on Redis perhaps) has no such
-//! bound. So a click's acknowledgement, a deferred update that changes nothing on screen, is sent
-//! at once, and the click is handed to the inbox alongside it rather than after Discord took it:
-//! the claim needs nothing from the acknowledgement, and waiting for it put a round trip to
-//! Discord into every click's way to the asker. The bridge itself then edits the message
+//! bound. A click's acknowledgement, a deferred update that changes nothing on screen, is sent
+//! once the inbox has handled the click, or after [`ACK_WITHIN`] if it has not by then: the claim
+//! needs nothing from the acknowledgement, and sent first (or alongside) its request was built
+//! and written on the same worker thread, and its round trip taken by the same cores, ahead of
+//! the claim that releases the asker. The bridge itself then edits the message
 //! everywhere it is shown (the withdraw); a refusal ("You can't answer this question", "Already
 //! answered") goes to the clicker alone, as an ephemeral follow-up, once the acknowledgement is
 //! in (a follow-up needs the first response).
@@ -38,7 +39,10 @@ use serenity::builder::{
     EditInteractionResponse,
 };
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
+/// The longest a click's acknowledgement waits for the inbox: Discord wants it within 3 s.
+const ACK_WITHIN: Duration = Duration::from_secs(1);
 /// Most choices Discord accepts in an autocomplete answer.
 const AUTOCOMPLETE_CHOICES: usize = 25;
 /// Longest autocomplete choice name, in characters.
@@ -199,8 +203,8 @@ impl Core {
         }
     }
 
-    /// A click or selection, handled while `acknowledged` (its first response) completes; what
-    /// the clicker is told waits for it.
+    /// A click or selection, acknowledged (`acknowledged`, its first response) once handled or
+    /// after [`ACK_WITHIN`]; what the clicker is told waits for the acknowledgement.
     pub(crate) async fn handle_component(
         &self,
         inbox: &dyn Inbox,
@@ -214,7 +218,15 @@ impl Core {
         let inbound = self.component_inbound(&interaction);
         let text = inbound.text.clone();
         let sender = inbound.sender.clone();
-        let (handled, ()) = tokio::join!(inbox.handle(inbound), acknowledged);
+        let handling = inbox.handle(inbound);
+        tokio::pin!(handling);
+        let handled = match tokio::time::timeout(ACK_WITHIN, &mut handling).await {
+            Ok(handled) => {
+                acknowledged.await;
+                handled
+            }
+            Err(_) => tokio::join!(handling, acknowledged).0,
+        };
         let Some(reply) = handled else {
             tracing::debug!(question_id = %question_id_in(&text), interaction_id = %interaction.id, "duplicate Discord interaction dropped");
             return;
