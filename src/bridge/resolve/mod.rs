@@ -286,20 +286,7 @@ impl Resolver {
                     decider = ?claim.decider,
                     "question resolved"
                 );
-                if resolved
-                    .resolution
-                    .as_ref()
-                    .is_some_and(|r| r.creates_rules())
-                {
-                    // "Always allow": the rule exists (and matching pending approvals are
-                    // allowed) before the approver's reply returns; the rest follows as usual.
-                    match bridge.approvals().create_rule_now(bridge, &resolved).await {
-                        Ok(()) => claimed.work.done.push(EFFECT_RULE.into()),
-                        Err(error) => {
-                            tracing::warn!(question_id = %resolved.id, error = %Chain(&error), "cannot create the rule yet; the sweeper will retry");
-                        }
-                    }
-                }
+                rules_now(bridge, &resolved, &mut claimed).await;
                 bridge
                     .effects()
                     .after_win(bridge, claimed, ahead)
@@ -317,6 +304,24 @@ impl Resolver {
                 Err(Error::AlreadyResolved(Box::new(resolved)))
             }
             ClaimOutcome::AlreadyResolved => Err(Error::AlreadyResolved(Box::new(resolved))),
+        }
+    }
+}
+
+/// "Always allow": the rule exists (and matching pending approvals are allowed) before the
+/// approver's reply returns; the rest follows as usual.
+async fn rules_now(bridge: &Bridge, resolved: &Question, claimed: &mut crate::store::Claimed) {
+    if !resolved
+        .resolution
+        .as_ref()
+        .is_some_and(|r| r.creates_rules())
+    {
+        return;
+    }
+    match bridge.approvals().create_rule_now(bridge, resolved).await {
+        Ok(()) => claimed.work.done.push(EFFECT_RULE.into()),
+        Err(error) => {
+            tracing::warn!(question_id = %resolved.id, error = %Chain(&error), "cannot create the rule yet; the sweeper will retry");
         }
     }
 }
