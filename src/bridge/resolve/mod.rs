@@ -151,11 +151,13 @@ impl Resolver {
         } = checked;
         claim.at = Millis::now();
         let checked = Checked { question, claim };
+        // A vote and a batch's decision are boxed: rarer than a claim and larger, their futures
+        // inline made every answer's future as large as theirs, and moving it copied all of it.
         if let Some(vote) = checked.vote() {
-            return self.vote(bridge, &checked.question, vote).await;
+            return Box::pin(self.vote(bridge, &checked.question, vote)).await;
         }
         if checked.question.is_batch() && checked.claim.at < checked.question.expires_at {
-            return self.decide(bridge, &checked.question, checked.claim).await;
+            return Box::pin(self.decide(bridge, &checked.question, checked.claim)).await;
         }
         self.claim(bridge, &checked.question, checked.claim).await
     }
@@ -286,7 +288,8 @@ impl Resolver {
                     decider = ?claim.decider,
                     "question resolved"
                 );
-                rules_now(bridge, &resolved, &mut claimed).await;
+                // Boxed, as the vote and the decision in `commit` are: rare and large.
+                Box::pin(rules_now(bridge, &resolved, &mut claimed)).await;
                 bridge
                     .effects()
                     .after_win(bridge, claimed, ahead)
