@@ -16,7 +16,7 @@ use super::commands::{Turn, done, refusal_reply};
 use crate::Error;
 use crate::bridge::resolve::{Checked, Refusal};
 use askbridge_core::command::{Command, CommandLine};
-use askbridge_core::{IdRef, Kind, Question, Reply};
+use askbridge_core::{IdRef, Kind, Question, QuestionId, Reply};
 
 impl Turn {
     /// Claims `checked` in the same round trip as taking delivery `key` in hand; the reply, or
@@ -82,9 +82,15 @@ impl Turn {
             _ => return None,
         };
         let IdRef::Full(id) = id else { return None };
+        self.remembered_as(&id)
+    }
+
+    /// The question with full id `id` when this process remembers it and that copy is as good
+    /// as a read (see [`Turn::remembered`]).
+    pub(super) fn remembered_as(&self, id: &QuestionId) -> Option<Question> {
         self.bridge
             .recent()
-            .claimable(&id)
+            .claimable(id)
             .filter(|q| q.kind != Kind::Form && !q.edits_in_fields())
     }
 }

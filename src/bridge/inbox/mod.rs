@@ -186,7 +186,8 @@ impl Turn {
     async fn attempt(&self, id: &IdRef, said: Said) -> Plan {
         let attempted = id.to_string();
         let found = match id {
-            IdRef::Full(id) => Ok((id.clone(), self.remembered())),
+            // The id is in hand: no need to read the message again.
+            IdRef::Full(id) => Ok((id.clone(), self.remembered_as(id))),
             IdRef::Prefix(_) => answerable(&self.bridge, &self.message.sender, &self.message.chat)
                 .await
                 .and_then(|candidates| {
