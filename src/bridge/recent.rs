@@ -79,29 +79,33 @@ impl Default for Recent {
 
 impl Recent {
     /// Remembers a question as asked (its status and resolution are not kept: they change),
-    /// unless it is remembered resolved already (its event may come after the resolution).
+    /// unless it is remembered already: as asked (its asked fields never change, and a question
+    /// asked here is heard of twice, from its ask and from its event), or resolved (its event
+    /// may come after the resolution).
     pub(super) fn asked(&self, question: &Question) {
-        let asked = Question {
-            status: askbridge_core::Status::Pending,
-            resolution: None,
-            ..question.clone()
-        };
+        let mut questions = self.questions.lock().unwrap_or_else(|p| p.into_inner());
+        if questions.get_ref(&question.id).is_none() {
+            let asked = Question {
+                status: askbridge_core::Status::Pending,
+                resolution: None,
+                ..question.clone()
+            };
+            questions.put(question.id.clone(), asked);
+        }
+    }
+
+    /// Remembers a question resolved, unless it is remembered resolved already: a resolution is
+    /// final, and one won here is heard of twice (from the claim and from its event).
+    pub(super) fn resolved(&self, question: &Question) {
+        if question.is_pending() {
+            return;
+        }
         let mut questions = self.questions.lock().unwrap_or_else(|p| p.into_inner());
         if questions
             .get_ref(&question.id)
             .is_none_or(Question::is_pending)
         {
-            questions.put(question.id.clone(), asked);
-        }
-    }
-
-    /// Remembers a question resolved: a resolution is final.
-    pub(super) fn resolved(&self, question: &Question) {
-        if !question.is_pending() {
-            self.questions
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .put(question.id.clone(), question.clone());
+            questions.put(question.id.clone(), question.clone());
         }
     }
 
@@ -172,6 +176,7 @@ fn progress(run: &askbridge_core::run::Run) -> (usize, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn the_oldest_entries_go_first() {
@@ -183,6 +188,44 @@ mod tests {
         assert_eq!(bounded.get(&1), None);
         assert_eq!(bounded.get(&2), Some("b"));
         assert_eq!(bounded.get(&3), Some("c"));
+    }
+
+    #[test]
+    fn a_question_heard_of_twice_keeps_its_first_copy_and_its_resolution() {
+        use askbridge_core::{Actor, Answer, Claim, Millis, NewQuestion, Transition};
+        let asked = NewQuestion::ask("Which library?")
+            .options(["dayjs", "luxon"])
+            .session("s")
+            .into_question(QuestionId::random(), Millis(1_000), Duration::from_secs(60))
+            .unwrap();
+        let resolved_by = |answer: &str| {
+            let mut question = asked.clone();
+            let value = Answer::Text(answer.into());
+            let claim = Claim::new(Transition::Answer { value }, Actor::api(), Millis(2_000));
+            question.apply(&claim);
+            question
+        };
+        let recent = Recent::default();
+        recent.asked(&asked);
+        // Its event: the same question, nothing to replace (a changed copy would show).
+        let mut echoed = asked.clone();
+        echoed.prompt = "not what was asked".into();
+        recent.asked(&echoed);
+        assert_eq!(recent.question(&asked.id).unwrap().prompt, asked.prompt);
+        // Resolved, then the claim's event: the first resolution stays, and a late `asked`
+        // does not make it pending again.
+        recent.resolved(&resolved_by("dayjs"));
+        recent.resolved(&resolved_by("luxon"));
+        recent.asked(&asked);
+        let remembered = recent.question(&asked.id).unwrap();
+        assert_eq!(remembered.resolution, resolved_by("dayjs").resolution);
+        // A pending copy is never taken for a resolution.
+        let other = NewQuestion::ask("Another?")
+            .session("s")
+            .into_question(QuestionId::random(), Millis(1_000), Duration::from_secs(60))
+            .unwrap();
+        recent.resolved(&other);
+        assert!(recent.question(&other.id).is_none());
     }
 
     #[test]
