@@ -5,6 +5,7 @@
 use askbridge_core::run::{Run, RunState};
 use askbridge_core::{Question, Rule, Status};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// How many events a slow subscriber may fall behind before it skips ahead.
 pub const EVENT_BUFFER: usize = 4096;
@@ -73,9 +74,11 @@ impl EventKind {
     }
 }
 
-/// An event: what happened, and the question or run as it is afterwards. (Both variants are
-/// records of a few hundred bytes; boxing one would only add an allocation per event.)
-#[allow(clippy::large_enum_variant)]
+/// An event: what happened, and the question or run as it is afterwards. The question and the
+/// run are shared: every subscriber of a process's channel (its waiters' pump, each
+/// `/api/events` client) receives a clone of every event, which copied the whole question or
+/// run with its journal each time (two copies of the question per ask and answer in the
+/// benchmark, one per subscriber more).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged, try_from = "EventWire")]
 pub enum Event {
@@ -84,14 +87,14 @@ pub enum Event {
         /// What happened.
         kind: EventKind,
         /// The question afterwards.
-        question: Question,
+        question: Arc<Question>,
     },
     /// About a run.
     Run {
         /// What happened.
         kind: EventKind,
         /// The run afterwards.
-        run: Run,
+        run: Arc<Run>,
     },
     /// About a rule: created, or revoked (the rule as it was).
     Rule {
@@ -122,11 +125,11 @@ impl TryFrom<EventWire> for Event {
         match (wire.question, wire.run, wire.rule) {
             (Some(question), _, _) => Ok(Event::Question {
                 kind: wire.kind,
-                question,
+                question: Arc::new(question),
             }),
             (None, Some(run), _) => Ok(Event::Run {
                 kind: wire.kind,
-                run,
+                run: Arc::new(run),
             }),
             (None, None, Some(rule)) => Ok(Event::Rule {
                 kind: wire.kind,
@@ -142,7 +145,7 @@ impl Event {
     pub fn of(question: &Question) -> Self {
         Event::Question {
             kind: EventKind::for_status(question.status),
-            question: question.clone(),
+            question: Arc::new(question.clone()),
         }
     }
 
@@ -150,7 +153,7 @@ impl Event {
     pub fn voted(question: &Question) -> Self {
         Event::Question {
             kind: EventKind::Voted,
-            question: question.clone(),
+            question: Arc::new(question.clone()),
         }
     }
 
@@ -163,7 +166,7 @@ impl Event {
         };
         Some(Event::Run {
             kind,
-            run: run.clone(),
+            run: Arc::new(run.clone()),
         })
     }
 
