@@ -181,8 +181,8 @@ const POOL_LEN: usize = 256;
 
 /// `N` bytes from the operating system's generator, each used once. They are drawn
 /// [`POOL_LEN`] at a time into a pool of the calling thread: a system call served one id, and an
-/// ask and its answer took two (a tenth of all askbridge's system calls per ask and answer on
-/// Redis); now one serves about twenty.
+/// ask and its answer took two (a fifth of all askbridge's system calls per ask and answer on
+/// Redis); now one serves about twenty-five.
 fn random_bytes<const N: usize>() -> [u8; N] {
     const { assert!(N <= POOL_LEN) };
     thread_local! {
