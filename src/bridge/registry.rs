@@ -128,14 +128,7 @@ impl Registry {
         );
         bridge.metrics().asked();
         let mut question = question;
-        // Only an approval or a batch may be decided by a rule, and only they pay for the
-        // search: its future, boxed, is not part of every ask's (it was 4 KB of 10).
-        let ruled = if question.is_batch() || question.action.is_some() {
-            Box::pin(bridge.approvals().allow_by_rule(bridge, &question)).await?
-        } else {
-            None
-        };
-        if let Some(allowed) = ruled {
+        if let Some(allowed) = bridge.approvals().allow_by_rule(bridge, &question).await? {
             if !allowed.is_pending() {
                 return Ok(allowed);
             }
