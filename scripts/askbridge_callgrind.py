@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What one ask+answer cycle costs askbridge itself, in instructions, per askbridge binary.
 
-Run: python3 scripts/askbridge_callgrind.py [--cycles 2000] [--concurrency 16] LABEL=<askbridge> ...
+Run: python3 scripts/askbridge_callgrind.py [--cycles 2000 | --runs 500] [--concurrency 16] LABEL=<askbridge> ...
 
 The cycles benchmark's askbridge CPU per cycle is a time on a shared 2-core machine: it moves
 with what else runs and with how requests happen to batch, so a cut of a few per cent does not
@@ -45,6 +45,8 @@ ASK = json.dumps({
     "targets": [],
 }).encode()
 REPLY = json.dumps({"answer": "luxon"}).encode()
+START = json.dumps({"flow": "release", "input": "2.0", "wait_s": 60}).encode()
+RUN_ANSWERS = ["beta", "Faster.", True]
 HEADERS = {"content-type": "application/json"}
 
 
@@ -57,8 +59,25 @@ def post(connection, path, body):
     return json.loads(data)
 
 
-def cycles(port, total, concurrency):
-    """`total` ask+answer cycles over `concurrency` keep-alive connections."""
+def cycle(connection):
+    """One ask+answer cycle of the cycles benchmark."""
+    asked = post(connection, "/api/questions", ASK)
+    post(connection, f"/api/questions/{asked['id']}/reply", REPLY)
+
+
+def run(connection):
+    """One run of the example `release` flow answered one request per step, as the runs
+    benchmark does: its start and three answers, each returning the next question."""
+    step = post(connection, "/api/runs", START)
+    for answer in RUN_ANSWERS:
+        body = json.dumps({"answer": answer, "question_id": step["question"]["id"], "timeout_s": 60})
+        step = post(connection, f"/api/runs/{step['id']}/answer", body.encode())
+    if step.get("state") != "done":
+        raise RuntimeError(f"run {step.get('id')} ended {step.get('state')!r}, not done")
+
+
+def load(port, total, concurrency, one):
+    """`total` times `one` (a cycle or a run) over `concurrency` keep-alive connections."""
     left = [total]
     lock = threading.Lock()
     failures = []
@@ -71,8 +90,7 @@ def cycles(port, total, concurrency):
                     if left[0] == 0:
                         return
                     left[0] -= 1
-                asked = post(connection, "/api/questions", ASK)
-                post(connection, f"/api/questions/{asked['id']}/reply", REPLY)
+                one(connection)
         except Exception as error:  # noqa: BLE001 (reported below, the run fails)
             failures.append(error)
         finally:
@@ -84,7 +102,7 @@ def cycles(port, total, concurrency):
     for thread in threads:
         thread.join()
     if failures:
-        raise RuntimeError(f"cycles failed: {failures[0]}")
+        raise RuntimeError(f"load failed: {failures[0]}")
 
 
 def healthz(port):
@@ -106,7 +124,8 @@ def control(proc, port, *args):
 
 
 def instructions(binary, o, keep=None):
-    """Instructions `binary` executes for `o.cycles` cycles after `o.warm`, under callgrind."""
+    """Instructions `binary` executes for `o.cycles` cycles (or `o.runs` runs) after `o.warm`,
+    under callgrind."""
     tmp = tempfile.mkdtemp()
     redis, client = redis_server(tmp, False)
     redis_port = client.sock.getpeername()[1]
@@ -119,6 +138,7 @@ def instructions(binary, o, keep=None):
         "ASKBRIDGE_HTTP_ADDR": f"127.0.0.1:{port}",
         "ASKBRIDGE_LOG": "warn",
         "ASKBRIDGE_WORKER_THREADS": "1",
+        "ASKBRIDGE_EXAMPLE_FLOWS": "true",
     }
     under = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
     proc = subprocess.Popen([*under, binary, "serve"], env=env, cwd=tmp,
@@ -134,10 +154,11 @@ def instructions(binary, o, keep=None):
             if time.time() > deadline or proc.poll() is not None:
                 raise RuntimeError(f"{binary} did not become healthy under valgrind")
             time.sleep(0.5)
-        cycles(port, o.warm, o.concurrency)
+        one, units = (run, o.runs) if o.runs else (cycle, o.cycles)
+        load(port, o.warm, o.concurrency, one)
         control(proc, port, "--zero")
         control(proc, port, "--instr=on")
-        cycles(port, o.cycles, o.concurrency)
+        load(port, units, o.concurrency, one)
         control(proc, port, "--instr=off")
         control(proc, port, "--dump")
         dumps = [f for f in os.listdir(tmp) if f.startswith("callgrind.out.")]
@@ -165,7 +186,9 @@ def copied(dump):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cycles", type=int, default=2000)
-    p.add_argument("--warm", type=int, default=300, help="cycles before counting")
+    p.add_argument("--runs", type=int, metavar="N",
+                   help="count N runs of the example `release` flow instead (per resume: three a run)")
+    p.add_argument("--warm", type=int, default=300, help="cycles (or runs) before counting")
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--keep", metavar="DIR", help="keep each label's callgrind dump in DIR")
     p.add_argument("binaries", nargs="+", metavar="LABEL=<askbridge>")
@@ -175,9 +198,10 @@ def main():
         label, binary = item.split("=", 1)
         keep = os.path.join(o.keep, f"callgrind.{label}") if o.keep else None
         total, copies = instructions(os.path.abspath(binary), o, keep)
-        per_cycle, copies = total / o.cycles, copies / o.cycles
+        per = 3 * o.runs if o.runs else o.cycles
+        per_cycle, copies = total / per, copies / per
         first = first or (per_cycle, per_cycle - copies)
-        print(f"{label:12} askbridge instructions per cycle {per_cycle:10.0f} (ratio {per_cycle / first[0]:.3f});"
+        print(f"{label:12} askbridge instructions per {'resume' if o.runs else 'cycle'} {per_cycle:10.0f} (ratio {per_cycle / first[0]:.3f});"
               f" copies {copies:7.0f}; without copies {per_cycle - copies:10.0f} (ratio"
               f" {(per_cycle - copies) / first[1]:.3f})", flush=True)
 
