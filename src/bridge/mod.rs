@@ -351,8 +351,8 @@ impl Bridge {
     /// `question` is the question it now waits on, when the caller has it.
     pub(crate) fn run_news(&self, run: &Run, question: Option<&Question>) {
         let news = RunNews {
-            run: run.clone(),
-            question: question.cloned(),
+            run: Arc::new(run.clone()),
+            question: question.map(|q| Arc::new(q.clone())),
         };
         if self.recent().run_news(&news) {
             self.waiters().wake_run(news);

@@ -145,7 +145,7 @@ impl Recent {
     /// True when `run` is exactly the latest news remembered of it: the echo, from the store's
     /// events, of news this process already had (and woke its waiters with).
     pub(super) fn knows_run(&self, run: &askbridge_core::run::Run) -> bool {
-        self.run_with(&run.id, |known| known.run == *run)
+        self.run_with(&run.id, |known| *known.run == *run)
             .unwrap_or(false)
     }
 
@@ -247,7 +247,7 @@ mod tests {
         });
         second.waiting_on = Some(first.question_id(1));
         let news = |run: &Run| RunNews {
-            run: run.clone(),
+            run: std::sync::Arc::new(run.clone()),
             question: None,
         };
         let recent = Recent::default();

@@ -8,6 +8,7 @@ use super::waiters::RunNews;
 use crate::Error;
 use askbridge_core::run::{Origin, Run, RunState};
 use askbridge_core::{QuestionId, RunId};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a run's waiter trusts that news of a just-answered question is coming before it
@@ -48,9 +49,9 @@ impl Runs {
         };
         let run = match bridge.recent().run(&run_id).map(|news| news.run) {
             Some(run) if fits(&run) => run,
-            _ => self.get_run(id).await?,
+            _ => Arc::new(self.get_run(id).await?),
         };
-        match run.waiting_on {
+        match run.waiting_on.clone() {
             Some(question) if fits(&run) => Ok(question),
             waiting_on => Err(Error::RunNotWaiting {
                 run: id.to_owned(),
@@ -104,7 +105,7 @@ impl Runs {
                     let run = self.get_run(id).await?;
                     if settled(&run) || now >= deadline {
                         return Ok(RunNews {
-                            run,
+                            run: Arc::new(run),
                             question: None,
                         });
                     }
@@ -113,7 +114,7 @@ impl Runs {
             // After the first wait, read the store: the news may have been of another kind.
             trust_recent = false;
             match tokio::time::timeout(patience, news).await {
-                Ok(Ok(news)) if settled(&news.run) => return Ok(*news),
+                Ok(Ok(news)) if settled(&news.run) => return Ok(news),
                 // Other news (still on the same question), or out of time: read again.
                 _ => {}
             }

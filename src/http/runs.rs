@@ -13,6 +13,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::json;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, Deserialize)]
@@ -65,7 +66,7 @@ async fn respond(state: &AppState, run: Run, wait: Option<Duration>) -> Result<R
         // Like LangGraph's first `invoke`: the run as it is at its first question.
         Some(timeout) => next_step(state, run.id.as_str(), None, timeout).await?,
         None => RunJson {
-            run,
+            run: Arc::new(run),
             question: None,
         },
     })
@@ -214,14 +215,14 @@ async fn next_step(
     let news = tokio::select! {
         news = state.bridge.wait_run(id, after, timeout) => news?,
         _ = shutdown.changed() => RunNews {
-            run: state.bridge.get_run(id).await?,
+            run: Arc::new(state.bridge.get_run(id).await?),
             question: None,
         },
     };
     let question = match (news.run.state, &news.run.waiting_on) {
         (RunState::Waiting, Some(waiting_on)) => Some(match news.question {
             Some(question) if question.id == *waiting_on => question,
-            _ => state.bridge.get(waiting_on).await?,
+            _ => Arc::new(state.bridge.get(waiting_on).await?),
         }),
         _ => None,
     };

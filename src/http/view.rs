@@ -11,6 +11,7 @@ use askbridge_core::{Question, render};
 use axum::Json;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+use std::sync::Arc;
 
 /// A question as clients read it: its fields, and `outcome` when it is resolved.
 #[derive(Debug, Serialize)]
@@ -49,8 +50,8 @@ impl IntoResponse for QuestionJson {
 /// caller has it.
 #[derive(Debug)]
 pub(super) struct RunJson {
-    pub(super) run: Run,
-    pub(super) question: Option<Question>,
+    pub(super) run: Arc<Run>,
+    pub(super) question: Option<Arc<Question>>,
 }
 
 impl IntoResponse for RunJson {
@@ -64,7 +65,7 @@ impl IntoResponse for RunJson {
         }
         Json(Body {
             run: &self.run,
-            question: self.question.as_ref().map(QuestionView::of),
+            question: self.question.as_deref().map(QuestionView::of),
         })
         .into_response()
     }

@@ -344,7 +344,7 @@ async fn next_question(bridge: &Bridge, id: &str, after: Option<&QuestionId>) ->
         .await
         .unwrap();
     assert_eq!(news.run.state, RunState::Waiting, "{:?}", news.run);
-    news.run.waiting_on.unwrap()
+    news.run.waiting_on.clone().unwrap()
 }
 
 /// An answer to a run's question is carried ahead (flows/ahead.rs): one script stores the

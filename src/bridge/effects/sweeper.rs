@@ -327,7 +327,7 @@ impl Effects {
                             .cloned()
                     })
                     .flatten();
-                bridge.run_news(run, question.as_ref())
+                bridge.run_news(run, question.as_deref())
             }
             // Rules are read from the store when an approval needs them; nothing to do here.
             Event::Rule { .. } => {}

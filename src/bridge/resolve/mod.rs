@@ -227,7 +227,7 @@ impl Resolver {
             .recent()
             .run_with(run_id, |news| {
                 let run = &news.run;
-                (run.waits_on(&question.id) && !run.knows(&question.id)).then(|| run.clone())
+                (run.waits_on(&question.id) && !run.knows(&question.id)).then(|| (**run).clone())
             })
             .flatten()?;
         let mut answered = question.clone();

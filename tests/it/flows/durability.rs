@@ -293,7 +293,7 @@ async fn a_steps_result_is_written_before_the_function_waits_on_anything() {
         .wait_run(&id, None, Duration::from_secs(5))
         .await
         .unwrap();
-    let question = news.run.waiting_on.expect("parked on More?");
+    let question = news.run.waiting_on.clone().expect("parked on More?");
     bridge
         .attempt(Attempt::transition(
             &question,
