@@ -348,12 +348,10 @@ impl Bridge {
         channel.say(target, text).await.map_err(Error::from)
     }
     /// News of a run, for this process: remembered (see `recent.rs`) and handed to its waiters.
-    /// `question` is the question it now waits on, when the caller has it.
-    pub(crate) fn run_news(&self, run: &Run, question: Option<&Question>) {
-        let news = RunNews {
-            run: Arc::new(run.clone()),
-            question: question.map(|q| Arc::new(q.clone())),
-        };
+    /// `question` is the question it now waits on, when the caller has it. Shared as they are:
+    /// a caller done with the run, or holding an event's, passes it on without a copy.
+    pub(crate) fn run_news(&self, run: Arc<Run>, question: Option<Arc<Question>>) {
+        let news = RunNews { run, question };
         if self.recent().run_news(&news) {
             self.waiters().wake_run(news);
         }

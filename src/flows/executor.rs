@@ -48,7 +48,7 @@ pub(super) async fn start(
     tracing::info!(run_id = %run.id, flow = name, user = %run.origin.user, "run started");
     // Known here as executing: a client waiting for its first question waits for the park's
     // news instead of reading the run back.
-    bridge.run_news(&run, None);
+    bridge.run_news(Arc::new(run.clone()), None);
     spawn_drive(flows, bridge, Some(flow), run.clone(), None);
     Ok(run)
 }
@@ -215,7 +215,7 @@ async fn park(flows: &Flows, bridge: &Bridge, mut run: Run, owner: &str, suspens
         return;
     };
     // Waiters here hear of it at once; other processes through the store's event.
-    bridge.run_news(&run, Some(&question));
+    bridge.run_news(Arc::new(run.clone()), Some(Arc::new(question.clone())));
     tracing::info!(run_id = %run.id, question_id = %question.id, "run waits for an answer");
     if saved == Saved::WaitsOnResolved {
         let resolved = match bridge.store().get(&question.id).await {
@@ -286,11 +286,14 @@ async fn finish(flows: &Flows, bridge: &Bridge, mut run: Run, owner: &str, resul
         run.owner = None;
         run.lease_until = None;
     }
-    if persist(flows, bridge, &run, owner).await.is_ok() {
-        bridge.run_news(&run, None);
-        if !run.reported {
-            report(flows, bridge, run, owner).await;
-        }
+    if persist(flows, bridge, &run, owner).await.is_err() {
+        return;
+    }
+    if run.reported {
+        bridge.run_news(Arc::new(run), None);
+    } else {
+        bridge.run_news(Arc::new(run.clone()), None);
+        report(flows, bridge, run, owner).await;
     }
 }
 

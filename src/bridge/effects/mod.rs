@@ -18,7 +18,7 @@ use crate::store::{Claimed, Shown, Work};
 use askbridge_core::error::Chain;
 use askbridge_core::{Millis, Question, QuestionId, Target};
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use sweeper::Schedule;
 
@@ -149,7 +149,8 @@ impl Effects {
         let handed_over = match (run, bridge.runner(), ahead) {
             (_, _, Some(Ahead { run, next, .. })) => {
                 tracing::info!(run_id = %run.id, question_id = %question.id, next_question_id = %next.id, "run resumed and waits for an answer (carried ahead with the claim)");
-                bridge.run_news(&run, Some(&next));
+                let run = Arc::new(run);
+                bridge.run_news(run.clone(), Some(Arc::new(next.clone())));
                 let bridge = bridge.clone();
                 tokio::spawn(async move {
                     if let Err(error) = bridge.introduce(next).await {
@@ -160,7 +161,7 @@ impl Effects {
             }
             (Some(run), Some(runner), None) => {
                 tracing::info!(run_id = %run.id, question_id = %question.id, "run resumed");
-                bridge.run_news(&run, None);
+                bridge.run_news(Arc::new(run.clone()), None);
                 runner.drive(bridge, run, question.clone());
                 true
             }

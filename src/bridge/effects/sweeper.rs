@@ -22,7 +22,7 @@ use askbridge_core::run::RunState;
 use askbridge_core::tally;
 use askbridge_core::{Claim, Millis, Question, QuestionId, RunId};
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Notify, watch};
 
@@ -327,7 +327,7 @@ impl Effects {
                             .cloned()
                     })
                     .flatten();
-                bridge.run_news(run, question.as_deref())
+                bridge.run_news(run.clone(), question)
             }
             // Rules are read from the store when an approval needs them; nothing to do here.
             Event::Rule { .. } => {}
@@ -383,7 +383,7 @@ impl Effects {
         }
         for id in bridge.waiters().run_ids() {
             if let Ok(Some(run)) = self.store.runs.get_run(&id).await {
-                bridge.run_news(&run, None);
+                bridge.run_news(Arc::new(run), None);
             }
         }
     }
