@@ -285,30 +285,93 @@ impl Run {
 /// A short digest of what a question asks (kind, prompt, options, multi, free text): a replayed
 /// ask must match the recorded one.
 pub fn fingerprint(question: &Question) -> String {
+    digest(&Covered {
+        kind: question.kind,
+        prompt: &question.prompt,
+        options: &question.options,
+        multi: question.multi,
+        allow_custom: question.allow_custom,
+        action: question.action.as_ref(),
+        batch_digest: question.batch_digest.as_deref(),
+        form: question.form.as_ref(),
+    })
+}
+
+/// The fingerprint `request` will have once asked (fields are normalised as on creation).
+///
+/// Every ask a run replays computes one, so it reads the request where it can instead of making
+/// the question (a copy of the request, every check): the prompt and the options are trimmed
+/// here as on creation, free text is allowed by the same rule ([`NewQuestion::allows_custom`]),
+/// and the rest is fingerprinted as given, as a question keeps it. A batch's digest covers its
+/// actions as checked, so a batch takes the whole way. A request that could not become a
+/// question is refused when it is asked, not here.
+pub fn fingerprint_of(request: &NewQuestion) -> Result<String, Error> {
+    if !request.actions.is_empty() {
+        let question = request
+            .clone()
+            .session(if request.session_id.is_empty() {
+                "fingerprint"
+            } else {
+                request.session_id.as_str()
+            })
+            .into_question(
+                QuestionId::derived(b"fingerprint"),
+                Millis(0),
+                crate::question::DEFAULT_TIMEOUT,
+            )?;
+        return Ok(fingerprint(&question));
+    }
+    Ok(digest(&Covered {
+        kind: request.kind,
+        prompt: &request.prompt,
+        options: &request.options,
+        multi: request.multi,
+        allow_custom: request.allows_custom(),
+        action: request.action.as_ref(),
+        batch_digest: None,
+        form: request.form.as_ref(),
+    }))
+}
+
+/// What a fingerprint covers, from a question or from a request about to become one.
+struct Covered<'a> {
+    kind: Kind,
+    prompt: &'a str,
+    options: &'a [String],
+    multi: bool,
+    allow_custom: bool,
+    action: Option<&'a crate::approval::Action>,
+    batch_digest: Option<&'a str>,
+    form: Option<&'a crate::form::FormSchema>,
+}
+
+/// The digest of what `c` covers. The prompt and the options are trimmed, as they are when a
+/// question is created (a question's own are trimmed already, and stay as they are).
+fn digest(c: &Covered<'_>) -> String {
     let mut hasher = Sha256::new();
-    let kind = match question.kind {
+    let kind = match c.kind {
         Kind::Ask => "ask",
         Kind::Confirm => "confirm",
         Kind::Approval => "approval",
         Kind::Form => "form",
     };
-    for part in [kind, question.prompt.as_str()] {
+    for part in [kind, c.prompt.trim()] {
         hasher.update(part.as_bytes());
         hasher.update([0]);
     }
-    for option in &question.options {
-        hasher.update(option.as_bytes());
+    for option in c.options {
+        hasher.update(option.trim().as_bytes());
         hasher.update([1]);
     }
-    hasher.update([u8::from(question.multi), u8::from(question.allow_custom)]);
-    if let Some(action) = &question.action {
+    hasher.update([u8::from(c.multi), u8::from(c.allow_custom)]);
+    if let Some(action) = c.action {
         hasher.update(action.digest().as_bytes());
     }
     // A batch: its digest covers its actions, in order.
-    if let Some(digest) = &question.batch_digest {
+    if let Some(digest) = c.batch_digest {
         hasher.update(digest.as_bytes());
     }
-    if let Some(form) = &question.form {
+    if let Some(form) = c.form {
         hasher.update(serde_json::to_string(form).unwrap_or_default().as_bytes());
     }
     // Every replayed ask computes one: hex by hand, not a `String` per byte.
@@ -319,23 +382,6 @@ pub fn fingerprint(question: &Question) -> String {
         hex.push(char::from(HEX[usize::from(byte & 0xf)]));
     }
     hex
-}
-
-/// The fingerprint `request` will have once asked (fields are normalised as on creation).
-pub fn fingerprint_of(request: &NewQuestion) -> Result<String, Error> {
-    let question = request
-        .clone()
-        .session(if request.session_id.is_empty() {
-            "fingerprint"
-        } else {
-            request.session_id.as_str()
-        })
-        .into_question(
-            QuestionId::derived(b"fingerprint"),
-            Millis(0),
-            crate::question::DEFAULT_TIMEOUT,
-        )?;
-    Ok(fingerprint(&question))
 }
 
 #[cfg(test)]
@@ -427,6 +473,57 @@ mod tests {
             fingerprint_of(&a).unwrap(),
             fingerprint_of(&NewQuestion::confirm("Which?")).unwrap()
         );
+    }
+
+    /// A request read where it stands fingerprints as the question it becomes: the rule that
+    /// matters, since a replayed ask's fingerprint (`fingerprint_of`) is compared with the one
+    /// recorded from the question (`fingerprint`).
+    #[test]
+    fn a_request_fingerprints_as_the_question_it_becomes() {
+        use crate::approval::Action;
+        use crate::batch::BatchAction;
+        let form: crate::form::FormSchema = serde_json::from_value(serde_json::json!({
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "count": {"type": "integer"}},
+            "required": ["name"]
+        }))
+        .unwrap();
+        let requests = [
+            NewQuestion::ask("  Which one?\n").options([" x", "y ", "z"]),
+            NewQuestion::ask("Which ones?").options(["x", "y"]).multi(),
+            NewQuestion::ask("Which, or say?")
+                .options(["x"])
+                .allow_custom(),
+            NewQuestion::ask("Anything to add?"),
+            NewQuestion::confirm(" Ship it? "),
+            NewQuestion::ask("Details?").kind(Kind::Form).form(form),
+            NewQuestion::ask("Deploy?")
+                .kind(Kind::Approval)
+                .approve(Action::new("deploy", serde_json::json!({"env": "prod"}))),
+            NewQuestion::ask("These?")
+                .kind(Kind::Approval)
+                .approve_all([
+                    BatchAction::new(Action::new("a", serde_json::json!({}))),
+                    BatchAction::new(Action::new("b", serde_json::json!({"n": 1}))),
+                ]),
+        ];
+        for request in requests {
+            let question = request
+                .clone()
+                .session("s")
+                .into_question(
+                    QuestionId::derived(b"q"),
+                    Millis(0),
+                    std::time::Duration::from_secs(60),
+                )
+                .unwrap_or_else(|e| panic!("{}: {e}", request.prompt));
+            assert_eq!(
+                fingerprint_of(&request).unwrap(),
+                fingerprint(&question),
+                "{}",
+                request.prompt
+            );
+        }
     }
 
     /// Fingerprints are stored in run journals: they must not change between releases. This is

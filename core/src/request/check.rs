@@ -42,6 +42,7 @@ impl NewQuestion {
             check_text("detail", detail, Lines::Many, (1, MAX_DETAIL_CHARS))?;
         }
         let options = self.checked_options()?;
+        let allow_custom = self.allows_custom();
         check_identities("answerers", self.answerers.iter().map(Identity::as_str))?;
         check_identities("targets", self.targets.iter().map(Target::as_str))?;
         if let Some(url) = &self.callback_url {
@@ -72,8 +73,7 @@ impl NewQuestion {
             detail,
             options,
             multi: self.multi,
-            // A question without options can only be answered in words.
-            allow_custom: self.allow_custom || (self.kind == Kind::Ask && self.options.is_empty()),
+            allow_custom,
             created_at: now,
             expires_at: now.after(timeout),
             default: None,
@@ -98,6 +98,13 @@ impl NewQuestion {
             question.default = Some(fitted_default(&question, default)?);
         }
         Ok(question)
+    }
+
+    /// Whether the question it becomes takes free text: when asked to, and always for a question
+    /// without options, which can only be answered in words. (A replayed ask's fingerprint reads
+    /// it here too, `run::fingerprint_of`.)
+    pub fn allows_custom(&self) -> bool {
+        self.allow_custom || (self.kind == Kind::Ask && self.options.is_empty())
     }
 
     /// The options, trimmed, printable, and as many as the kind takes.
