@@ -316,6 +316,53 @@ async fn first_answer_wins_and_every_surface_withdraws() {
     assert_eq!(outcome, "Answered: b, by other:5 via other");
 }
 
+/// A message the question was shown in, recorded while the winner's settle runs (the settle read
+/// where it was shown before), is withdrawn too. The late delivery's own settle used to put
+/// itself off in the store, and the running settle's end then took the question out of the open
+/// index with it: that message kept its buttons for good.
+#[tokio::test]
+async fn a_message_recorded_while_the_settle_runs_is_withdrawn_too() {
+    let (bridge, chat) = memory_bridge().await;
+    *chat.show_held_on.lock().unwrap() = Some("chat:2".into());
+    chat.withdrawals_held.store(true, Ordering::SeqCst);
+    let q = bridge
+        .create(
+            NewQuestion::ask("Which?")
+                .session("s")
+                .options(["a", "b"])
+                .targets(["chat:1", "chat:2"]),
+        )
+        .await
+        .unwrap();
+    let store = bridge.store().clone();
+    eventually(WITHIN, "shown on chat:1, recorded", || async {
+        store.shown(&q.id).await.unwrap().len() == 1
+    })
+    .await;
+    bridge
+        .attempt(Attempt::transition(
+            &q.id,
+            answer("b"),
+            Actor::new("chat:5", "chat"),
+            &"chat:1".into(),
+        ))
+        .await
+        .unwrap();
+    // The winner's settle is at chat:1's withdrawal (held); chat:2's message is shown and
+    // recorded now, and its delivery finds the question resolved and asks for a settle.
+    *chat.show_held_on.lock().unwrap() = None;
+    eventually(WITHIN, "shown on chat:2, recorded", || async {
+        store.shown(&q.id).await.unwrap().len() == 2
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    chat.withdrawals_held.store(false, Ordering::SeqCst);
+    eventually(WITHIN, "withdrawn in both chats", || async {
+        chat.withdrawn(q.id.as_str()).len() == 2
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn strangers_cannot_answer_and_nothing_changes() {
     let (bridge, _) = memory_bridge().await;

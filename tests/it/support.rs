@@ -95,6 +95,10 @@ pub struct FakeChannel {
     pub calls: Mutex<Vec<Call>>,
     pub down: AtomicBool,
     shown: AtomicUsize,
+    /// Shows to this target wait while it is set, as a slow platform's would.
+    pub show_held_on: Mutex<Option<String>>,
+    /// Withdrawals wait while it is set.
+    pub withdrawals_held: AtomicBool,
 }
 
 impl FakeChannel {
@@ -131,6 +135,9 @@ impl Channel for FakeChannel {
     }
 
     async fn show(&self, question: &Question, target: &Target) -> Result<String, ModelError> {
+        while self.show_held_on.lock().unwrap().as_deref() == Some(target.as_str()) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         if self.down.load(Ordering::SeqCst) {
             return Err(ModelError::retryable(&self.surface, "platform down"));
         }
@@ -147,6 +154,9 @@ impl Channel for FakeChannel {
         target: &Target,
         shown: &str,
     ) -> Result<(), ModelError> {
+        while self.withdrawals_held.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         if self.down.load(Ordering::SeqCst) {
             return Err(ModelError::retryable(&self.surface, "platform down"));
         }

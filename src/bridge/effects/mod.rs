@@ -11,18 +11,18 @@ use crate::Error;
 use crate::bridge::roles::EffectsRoles;
 use crate::bridge::runner::{Ahead, Resume};
 use crate::bridge::waiters::Woken;
-use crate::bridge::{Bridge, Runner, SETTLE_GRACE, lock};
+use crate::bridge::{Bridge, Runner, SETTLE_GRACE};
 use crate::metrics::DeliveryAction;
 use crate::signing;
 use crate::store::{Claimed, Shown, Work};
 use askbridge_core::error::Chain;
 use askbridge_core::{Millis, Question, QuestionId, Target};
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use sweeper::Schedule;
 
 mod nudges;
+mod settling;
 mod sweeper;
 
 /// When a channel is down, withdrawing is retried this much later.
@@ -49,7 +49,7 @@ pub(super) struct Effects {
     /// When the sweeper may next find something due.
     schedule: Schedule,
     /// Questions this process is settling right now.
-    settling: Mutex<HashSet<QuestionId>>,
+    settlings: settling::Settlings,
     /// For callback URLs: connects only where `callback_egress` allows.
     callbacks: reqwest::Client,
 }
@@ -59,7 +59,7 @@ impl Effects {
         Effects {
             store,
             schedule: Schedule::default(),
-            settling: Mutex::new(HashSet::new()),
+            settlings: settling::Settlings::default(),
             callbacks,
         }
     }
@@ -198,8 +198,8 @@ impl Effects {
     /// Does what a resolution requires and is not done yet (`work` says what is done, when the
     /// caller knows; `resumed` when the claim handed its run over), then records it all and
     /// leaves the open index, or schedules a retry, in one store call. One settle per question at
-    /// a time in this process: a second one (a late delivery, a sweep) is put off a moment
-    /// instead of doing the same effects twice.
+    /// a time in this process: a second one (a late delivery, a sweep) makes the running one go
+    /// once more instead of doing the same effects twice (`settling.rs`).
     pub(super) async fn settle(
         &self,
         bridge: &Bridge,
@@ -207,16 +207,20 @@ impl Effects {
         work: Option<Work>,
         resumed: bool,
     ) -> Result<(), Error> {
-        let Some(_settling) = Settling::start(self, &question.id) else {
-            let later = Millis::now().after(Duration::from_secs(1));
-            self.schedule.offer(later);
-            return Ok(self.store.outbox.reschedule(&question.id, later).await?);
+        let Some(mut settling) = self.settlings.start(&question.id) else {
+            return Ok(());
         };
-        let work = match work {
+        let mut work = match work {
             Some(work) => work,
             None => self.store.outbox.work(&question.id).await?,
         };
-        self.settle_effects(bridge, question, work, resumed).await
+        loop {
+            self.settle_effects(bridge, question, work, resumed).await?;
+            if !settling.again() {
+                return Ok(());
+            }
+            work = self.store.outbox.work(&question.id).await?;
+        }
     }
 
     async fn settle_effects(
@@ -369,27 +373,5 @@ impl Effects {
                 }
             }
         }
-    }
-}
-
-/// Marks a question as being settled by this process until dropped.
-struct Settling<'a> {
-    effects: &'a Effects,
-    id: QuestionId,
-}
-
-impl<'a> Settling<'a> {
-    fn start(effects: &'a Effects, id: &QuestionId) -> Option<Self> {
-        let first = lock(&effects.settling).insert(id.clone());
-        first.then(|| Settling {
-            effects,
-            id: id.clone(),
-        })
-    }
-}
-
-impl Drop for Settling<'_> {
-    fn drop(&mut self) {
-        lock(&self.effects.settling).remove(&self.id);
     }
 }
