@@ -14,6 +14,7 @@ const BRIDGE_PARTS: &[(&str, Option<&str>)] = &[
     ("builder.rs", None),
     ("effects/mod.rs", Some("Effects")),
     ("effects/nudges.rs", Some("Effects")),
+    ("effects/settling.rs", None),
     ("effects/sweeper.rs", Some("Effects")),
     ("facade.rs", None),
     ("idempotent.rs", Some("Idempotent")),
