@@ -54,6 +54,14 @@ struct Connection {
 
 impl Connection {
     async fn call(&self, session: Option<&str>, method: &str, params: Value) -> Value {
+        match self.try_call(session, method, params).await {
+            Ok(result) => result,
+            Err(error) => panic!("{method} failed: {error}"),
+        }
+    }
+
+    /// [`Connection::call`], with the browser's error returned rather than failing the test.
+    async fn try_call(&self, session: Option<&str>, method: &str, params: Value) -> Reply {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut message = json!({"id": id, "method": method, "params": params});
         if let Some(session) = session {
@@ -65,8 +73,7 @@ impl Connection {
             .send(message.to_string())
             .expect("the DevTools connection is open");
         match tokio::time::timeout(CALL_TIMEOUT, rx).await {
-            Ok(Ok(Ok(result))) => result,
-            Ok(Ok(Err(error))) => panic!("{method} failed: {error}"),
+            Ok(Ok(reply)) => reply,
             Ok(Err(_)) => panic!("{method}: the DevTools connection closed"),
             Err(_) => panic!("{method}: no reply within {CALL_TIMEOUT:?}"),
         }
@@ -291,8 +298,30 @@ impl Page {
     /// Evaluates `expression` (awaiting a promise) and returns its value as JSON. A thrown
     /// exception fails the test.
     pub async fn eval(&self, expression: &str) -> Value {
+        match self.try_eval(expression).await {
+            Ok(value) => value,
+            Err(error) => panic!("Runtime.evaluate failed: {error}"),
+        }
+    }
+
+    /// [`Page::eval`] for polling: while the page is between two documents (a form just
+    /// submitted, a link followed) the browser refuses to evaluate ("Inspected target navigated
+    /// or closed"), which only means "not yet" to a poll, so it reads as `null`. Any other error
+    /// still fails the test.
+    async fn poll_eval(&self, expression: &str) -> Value {
+        match self.try_eval(expression).await {
+            Ok(value) => value,
+            Err(error) if error.contains("navigated or closed") => Value::Null,
+            Err(error) => panic!("Runtime.evaluate failed: {error}"),
+        }
+    }
+
+    /// [`Page::eval`], with the browser's error (not a thrown exception) returned.
+    async fn try_eval(&self, expression: &str) -> Result<Value, String> {
         let result = self
-            .call(
+            .connection
+            .try_call(
+                Some(&self.session),
                 "Runtime.evaluate",
                 json!({
                     "expression": expression,
@@ -301,11 +330,11 @@ impl Page {
                     "userGesture": true,
                 }),
             )
-            .await;
+            .await?;
         if let Some(exception) = result.get("exceptionDetails") {
             panic!("JavaScript failed: {expression}\n{exception:#}");
         }
-        result["result"]["value"].clone()
+        Ok(result["result"]["value"].clone())
     }
 
     /// Polls `expression` until it is truthy; returns its value. On timeout, fails with what
@@ -319,7 +348,7 @@ impl Page {
     pub async fn wait_for_within(&self, within: Duration, what: &str, expression: &str) -> Value {
         let deadline = Instant::now() + within;
         loop {
-            let value = self.eval(expression).await;
+            let value = self.poll_eval(expression).await;
             let truthy = match &value {
                 Value::Null => false,
                 Value::Bool(b) => *b,
@@ -364,7 +393,7 @@ impl Page {
     /// when it is missing, hidden or disabled.
     async fn centre(&self, selector: &str) -> Option<(f64, f64)> {
         let found = self
-            .eval(&format!(
+            .poll_eval(&format!(
                 "(() => {{
                     const el = document.querySelector({selector});
                     if (!el || el.disabled) return null;
