@@ -1,11 +1,13 @@
 //! The value of an answer. A leaf module (it imports nothing from the crate), so approvals,
 //! questions and journals can all name answers without importing one another.
 
-use serde::{Deserialize, Serialize};
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
 
-/// An answer's value: a boolean for confirm, a list for multi, text otherwise.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// An answer's value: a boolean for confirm, a list for multi, text otherwise. Written as the
+/// JSON value it holds (see the `Deserialize` impl below for reading).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Answer {
     /// Yes or no.
@@ -16,6 +18,55 @@ pub enum Answer {
     Text(String),
     /// A form's fields, by name.
     Object(serde_json::Map<String, serde_json::Value>),
+}
+
+/// Reads the JSON value for what it is: a boolean, a list of texts, a text or an object. Why not
+/// `#[serde(untagged)]`, which reads the same values: it buffered every answer into serde's
+/// `Content` and tried the variants in turn, and a text answer failed as a boolean and as a list
+/// first, each failure an error with a formatted message. Answers are read with every request
+/// that answers and every run's journal (callgrind of `--runs`, 2026-12-07).
+impl<'de> Deserialize<'de> for Answer {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(AnswerVisitor)
+    }
+}
+
+struct AnswerVisitor;
+
+impl<'de> Visitor<'de> for AnswerVisitor {
+    type Value = Answer;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an answer: true or false, a text, a list of texts, or a form's fields")
+    }
+
+    fn visit_bool<E: de::Error>(self, value: bool) -> Result<Answer, E> {
+        Ok(Answer::Bool(value))
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Answer, E> {
+        Ok(Answer::Text(text.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, text: String) -> Result<Answer, E> {
+        Ok(Answer::Text(text))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Answer, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(item) = seq.next_element::<String>()? {
+            items.push(item);
+        }
+        Ok(Answer::List(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Answer, A::Error> {
+        let mut fields = serde_json::Map::new();
+        while let Some((name, value)) = map.next_entry::<String, serde_json::Value>()? {
+            fields.insert(name, value);
+        }
+        Ok(Answer::Object(fields))
+    }
 }
 
 impl fmt::Display for Answer {
@@ -36,5 +87,60 @@ impl fmt::Display for Answer {
                 f.write_str(&parts.join(", "))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_answer_reads_as_the_value_it_was_written_as() {
+        let answers = [
+            Answer::Bool(true),
+            Answer::Text("date-fns".into()),
+            Answer::Text(String::new()),
+            Answer::List(vec!["a".into(), "b".into()]),
+            Answer::List(Vec::new()),
+            Answer::Object(
+                json!({"name": "x", "count": 2})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        ];
+        for answer in answers {
+            let text = serde_json::to_string(&answer).unwrap();
+            assert_eq!(serde_json::from_str::<Answer>(&text).unwrap(), answer);
+            // From a tree, and from inside what serde buffers first (an internally tagged
+            // enum, as a run's journal is).
+            let value = serde_json::to_value(&answer).unwrap();
+            assert_eq!(serde_json::from_value::<Answer>(value).unwrap(), answer);
+            #[derive(Debug, Deserialize, PartialEq)]
+            #[serde(tag = "type")]
+            enum Tagged {
+                Answered { answer: Option<Answer> },
+            }
+            let json = format!(r#"{{"type": "Answered", "answer": {text}}}"#);
+            let Tagged::Answered { answer: read } = serde_json::from_str(&json).unwrap();
+            assert_eq!(read, Some(answer));
+        }
+    }
+
+    #[test]
+    fn a_value_that_is_no_answer_is_refused_saying_what_an_answer_is() {
+        for bad in ["5", "null", "1.5"] {
+            let error = serde_json::from_str::<Answer>(bad).unwrap_err().to_string();
+            assert!(
+                error.contains("expected an answer: true or false"),
+                "{bad}: {error}"
+            );
+        }
+        // A list holds texts only.
+        let error = serde_json::from_str::<Answer>(r#"["a", 1]"#)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("expected a string"), "{error}");
     }
 }
