@@ -189,3 +189,92 @@ async fn events_a_script_puts_together_read_back_as_the_writer_delivered_them() 
     };
     assert_eq!(by_question(decoded), by_question(delivered));
 }
+
+/// A script that announces several events writes them as one stream entry
+/// (`lua/lib/announce.lua`): a run stored parked on its first question (the ask, the run), and
+/// a claim that carries the run ahead (the answer, the next ask, the run parked on it). Another
+/// store's reader hands out each of them once, in the order written, as the writer handed them
+/// to its own process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_written_as_one_entry_reach_another_store_each_once_in_order() {
+    use askbridge::store::{AheadRun, Runs, TakeRun};
+    use askbridge_core::run::{Origin, Run};
+    use askbridge_core::{Millis, NewQuestion};
+    let server = RedisServer::start();
+    let (a, b) = (store(&server).await, store(&server).await);
+    let (mut heard_by_a, mut heard_by_b) = (a.subscribe(), b.subscribe());
+    let origin = Origin {
+        chat: Some("chat:1".into()),
+        user: "chat:7".into(),
+        user_name: None,
+    };
+    let now = Millis::now();
+    let started = Run::new("deploy", "staging", origin, "p1", now, now.after(LEASE));
+    let ask = |n: usize, text: &str| {
+        let mut q = NewQuestion::ask(text)
+            .session(started.session_id())
+            .into_question(started.question_id(n), Millis::now(), DEFAULT_TIMEOUT)
+            .unwrap();
+        q.run_id = Some(started.id.clone());
+        q
+    };
+    let (first, next) = (ask(0, "Go?"), ask(1, "And then?"));
+    let mut parked = started.clone();
+    parked.park_on(first.id.clone(), started.updated_at);
+    a.insert_parked(&started, &parked, "p1", &first)
+        .await
+        .unwrap();
+    let mut carried = parked.clone();
+    carried.park_on(next.id.clone(), Millis(parked.updated_at.0 + 1));
+    let options = ClaimOptions {
+        take_run: Some(TakeRun {
+            owner: "p2",
+            lease_until: now.after(LEASE),
+        }),
+        ahead: Some(AheadRun {
+            was: parked.updated_at,
+            run: &carried,
+            next: &next,
+        }),
+        ..ClaimOptions::new(Duration::from_secs(1))
+    };
+    let claimed = a
+        .claim(&first, &claim(answer("yes"), "api"), options)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(claimed.ahead, "carried ahead");
+    let written = [
+        (EventKind::Asked, first.id.to_string()),
+        (EventKind::RunWaiting, started.id.to_string()),
+        (EventKind::Replied, first.id.to_string()),
+        (EventKind::Asked, next.id.to_string()),
+        (EventKind::RunWaiting, started.id.to_string()),
+    ];
+    let by_a = first_heard(&mut heard_by_a, written.len()).await;
+    assert_eq!(by_a, written, "handed to A's own process");
+    let by_b = first_heard(&mut heard_by_b, written.len()).await;
+    assert_eq!(by_b, written, "read by B from the stream");
+    // Nothing more: each once.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(heard_by_b.try_recv().is_err(), "an event heard twice");
+}
+
+/// The lease the run above is taken with.
+const LEASE: Duration = Duration::from_secs(30);
+
+/// The first `n` events of `events`: their kinds and what they are about.
+async fn first_heard(
+    events: &mut broadcast::Receiver<Event>,
+    n: usize,
+) -> Vec<(EventKind, String)> {
+    let mut seen = Vec::new();
+    while seen.len() < n {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.recv())
+            .await
+            .expect("every event arrives")
+            .unwrap();
+        seen.push((event.kind(), about(&event)));
+    }
+    seen
+}

@@ -1,6 +1,7 @@
 //! The event streams: scripts append to their bucket's stream (asks, resolutions, runs that
-//! park or end), and every process reads all of them into its own broadcast channel, so a waiter
-//! in one process hears of an answer given in another.
+//! park or end; a script's events as one entry, a `data` field each), and every process reads
+//! all of them into its own broadcast channel, so a waiter in one process hears of an answer
+//! given in another.
 //!
 //! On one node all buckets are read with one blocking XREAD. On a cluster, streams of different
 //! slots cannot share a command, and a blocking read holds up its connection: each bucket has a
@@ -211,14 +212,15 @@ fn hand_out(
             continue;
         };
         for (id, data) in entries {
-            match data.map(|data| serde_json::from_slice::<Event>(&data)) {
-                Some(Ok(event)) => {
-                    let _ = events.send(event);
+            for data in data {
+                match serde_json::from_slice::<Event>(&data) {
+                    Ok(event) => {
+                        let _ = events.send(event);
+                    }
+                    Err(error) => {
+                        tracing::warn!(error = %Chain(&error), %id, "skipping an unreadable event")
+                    }
                 }
-                Some(Err(error)) => {
-                    tracing::warn!(error = %Chain(&error), %id, "skipping an unreadable event")
-                }
-                None => {}
             }
             last_ids[at] = id;
             any = true;
@@ -227,9 +229,9 @@ fn hand_out(
     any
 }
 
-/// One stream's part of an XREAD reply: its key, and each entry's id and `data` field (`None`
-/// for an entry without one, or one tagged `own`).
-type StreamEntries = (Vec<u8>, Vec<(String, Option<Vec<u8>>)>);
+/// One stream's part of an XREAD reply: its key, and each entry's id and `data` fields (none
+/// for an entry tagged `own`).
+type StreamEntries = (Vec<u8>, Vec<(String, Vec<Vec<u8>>)>);
 
 /// The entries of an XREAD reply, taken apart without a map per entry or a copy of its data:
 /// every process reads every event, and the `data` field is all it needs. A reply the reader
@@ -261,8 +263,10 @@ fn stream_entries(reply: Value, own: &[u8]) -> Vec<StreamEntries> {
         .collect()
 }
 
-/// An entry's id and its `data` field (`None` when it has none, or its origin `o` is `own`).
-fn entry(entry: Value, own: &[u8]) -> Option<(String, Option<Vec<u8>>)> {
+/// An entry's id and its `data` fields, one event each, in order (none when its origin `o` is
+/// `own`). A script that announces several events at once writes them as one entry
+/// (`lua/lib/announce.lua`).
+fn entry(entry: Value, own: &[u8]) -> Option<(String, Vec<Vec<u8>>)> {
     let Value::Array(parts) = entry else {
         return None;
     };
@@ -273,14 +277,14 @@ fn entry(entry: Value, own: &[u8]) -> Option<(String, Option<Vec<u8>>)> {
     };
     let id = String::from_utf8(id).ok()?;
     let mut fields = fields.into_iter();
-    let mut data = None;
+    let mut data = Vec::new();
     while let (Some(name), Some(value)) = (fields.next(), fields.next()) {
         let (Value::BulkString(name), Value::BulkString(value)) = (name, value) else {
             continue;
         };
         match name.as_slice() {
-            b"data" => data = Some(value),
-            b"o" if value == own => return Some((id, None)),
+            b"data" => data.push(value),
+            b"o" if value == own => return Some((id, Vec::new())),
             _ => {}
         }
     }
@@ -296,7 +300,7 @@ mod tests {
     }
 
     #[test]
-    fn an_xread_reply_gives_each_entry_its_id_and_data_unless_it_is_our_own() {
+    fn an_xread_reply_gives_each_entry_its_id_and_events_unless_it_is_our_own() {
         let entries = Value::Array(vec![
             Value::Array(vec![
                 bulk("1-0"),
@@ -319,15 +323,45 @@ mod tests {
                 bulk("1-3"),
                 Value::Array(vec![bulk("data"), bulk("[]"), bulk("o"), bulk("s-you")]),
             ]),
+            // A script's events announced together: one entry, its events in order.
+            Value::Array(vec![
+                bulk("1-4"),
+                Value::Array(vec![
+                    bulk("data"),
+                    bulk("1"),
+                    bulk("data"),
+                    bulk("2"),
+                    bulk("data"),
+                    bulk("3"),
+                    bulk("o"),
+                    bulk("s-you"),
+                ]),
+            ]),
+            Value::Array(vec![
+                bulk("1-5"),
+                Value::Array(vec![
+                    bulk("data"),
+                    bulk("1"),
+                    bulk("data"),
+                    bulk("2"),
+                    bulk("o"),
+                    bulk("s-me"),
+                ]),
+            ]),
         ]);
         let expected = vec![(
             b"k".to_vec(),
             vec![
-                ("1-0".to_owned(), Some(b"{}".to_vec())),
-                ("1-1".to_owned(), None),
+                ("1-0".to_owned(), vec![b"{}".to_vec()]),
+                ("1-1".to_owned(), vec![]),
                 // Delivered by this store itself: skipped, but its id still moves the reader on.
-                ("1-2".to_owned(), None),
-                ("1-3".to_owned(), Some(b"[]".to_vec())),
+                ("1-2".to_owned(), vec![]),
+                ("1-3".to_owned(), vec![b"[]".to_vec()]),
+                (
+                    "1-4".to_owned(),
+                    vec![b"1".to_vec(), b"2".to_vec(), b"3".to_vec()],
+                ),
+                ("1-5".to_owned(), vec![]),
             ],
         )];
         let resp2 = Value::Array(vec![Value::Array(vec![bulk("k"), entries.clone()])]);

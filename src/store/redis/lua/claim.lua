@@ -74,6 +74,8 @@ if #shown > 0 then redis.call('PEXPIRE', KEYS[2], RETENTION) end
 if #effects > 0 then redis.call('PEXPIRE', KEYS[3], RETENTION) end
 redis.call('ZREM', KEYS[5], a.id)
 redis.call('ZADD', KEYS[6], a.now, a.id)
+-- The answer's event, and those of a run carried ahead, go out as one entry (at the end).
+hold_events()
 announce(KEYS[7], EVENTS_MAXLEN, a.event)
 redis.call('XADD', KEYS[8], 'MINID', '~', a.oldest_audit, '*', 'q', a.id, 'st', a.status,
     'r', a.res, 's', a.session, 'k', a.kind, 'd', a.digest or '')
@@ -129,4 +131,5 @@ if a.finish_when_idle and #shown == 0 and (not a.has_run or #run > 0 or ahead ==
 else
     redis.call('ZADD', KEYS[4], a.settle_at, a.id)
 end
+release_events()
 return {a.outcome, a.status, a.res, shown, effects, run, finished, a.token, ahead}

@@ -8,5 +8,9 @@
 -- save_run's code.
 local a = named()
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+-- The question's event and the run's go out as one entry.
+hold_events()
 if insert_question(from(KEYS, 8), a.next) == 0 then return -1 end
-return save_run(KEYS, a.run, true, 'new')
+local code = save_run(KEYS, a.run, true, 'new')
+release_events()
+return code

@@ -8,5 +8,9 @@
 -- that id exists: then nothing is written, and the caller checks the stored one.
 local a = named()
 if redis.call('HGET', KEYS[1], 'owner') ~= (a.run.owner or '') then return 0 end
+-- The question's event and the run's go out as one entry.
+hold_events()
 if insert_question(from(KEYS, 8), a.next) == 0 then return -1 end
-return save_run(KEYS, a.run, true)
+local code = save_run(KEYS, a.run, true)
+release_events()
+return code
