@@ -52,20 +52,13 @@ impl<'de> Visitor<'de> for AnswerVisitor {
         Ok(Answer::Text(text))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Answer, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
-        while let Some(item) = seq.next_element::<String>()? {
-            items.push(item);
-        }
-        Ok(Answer::List(items))
+    // A list and a form are read by their own types' `Deserialize`, handed what is left.
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Answer, A::Error> {
+        Vec::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(Answer::List)
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Answer, A::Error> {
-        let mut fields = serde_json::Map::new();
-        while let Some((name, value)) = map.next_entry::<String, serde_json::Value>()? {
-            fields.insert(name, value);
-        }
-        Ok(Answer::Object(fields))
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Answer, A::Error> {
+        serde_json::Map::deserialize(de::value::MapAccessDeserializer::new(map)).map(Answer::Object)
     }
 }
 
