@@ -173,14 +173,7 @@ async fn events_a_script_puts_together_read_back_as_the_writer_delivered_them() 
         ],
         "what A handed its own process"
     );
-    let mut decoded = Vec::new();
-    while decoded.len() < delivered.len() {
-        let event = tokio::time::timeout(Duration::from_secs(10), heard_by_b.recv())
-            .await
-            .expect("B's reader decodes A's events")
-            .unwrap();
-        decoded.push(event);
-    }
+    let decoded = first_heard(&mut heard_by_b, delivered.len()).await;
     // Each bucket has its stream, and one read that brings several gives them in bucket order:
     // a question's own events keep their order, two questions' need not.
     let by_question = |mut events: Vec<Event>| {
@@ -251,9 +244,12 @@ async fn events_written_as_one_entry_reach_another_store_each_once_in_order() {
         (EventKind::Asked, next.id.to_string()),
         (EventKind::RunWaiting, started.id.to_string()),
     ];
-    let by_a = first_heard(&mut heard_by_a, written.len()).await;
+    let told = |events: Vec<Event>| -> Vec<(EventKind, String)> {
+        events.iter().map(|e| (e.kind(), about(e))).collect()
+    };
+    let by_a = told(first_heard(&mut heard_by_a, written.len()).await);
     assert_eq!(by_a, written, "handed to A's own process");
-    let by_b = first_heard(&mut heard_by_b, written.len()).await;
+    let by_b = told(first_heard(&mut heard_by_b, written.len()).await);
     assert_eq!(by_b, written, "read by B from the stream");
     // Nothing more: each once.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -263,18 +259,15 @@ async fn events_written_as_one_entry_reach_another_store_each_once_in_order() {
 /// The lease the run above is taken with.
 const LEASE: Duration = Duration::from_secs(30);
 
-/// The first `n` events of `events`: their kinds and what they are about.
-async fn first_heard(
-    events: &mut broadcast::Receiver<Event>,
-    n: usize,
-) -> Vec<(EventKind, String)> {
+/// The next `n` events of `events`, each within 10 s.
+async fn first_heard(events: &mut broadcast::Receiver<Event>, n: usize) -> Vec<Event> {
     let mut seen = Vec::new();
     while seen.len() < n {
         let event = tokio::time::timeout(Duration::from_secs(10), events.recv())
             .await
             .expect("every event arrives")
             .unwrap();
-        seen.push((event.kind(), about(&event)));
+        seen.push(event);
     }
     seen
 }
