@@ -164,6 +164,8 @@ struct Shared {
     frames: Mutex<Vec<Value>>,
     seq: AtomicU64,
     commands: Mutex<Option<Value>>,
+    /// When each message posted successfully arrived.
+    arrivals: super::Arrivals,
 }
 
 /// See the module documentation. Dropping it stops the servers.
@@ -213,6 +215,7 @@ impl FakeDiscord {
             frames: Mutex::new(Vec::new()),
             seq: AtomicU64::new(1),
             commands: Mutex::new(None),
+            arrivals: super::Arrivals::default(),
         });
         let app = Router::new().fallback(rest).with_state(state.clone());
         let rest_task = tokio::spawn(async move {
@@ -266,8 +269,7 @@ impl FakeDiscord {
     }
 
     /// The id of one of the `count` newest stored messages that holds `text` (in its content or
-    /// its components): cheap enough to poll every 200 µs with thousands posted (the latency
-    /// benchmarks do).
+    /// its components), as the latency rounds find their question's.
     pub fn newest_holding(&self, text: &str, count: usize) -> Option<u64> {
         let messages = self.state.messages.lock().unwrap();
         let mut ids: Vec<u64> = messages.keys().copied().collect();
@@ -275,6 +277,11 @@ impl FakeDiscord {
         ids.into_iter()
             .take(count)
             .find(|id| messages[id].json.to_string().contains(text))
+    }
+
+    /// When each message posted successfully arrived.
+    pub fn arrivals(&self) -> &super::Arrivals {
+        &self.state.arrivals
     }
 
     /// The id of a stored message whose content contains `text`.
@@ -721,6 +728,9 @@ async fn rest(
         }
     };
     state.log.lock().unwrap()[index].status = status.as_u16();
+    if status == StatusCode::OK && method == Method::POST && is_channel_messages(&path) {
+        state.arrivals.record(&body, at);
+    }
     let mut response = if status == StatusCode::NO_CONTENT {
         status.into_response()
     } else {
@@ -736,6 +746,13 @@ async fn rest(
             .insert("x-ratelimit-scope", "user".parse().unwrap());
     }
     response
+}
+
+/// `/channels/{id}/messages`: where a message is posted.
+fn is_channel_messages(path: &str) -> bool {
+    path.strip_prefix("/channels/")
+        .and_then(|rest| rest.strip_suffix("/messages"))
+        .is_some_and(|id| id.bytes().all(|b| b.is_ascii_digit()))
 }
 
 async fn route(

@@ -2,7 +2,8 @@
 //! to the platform's fake receiving the call that shows it, and from a person's answer reaching
 //! askbridge (an update queued, a click sent down Slack's socket or Discord's gateway) to the
 //! asker's `GET …/wait` returning. Beside each, the anchor: a loopback HTTP round trip to the
-//! same fake.
+//! same fake. "Received" is the moment the fake's handler started on the call (its
+//! [`Arrivals`](super::Arrivals)), which the round awaits without polling.
 //!
 //! Here, in `fakes/`, because two kinds of benchmark use it: the latency benchmarks among the
 //! tests (`slack_bench.rs`, `email_bench.rs`: debug build, ignored tests) and `--only chat` of
@@ -121,15 +122,7 @@ pub fn telegram_alice() -> User {
 pub async fn telegram_round(fake: &FakeTelegram, base: &str) -> (Duration, Duration) {
     let asked = Instant::now();
     let id = ask(base, &format!("telegram:{GROUP}"), "telegram:7").await;
-    let shown = {
-        let (fake, id) = (fake.clone(), id.clone());
-        seen(move || {
-            fake.newest_in(GROUP, NEWEST)
-                .iter()
-                .any(|m| m.text.contains(&id))
-        })
-        .await
-    };
+    let shown = fake.arrivals().arrival_of(&id).await;
     let message = fake
         .newest_in(GROUP, NEWEST)
         .into_iter()
@@ -174,8 +167,7 @@ pub async fn slack_round(
 ) -> (Duration, Duration, String) {
     let asked = Instant::now();
     let id = ask(base, &format!("slack:{CHANNEL}"), &format!("slack:{ALICE}")).await;
-    let (finder, needle) = (web.clone(), id.clone());
-    let shown = seen(move || finder.find_newest(CHANNEL, &needle, NEWEST).is_some()).await;
+    let shown = web.arrivals().arrival_of(&id).await;
     let ts = web.find_newest(CHANNEL, &id, NEWEST).unwrap();
     let waiter = parked_wait(base, &id).await;
     let clicked = Instant::now();
@@ -196,8 +188,7 @@ pub async fn discord_round(fake: &Arc<FakeDiscord>, base: &str) -> (Duration, Du
     let place = Place::guild_channel(DISCORD_CHANNEL);
     let asked = Instant::now();
     let id = ask(base, &place.target(), &discord_alice().identity()).await;
-    let (finder, needle) = (fake.clone(), id.clone());
-    let shown = seen(move || finder.newest_holding(&needle, NEWEST).is_some()).await;
+    let shown = fake.arrivals().arrival_of(&id).await;
     let message = fake.newest_holding(&id, NEWEST).unwrap();
     let waiter = parked_wait(base, &id).await;
     let clicked = Instant::now();

@@ -13,7 +13,7 @@
 //! `private_metadata` <= 3,000, inputs only with a submit button). Every call, and every post to a
 //! `response_url`, is recorded in order.
 
-use super::Server;
+use super::{Arrivals, Server};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -62,8 +62,12 @@ pub struct FakeSlack {
     /// `http://127.0.0.1:<port>`.
     pub base: String,
     inner: Arc<Mutex<Inner>>,
+    arrivals: Arc<Arrivals>,
     _server: Server,
 }
+
+/// The handlers' state: the fake's data, and when each `chat.postMessage` arrived.
+type Shared = (Arc<Mutex<Inner>>, Arc<Arrivals>);
 
 impl FakeSlack {
     pub fn start() -> FakeSlack {
@@ -71,14 +75,16 @@ impl FakeSlack {
             next_ts: 1_700_000_000_000_100,
             ..Inner::default()
         }));
+        let arrivals = Arc::new(Arrivals::default());
         let app = Router::new()
             .route("/api/{method}", any(api))
             .route("/response/{id}", post(response_url))
-            .with_state(Arc::clone(&inner));
+            .with_state((Arc::clone(&inner), Arc::clone(&arrivals)));
         let server = Server::start(app);
         FakeSlack {
             base: server.base.clone(),
             inner,
+            arrivals,
             _server: server,
         }
     }
@@ -131,14 +137,18 @@ impl FakeSlack {
     }
 
     /// The ts of one of the `count` newest messages in `channel` whose text or blocks hold
-    /// `needle`: cheap enough to poll every 200 µs with thousands posted (the latency benchmarks
-    /// do).
+    /// `needle`: cheap with thousands posted (the latency rounds read one each round).
     pub fn find_newest(&self, channel: &str, needle: &str, count: usize) -> Option<String> {
         let inner = self.inner.lock().unwrap();
         let range = (channel.to_owned(), String::new())..(channel.to_owned(), "~".to_owned());
         let mut newest = inner.messages.range(range).rev().take(count);
         newest
             .find_map(|((_, ts), message)| message.to_string().contains(needle).then(|| ts.clone()))
+    }
+
+    /// When each `chat.postMessage` that succeeded arrived.
+    pub fn arrivals(&self) -> &Arrivals {
+        &self.arrivals
     }
 
     /// The app is not a member of `channel`.
@@ -156,11 +166,12 @@ fn refuse(code: &str) -> (StatusCode, Value) {
 }
 
 async fn api(
-    State(inner): State<Arc<Mutex<Inner>>>,
+    State((inner, arrivals)): State<Shared>,
     Path(method): Path<String>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let at = std::time::Instant::now();
     let body: Value = if body.is_empty() {
         json!({})
     } else {
@@ -190,6 +201,9 @@ async fn api(
         let (s, a) = answer(&mut inner, &method, &body);
         (s, a, None)
     };
+    if method == "chat.postMessage" && answer["ok"] == true {
+        arrivals.record(&body, at);
+    }
     inner.calls.push(Call {
         method,
         body,
@@ -404,7 +418,7 @@ fn check_initial_text(element: &Value) -> Result<(), String> {
 }
 
 async fn response_url(
-    State(inner): State<Arc<Mutex<Inner>>>,
+    State((inner, _)): State<Shared>,
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {

@@ -8,7 +8,7 @@
 //! confirmed by the next `getUpdates` offset, a queued 429 carries `retry_after`, and it never
 //! answers 5xx (teloxide sleeps 10 s on those). Every call is recorded in order.
 
-use super::Server;
+use super::{Arrivals, Server};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -106,6 +106,7 @@ pub struct FakeTelegram {
     pub base: String,
     state: Arc<Mutex<Inner>>,
     new_update: Arc<Notify>,
+    arrivals: Arc<Arrivals>,
     server: Arc<Server>,
 }
 
@@ -178,14 +179,16 @@ impl FakeTelegram {
             ..Inner::default()
         }));
         let new_update = Arc::new(Notify::new());
+        let arrivals = Arc::new(Arrivals::default());
         let app = Router::new()
             .route("/{bot}/{method}", post(handle))
-            .with_state((state.clone(), new_update.clone()));
+            .with_state((state.clone(), new_update.clone(), arrivals.clone()));
         let server = Server::start(app);
         FakeTelegram {
             base: server.base.clone(),
             state,
             new_update,
+            arrivals,
             server: Arc::new(server),
         }
     }
@@ -231,12 +234,17 @@ impl FakeTelegram {
         self.sent().into_iter().filter(|m| m.chat == chat).collect()
     }
 
-    /// The `count` newest messages in `chat`, newest first: cheap enough to poll every 200 µs
-    /// with thousands sent (the latency benchmarks do).
+    /// The `count` newest messages in `chat`, newest first: cheap with thousands sent (the
+    /// latency rounds read one each round).
     pub fn newest_in(&self, chat: i64, count: usize) -> Vec<Sent> {
         let inner = self.lock();
         let range = inner.messages.range((chat, i64::MIN)..=(chat, i64::MAX));
         range.rev().take(count).map(|(_, m)| m.clone()).collect()
+    }
+
+    /// When each `sendMessage` that succeeded arrived.
+    pub fn arrivals(&self) -> &Arrivals {
+        &self.arrivals
     }
 
     /// Holds the next call of `method` until [`FakeTelegram::release`]: a request slow on its
@@ -345,14 +353,15 @@ impl FakeTelegram {
     }
 }
 
-type Shared = (Arc<Mutex<Inner>>, Arc<Notify>);
+type Shared = (Arc<Mutex<Inner>>, Arc<Notify>, Arc<Arrivals>);
 
 async fn handle(
-    State((state, new_update)): State<Shared>,
+    State((state, new_update, arrivals)): State<Shared>,
     headers: axum::http::HeaderMap,
     Path((bot, method)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
+    let at = std::time::Instant::now();
     if !bot.starts_with("bot") {
         return fail(StatusCode::NOT_FOUND, "Not Found", None);
     }
@@ -387,6 +396,9 @@ async fn handle(
         answer(&mut state, &method, &body)
     };
     let status = response.status().as_u16();
+    if method == "sendmessage" && status == 200 {
+        arrivals.record(&body, at);
+    }
     state.lock().unwrap().calls.push(Call {
         method,
         body,
