@@ -336,6 +336,19 @@ maximal_backoff_time = 2s
 
 impl Drop for MailServers {
     fn drop(&mut self) {
+        // A test failing with the servers up: their logs go with the temporary directory, so
+        // their ends are printed beside the failure (where a mail waited, or why a login failed).
+        if std::thread::panicking() {
+            for (name, log) in [
+                ("Postfix", "postfix.log"),
+                ("Dovecot", "dovecot/dovecot.log"),
+            ] {
+                let text = std::fs::read_to_string(self.path(log)).unwrap_or_default();
+                let lines: Vec<&str> = text.lines().collect();
+                let tail = lines[lines.len().saturating_sub(LOG_TAIL)..].join("\n");
+                eprintln!("--- the last {LOG_TAIL} lines of {name}'s log ---\n{tail}");
+            }
+        }
         let _ = Command::new("/usr/sbin/postfix")
             .arg("-c")
             .arg(self.path("postfix"))
@@ -352,6 +365,9 @@ impl Drop for MailServers {
         }
     }
 }
+
+/// How many lines of each server's log a failing test prints.
+const LOG_TAIL: usize = 80;
 
 /// The mails in these Maildirs, oldest first, with their flags.
 fn maildir(dirs: &[PathBuf]) -> Vec<(Vec<u8>, String)> {
