@@ -86,6 +86,9 @@ pub async fn chat(rounds: usize, pending: usize) {
     slack_round(&web, &socket, &base, 0).await;
     discord_round(&discord, &base).await;
 
+    // Redis's side of the rounds, counted from here (commandstats cost nothing to keep, unlike a
+    // SLOWLOG of every command, which slowed the scripts it timed).
+    crate::probe::reset_stats(&redis.url()).await;
     let client = reqwest::Client::new();
     let (mut on_telegram, mut on_slack, mut on_discord) = Default::default();
     for round in 1..=rounds {
@@ -102,8 +105,38 @@ pub async fn chat(rounds: usize, pending: usize) {
     on_telegram.print("telegram", "sendMessage", "tap queued");
     on_slack.print("slack", "chat.postMessage", "click sent");
     on_discord.print("discord", "POST message", "click sent");
+    let stats = crate::probe::command_stats(&redis.url(), &["evalsha", "xread"]).await;
+    println!(
+        "chat redis-server during the rounds, an ask and its answer each: {}",
+        per_round(&stats, 3 * rounds)
+    );
     drop(process);
     discord_runtime.shutdown_background();
+}
+
+/// "EVALSHA 4.1 a round, 74.9 us each; ..." from `command_stats`' "cmdstat_evalsha:calls=…,
+/// usec=…,usec_per_call=…" items. (Redis's CPU over the rounds is not divided by them: each round
+/// waits 50 ms for its waiter to park, and the idle time's own work would be counted in.)
+fn per_round(stats: &str, rounds: usize) -> String {
+    let field = |item: &str, name: &str| {
+        item.split([':', ','])
+            .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    stats
+        .split_whitespace()
+        .map(|item| {
+            let command = item.trim_start_matches("cmdstat_").split(':').next();
+            format!(
+                "{} {:.1} a round, {:.1} us each",
+                command.unwrap_or_default().to_uppercase(),
+                field(item, "calls") / rounds as f64,
+                field(item, "usec_per_call")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn push(samples: &mut Samples, shown: Duration, released: Duration, rtt: Duration) {
