@@ -723,14 +723,11 @@ async fn rest(
             Some(retry_after),
         ),
         None => {
-            let (status, answer) = route(&state, &method, &path, &headers, &body).await;
+            let (status, answer) = route(&state, &method, &path, &headers, &body, at).await;
             (status, answer, None)
         }
     };
     state.log.lock().unwrap()[index].status = status.as_u16();
-    if status == StatusCode::OK && method == Method::POST && is_channel_messages(&path) {
-        state.arrivals.record(&body, at);
-    }
     let mut response = if status == StatusCode::NO_CONTENT {
         status.into_response()
     } else {
@@ -748,19 +745,13 @@ async fn rest(
     response
 }
 
-/// `/channels/{id}/messages`: where a message is posted.
-fn is_channel_messages(path: &str) -> bool {
-    path.strip_prefix("/channels/")
-        .and_then(|rest| rest.strip_suffix("/messages"))
-        .is_some_and(|id| id.bytes().all(|b| b.is_ascii_digit()))
-}
-
 async fn route(
     state: &Shared,
     method: &Method,
     path: &str,
     headers: &HeaderMap,
     body: &Value,
+    at: Instant,
 ) -> (StatusCode, Value) {
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let authorized = headers.get("authorization").and_then(|v| v.to_str().ok())
@@ -793,31 +784,36 @@ async fn route(
                 .and_then(Value::as_str)
                 .filter(|_| body["enforce_nonce"] == true)
                 .map(str::to_owned);
-            if let Some(nonce) = &nonce
-                && let Some(existing) = state.nonces.lock().unwrap().get(nonce)
-            {
-                let messages = state.messages.lock().unwrap();
-                return (StatusCode::OK, messages[existing].json.clone());
-            }
-            let id = state.next_id.fetch_add(1, Ordering::SeqCst);
-            let message = message_json(
-                id,
-                channel,
-                &bot,
-                body["content"].as_str().unwrap_or(""),
-                body.get("components").cloned().unwrap_or(json!([])),
-                body["flags"].as_u64().unwrap_or(0),
-            );
-            state.messages.lock().unwrap().insert(
-                id,
-                StoredMessage {
-                    channel,
-                    json: message.clone(),
-                },
-            );
-            if let Some(nonce) = nonce {
-                state.nonces.lock().unwrap().insert(nonce, id);
-            }
+            let replayed =
+                (nonce.as_ref()).and_then(|nonce| state.nonces.lock().unwrap().get(nonce).copied());
+            let message = match replayed {
+                // A replay of a nonce answers with the message it posted before.
+                Some(existing) => state.messages.lock().unwrap()[&existing].json.clone(),
+                None => {
+                    let id = state.next_id.fetch_add(1, Ordering::SeqCst);
+                    let message = message_json(
+                        id,
+                        channel,
+                        &bot,
+                        body["content"].as_str().unwrap_or(""),
+                        body.get("components").cloned().unwrap_or(json!([])),
+                        body["flags"].as_u64().unwrap_or(0),
+                    );
+                    state.messages.lock().unwrap().insert(
+                        id,
+                        StoredMessage {
+                            channel,
+                            json: message.clone(),
+                        },
+                    );
+                    if let Some(nonce) = nonce {
+                        state.nonces.lock().unwrap().insert(nonce, id);
+                    }
+                    message
+                }
+            };
+            // Once stored, so that whoever the arrival wakes finds the message.
+            state.arrivals.record(body, at);
             (StatusCode::OK, message)
         }
         ("PATCH", ["channels", channel, "messages", message]) => {
