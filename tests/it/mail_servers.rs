@@ -339,11 +339,10 @@ impl Drop for MailServers {
         // A test failing with the servers up: their logs go with the temporary directory, so
         // their ends are printed beside the failure (where a mail waited, or why a login failed).
         if std::thread::panicking() {
-            for (name, log) in [
-                ("Postfix", "postfix.log"),
-                ("Dovecot", "dovecot/dovecot.log"),
+            for (name, text) in [
+                ("Postfix", self.postfix_log()),
+                ("Dovecot", self.dovecot_log()),
             ] {
-                let text = std::fs::read_to_string(self.path(log)).unwrap_or_default();
                 let lines: Vec<&str> = text.lines().collect();
                 let tail = lines[lines.len().saturating_sub(LOG_TAIL)..].join("\n");
                 eprintln!("--- the last {LOG_TAIL} lines of {name}'s log ---\n{tail}");
