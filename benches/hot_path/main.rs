@@ -32,11 +32,14 @@
 //! 13. (`--only chat`) ask -> shown and answer -> waiter released on Telegram, Slack and
 //!     Discord, `--rounds` (1,000) each with `--chat-pending` (1,000) pending, beside a loopback
 //!     round trip to each fake (`chat.rs`);
-//! 14. (`--only restart`) the embedded store's restart with `--pending` pending, beside 100
+//! 14. (`--only email`) ask -> the mail in the person's mailbox and a reply in askbridge's
+//!     mailbox -> waiter released, `--mail-rounds` (100) with `--chat-pending` pending, on real
+//!     Postfix and Dovecot, beside the mail servers' own part of each path (`email.rs`);
+//! 15. (`--only restart`) the embedded store's restart with `--pending` pending, beside 100
 //!     (`restart.rs`);
-//! 15. (`--only million`, never by default) `--million` (1,000,000) pending on Redis beside 100:
+//! 16. (`--only million`, never by default) `--million` (1,000,000) pending on Redis beside 100:
 //!     bytes each, cycles, stats, first pages, SSE replay, restart (`million.rs`);
-//! 16. (`--only slow`, `forms`, `silent`, never by default) issue 35's attacks: `/healthz` during
+//! 17. (`--only slow`, `forms`, `silent`, never by default) issue 35's attacks: `/healthz` during
 //!     4,300 slow bodies, the data files and a history page after 20 maximal form answers, and
 //!     memory with 2,000 event streams nobody reads and `--pending` pending, then 150 large live
 //!     events, and how many the server cut (`attacks.rs`).
@@ -56,6 +59,7 @@ mod approvals;
 mod attacks;
 mod chat;
 mod cluster;
+mod email;
 mod lean;
 mod load;
 mod million;
@@ -69,6 +73,13 @@ mod views;
 #[path = "../../tests/it/fakes/mod.rs"]
 #[allow(dead_code)]
 mod fakes;
+
+#[path = "../../tests/it/mail_servers.rs"]
+#[allow(dead_code)]
+mod mail_servers;
+#[path = "../../tests/it/mails.rs"]
+#[allow(dead_code)]
+mod mails;
 
 #[path = "../../tests/it/redis_cluster.rs"]
 #[allow(dead_code)]
@@ -444,6 +455,9 @@ async fn main() {
     probes(&o).await;
     if o.wants("chat") {
         chat::chat(o.rounds, o.chat_pending).await;
+    }
+    if o.wants("email") {
+        email::email(o.mail_rounds, o.chat_pending).await;
     }
     if o.wants("restart") {
         restart::embedded(o.pending, o.concurrency).await;

@@ -19,6 +19,8 @@ pub(crate) struct Options {
     /// Questions per platform of `--only chat`, and how many pending meanwhile.
     pub(crate) rounds: usize,
     pub(crate) chat_pending: usize,
+    /// Questions of `--only email` (a round takes about a second: most of it is Dovecot's).
+    pub(crate) mail_rounds: usize,
     /// Questions pending in `--only million`.
     pub(crate) million: usize,
     pub(crate) only: Vec<String>,
@@ -47,6 +49,7 @@ pub(crate) fn options() -> Options {
         sessions: number("--sessions", 10_000),
         rounds: number("--rounds", 1_000),
         chat_pending: number("--chat-pending", 1_000),
+        mail_rounds: number("--mail-rounds", 100),
         million: number("--million", 1_000_000),
         only: value("--only")
             .map(|v| v.split(',').map(str::to_owned).collect())

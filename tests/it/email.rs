@@ -5,21 +5,18 @@
 //! `Authentication-Results` header the test means them to have.
 
 use crate::mail_servers::MailServers;
+use crate::mails::{ALICE, BOB, BRIDGE, Held, reply_mail, serve_env};
 use crate::support::{bridge_with, eventually, http};
 use askbridge::Bridge;
 use askbridge::http::{AppState, app};
 use askbridge::store::memory::MemoryStore;
 use askbridge_core::{Inbox, Secret};
 use askbridge_email::{Email, EmailOptions};
-use mail_parser::MessageParser;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) const WITHIN: Duration = Duration::from_secs(20);
-pub(crate) const BRIDGE: &str = "askbridge@askbridge.test";
-pub(crate) const ALICE: &str = "alice@example.com";
-pub(crate) const BOB: &str = "bob@example.org";
 
 pub(crate) struct Setup {
     pub(crate) servers: MailServers,
@@ -74,26 +71,6 @@ pub(crate) fn email_for(servers: &MailServers, public_url: Option<String>, notif
     .unwrap()
 }
 
-/// `askbridge serve`'s email settings against `servers`.
-pub(crate) fn serve_env(servers: &MailServers, secret: &str) -> Vec<(&'static str, String)> {
-    vec![
-        (
-            "EMAIL_SMTP_URL",
-            format!("smtp://127.0.0.1:{}", servers.smtp),
-        ),
-        (
-            "EMAIL_IMAP_URL",
-            format!(
-                "imap://askbridge%40askbridge.test:bridge-pw@127.0.0.1:{}/INBOX",
-                servers.imap
-            ),
-        ),
-        ("EMAIL_REPLY_ADDRESS", BRIDGE.to_owned()),
-        ("EMAIL_SECRET", secret.to_owned()),
-        ("EMAIL_AUTHSERV_ID", "mx.askbridge.test".to_owned()),
-    ]
-}
-
 /// The mails `user` holds (INBOX and folders), oldest first.
 pub(crate) fn held(servers: &MailServers, user: &str) -> Vec<Held> {
     servers
@@ -101,42 +78,6 @@ pub(crate) fn held(servers: &MailServers, user: &str) -> Vec<Held> {
         .into_iter()
         .map(|(raw, flags)| Held { raw, flags })
         .collect()
-}
-
-/// A parsed mail as Dovecot holds it, with its Maildir flags.
-pub(crate) struct Held {
-    pub(crate) raw: Vec<u8>,
-    pub(crate) flags: String,
-}
-
-impl Held {
-    pub(crate) fn header(&self, name: &str) -> Option<String> {
-        let message = MessageParser::default().parse(&self.raw[..]).unwrap();
-        message
-            .headers_raw()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.trim().to_owned())
-    }
-    pub(crate) fn subject(&self) -> String {
-        let message = MessageParser::default().parse(&self.raw[..]).unwrap();
-        message.subject().unwrap_or_default().to_owned()
-    }
-    pub(crate) fn text(&self) -> String {
-        let message = MessageParser::default().parse(&self.raw[..]).unwrap();
-        message.body_text(0).unwrap_or_default().into_owned()
-    }
-    /// The question's reply address, from its `Reply-To` (without `<>`).
-    pub(crate) fn reply_address(&self) -> String {
-        self.header("Reply-To")
-            .unwrap()
-            .trim_matches(['<', '>'])
-            .to_owned()
-    }
-    pub(crate) fn html(&self) -> Option<String> {
-        let message = MessageParser::default().parse(&self.raw[..]).unwrap();
-        message.html_part(0)?;
-        message.body_html(0).map(|h| h.into_owned())
-    }
 }
 
 impl Setup {
@@ -210,32 +151,6 @@ pub(crate) fn ask_body(answerers: &[&str]) -> Value {
         "targets": [format!("email:{ALICE}")],
         "answerers": answerers,
     })
-}
-
-/// A reply as a mail client writes one, passed through our MX (which wrote the
-/// `Authentication-Results` on top).
-pub(crate) fn reply_mail(
-    from: &str,
-    to: &str,
-    message_id: &str,
-    in_reply_to: &str,
-    dmarc: &str,
-    body: &str,
-) -> String {
-    let domain = from.rsplit('@').next().unwrap();
-    format!(
-        "Authentication-Results: mx.askbridge.test; spf=pass smtp.mailfrom={domain}; dmarc={dmarc} header.from={domain}\r\n\
-         From: Someone <{from}>\r\n\
-         To: <{to}>\r\n\
-         Subject: Re: Which library?\r\n\
-         Message-ID: <{message_id}>\r\n\
-         In-Reply-To: <{in_reply_to}>\r\n\
-         References: <{in_reply_to}>\r\n\
-         MIME-Version: 1.0\r\n\
-         Content-Type: text/plain; charset=utf-8\r\n\
-         \r\n\
-         {body}"
-    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,8 +4,9 @@
 //! and the mail back answers each line; a bad edit is refused politely while the decisions
 //! already made stand, then a good one completes the batch.
 
-use crate::email::{ALICE, setup_with};
+use crate::email::setup_with;
 use crate::email_decisions::{ask, reply};
+use crate::mails::ALICE;
 use serde_json::{Value, json};
 
 fn batch() -> Value {

@@ -4,8 +4,9 @@
 //! lands exactly at the point under test through `ASKBRIDGE_EMAIL_TEST_HOLD`, with which the
 //! reader writes a file there and stops (see `adapters/email/src/mailbox.rs`).
 
-use crate::email::{ALICE, BRIDGE, ask_body, held, reply_mail, serve_env};
+use crate::email::{ask_body, held};
 use crate::mail_servers::MailServers;
+use crate::mails::{ALICE, BRIDGE, reply_mail, serve_env};
 use crate::redis_server::RedisServer;
 use crate::support::{Process, eventually, get_json, post_json};
 use serde_json::Value;

@@ -5,7 +5,8 @@
 //! get a polite refusal in the thread and decide nothing.
 
 use crate::approvals_edit::{assert_edited, deploy, deploy_schema};
-use crate::email::{ALICE, BRIDGE, Held, Setup, reply_mail, setup_with};
+use crate::email::{Setup, setup_with};
+use crate::mails::{ALICE, BRIDGE, Held, reply_mail};
 use serde_json::{Value, json};
 
 fn approval(allowed: &[&str]) -> Value {

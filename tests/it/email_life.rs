@@ -7,7 +7,8 @@
 //! cargo test --test it one_questions_life -- --nocapture
 //! ```
 
-use crate::email::{ALICE, BOB, BRIDGE, Held, ask_body, reply_mail, setup_with};
+use crate::email::{ask_body, setup_with};
+use crate::mails::{ALICE, BOB, BRIDGE, Held, reply_mail};
 use serde_json::json;
 
 const SHOWN: [&str; 12] = [

@@ -4,7 +4,8 @@
 //! once; a changed, expired or cross-site link answers nothing.
 
 use crate::cdp::Browser;
-use crate::email::{ALICE, ask_body, setup_with};
+use crate::email::{ask_body, setup_with};
+use crate::mails::ALICE;
 use crate::support::http;
 use askbridge_core::{Millis, QuestionId, Secret};
 use askbridge_email::{Link, OneClick};

@@ -7,6 +7,7 @@
 mod cdp;
 mod fakes;
 mod mail_servers;
+mod mails;
 mod redis_cluster;
 mod redis_server;
 mod replicas;
@@ -30,7 +31,6 @@ mod discord;
 mod discord_batch;
 mod email;
 mod email_batch;
-mod email_bench;
 mod email_crash;
 mod email_decisions;
 mod email_life;

@@ -5,12 +5,12 @@
 //! same fake. "Received" is the moment the fake's handler started on the call (its
 //! [`Arrivals`](super::Arrivals)), which the round awaits without polling.
 //!
-//! Here, in `fakes/`, because two kinds of benchmark use it: the latency benchmarks among the
-//! tests (`slack_bench.rs`, `email_bench.rs`: debug build, ignored tests) and `--only chat` of
+//! Here, in `fakes/`, because two kinds of benchmark use it: Slack's latency benchmark among the
+//! tests (`slack_bench.rs`: debug build, an ignored test) and `--only chat` and `--only email` of
 //! benches/hot_path (release build), which includes `fakes/` by path.
 
-// Each of the two uses a part: the tests' benchmarks Telegram's and Slack's rounds, the
-// hot-path benchmark every platform's and the round trips.
+// Each uses a part: the tests' benchmark Slack's round, the hot-path benchmark every platform's,
+// the round trips, and the helpers its email rounds share.
 #![allow(dead_code)]
 
 use super::discord::{FakeDiscord, FakeUser, Place};
