@@ -276,13 +276,18 @@ async fn memory(o: &Options) {
     );
     let runs = (o.pending / 10).max(100);
     let before = probe::used_memory(&redis.url()).await;
+    let streams_before = probe::streams_memory(&redis.url()).await;
     load::start_runs(&base, runs, o.concurrency).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let after = probe::used_memory(&redis.url()).await;
+    let streams = probe::streams_memory(&redis.url()).await as f64 - streams_before as f64;
     let per_run = (after - before) / runs as u64;
+    // The streams are full of the questions' events by now and keep 1,000 entries a bucket: a
+    // run's entry (its question's event and its own, one entry) replaces a question's.
     println!(
-        "Redis per waiting run      {per_run:>6} B   with the question it waits on; the run's own {} B (goal <= 1,024 B; {runs} runs)",
-        per_run.saturating_sub(per_question)
+        "Redis per waiting run      {per_run:>6} B   with the question it waits on; the run's own {} B (goal <= 1,024 B; {runs} runs); of the {per_run} B, the capped event streams grew {:.0} B",
+        per_run.saturating_sub(per_question),
+        streams / runs as f64
     );
 }
 

@@ -124,6 +124,32 @@ pub async fn aof_rewritten(url: &str) {
     }
 }
 
+/// The bytes of every bucket's event stream (`MEMORY USAGE … SAMPLES 0`: each entry counted).
+/// The streams are capped by entries (`EVENTS_MAXLEN` a bucket), not bytes: a figure of bytes per
+/// item that includes them counts how much larger the newest entries are than those they replace.
+pub async fn streams_memory(url: &str) -> u64 {
+    let client = redis::Client::open(url).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*:events")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    let mut total = 0;
+    for key in keys {
+        let bytes: Option<u64> = redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg(&key)
+            .arg("SAMPLES")
+            .arg(0)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        total += bytes.unwrap_or_default();
+    }
+    total
+}
+
 /// Redis's `used_memory`.
 pub async fn used_memory(url: &str) -> u64 {
     info(url, "memory")
