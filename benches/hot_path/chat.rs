@@ -17,7 +17,6 @@ use crate::fakes::rounds::{
 use crate::fakes::slack::{APP_TOKEN, TOKEN as SLACK_TOKEN};
 use crate::fakes::telegram::FakeTelegram;
 use crate::redis_server::RedisServer;
-use crate::support::Process;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -66,15 +65,8 @@ pub async fn chat(rounds: usize, pending: usize) {
         ("DISCORD_BOT_TOKEN", DISCORD_TOKEN.to_owned()),
         ("DISCORD_API_URL", discord.base.clone()),
         ("ASKBRIDGE_LOG", "warn".to_owned()),
-        (
-            "ASKBRIDGE_WORKER_THREADS",
-            crate::THREADS.get().cloned().unwrap_or_default(),
-        ),
     ]);
-    // On a blocking thread: it blocks until /healthz answers.
-    let process = tokio::task::spawn_blocking(move || Process::spawn(&["serve"], &env))
-        .await
-        .unwrap();
+    let process = crate::serve_blocking(env).await;
     let base = process.base.clone();
     discord.wait_ready().await;
     let open = socket.clone();

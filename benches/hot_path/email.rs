@@ -21,7 +21,6 @@ use crate::fakes::rounds::{ask, ask_all, line, p50_p99, parked_wait, seen};
 use crate::mail_servers::MailServers;
 use crate::mails::{ALICE, BOB, BRIDGE, Held, reply_mail, serve_env};
 use crate::redis_server::RedisServer;
-use crate::support::Process;
 use async_imap::extensions::idle::IdleResponse;
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -43,15 +42,8 @@ pub async fn email(rounds: usize, pending: usize) {
             "ASKBRIDGE_LOG",
             "warn,askbridge_email::receive=error".to_owned(),
         ),
-        (
-            "ASKBRIDGE_WORKER_THREADS",
-            crate::THREADS.get().cloned().unwrap_or_default(),
-        ),
     ]);
-    // On a blocking thread: it blocks until /healthz answers.
-    let process = tokio::task::spawn_blocking(move || Process::spawn(&["serve"], &env))
-        .await
-        .unwrap();
+    let process = crate::serve_blocking(env).await;
     let base = process.base.clone();
     for _ in 0..pending {
         ask_all(&base, &[], &[]).await;

@@ -119,6 +119,18 @@ fn serve(redis: &redis_server::RedisServer) -> support::Process {
     )
 }
 
+/// `askbridge serve` with `env` and the benchmark's worker threads, started on a blocking thread
+/// (it blocks until /healthz answers), so that fakes served by this runtime answer meanwhile.
+async fn serve_blocking(mut env: Vec<(&'static str, String)>) -> support::Process {
+    env.push((
+        "ASKBRIDGE_WORKER_THREADS",
+        THREADS.get().cloned().unwrap_or_default(),
+    ));
+    tokio::task::spawn_blocking(move || support::Process::spawn(&["serve"], &env))
+        .await
+        .unwrap()
+}
+
 async fn commands(o: &Options) {
     let redis = redis_server::RedisServer::start();
     let server = serve(&redis);
