@@ -19,7 +19,9 @@
 //! does what they need, and only then calls [`Outbox::finish`], which removes them. So a process
 //! that dies between winning a claim and finishing its effects leaves the entry behind, and the
 //! next sweep (any process's) finishes the job: nothing resolved is forgotten, and nothing pending
-//! is lost.
+//! is lost. The same holds for a message shown late, after its question was resolved: recording
+//! it ([`Deliveries::record_shown`]) enters the question again, and a finish by a settle that had
+//! not seen it leaves the question in, so that its buttons are withdrawn too.
 
 mod claim;
 mod error;

@@ -115,8 +115,11 @@ pub trait Drafts: Send + Sync {
 /// Where questions were shown, so that any process can withdraw them.
 #[async_trait]
 pub trait Deliveries: Send + Sync {
-    /// Records that a channel showed the question in `shown.target`.
-    async fn record_shown(&self, id: &QuestionId, shown: &Shown) -> Result<()>;
+    /// Records that a channel showed the question in `shown.target`. When the question is no
+    /// longer pending (a delivery late to its resolution, which the settle that ran may have
+    /// missed), it also enters the open index, due at `settle_at` or kept due sooner, in the same
+    /// step: any process's sweeper then withdraws the message, whatever becomes of this one.
+    async fn record_shown(&self, id: &QuestionId, shown: &Shown, settle_at: Millis) -> Result<()>;
 
     /// Everywhere the question was shown.
     async fn shown(&self, id: &QuestionId) -> Result<Vec<Shown>>;
@@ -155,12 +158,17 @@ pub trait Outbox: Send + Sync {
     /// Records `done` effects of a resolved question, then either removes it from the open and
     /// pending indexes (`retry_at` is `None`: everything is done) or makes it due again at
     /// `retry_at`, in one step. `question` may be `None` when the question itself is gone.
+    /// `shown_seen` is how many places the caller's [`Work`] listed: a question recorded as shown
+    /// in more by now (a delivery late to the settle) stays in the open index as
+    /// [`Deliveries::record_shown`] left it, for a settle that withdraws that message too. `None`
+    /// (the question is gone): no such check.
     async fn finish(
         &self,
         id: &QuestionId,
         question: Option<&Question>,
         done: &[String],
         retry_at: Option<Millis>,
+        shown_seen: Option<usize>,
     ) -> Result<()>;
 }
 

@@ -232,7 +232,10 @@ async fn set_up(f: &Fixture, case: &ClaimCase) -> SetUp {
             target: "chat:1".into(),
             reference: "m1".into(),
         };
-        store.record_shown(&question.id, &shown).await.unwrap();
+        store
+            .record_shown(&question.id, &shown, Millis::now())
+            .await
+            .unwrap();
     }
     SetUp {
         question,

@@ -111,9 +111,17 @@ impl Effects {
     }
 
     /// Records a delivery. If the question was resolved meanwhile, the settle that ran may have
-    /// missed this message: settle again, which withdraws what is left.
+    /// missed this message: settle again, which withdraws what is left. The store has made such
+    /// a question due in the same step as the record, so that if this settle cannot (the store
+    /// failing, this process dying), a sweeper does it after the grace.
     async fn after_shown(&self, bridge: &Bridge, id: &QuestionId, shown: Shown) {
-        if let Err(error) = self.store.deliveries.record_shown(id, &shown).await {
+        let settle_at = Millis::now().after(SETTLE_GRACE);
+        if let Err(error) = self
+            .store
+            .deliveries
+            .record_shown(id, &shown, settle_at)
+            .await
+        {
             tracing::error!(question_id = %id, error = %Chain(&error), "could not record where the question was shown");
         }
         match self.store.questions.get(id).await {
@@ -232,6 +240,7 @@ impl Effects {
     ) -> Result<(), Error> {
         let id = &question.id;
         let Work { shown, done } = work;
+        let shown_seen = shown.len();
         let creates_rule = question
             .resolution
             .as_ref()
@@ -294,7 +303,7 @@ impl Effects {
         Ok(self
             .store
             .outbox
-            .finish(id, Some(question), &finished, retry_at)
+            .finish(id, Some(question), &finished, retry_at, Some(shown_seen))
             .await?)
     }
 

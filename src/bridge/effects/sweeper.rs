@@ -99,7 +99,7 @@ impl Effects {
         let due = store.outbox.lease_due(now, LEASE, SWEEP_BATCH).await?;
         for id in &due {
             match store.questions.get(id).await? {
-                None => store.outbox.finish(id, None, &[], None).await?,
+                None => store.outbox.finish(id, None, &[], None, None).await?,
                 Some(question) if question.is_pending() && now >= question.expires_at => {
                     bridge.metrics().outbox_lag(now.since(question.expires_at));
                     self.expire(bridge, &question).await?;
@@ -240,7 +240,7 @@ impl Effects {
                 continue;
             }
             let Some(question) = store.questions.get(&id).await? else {
-                store.outbox.finish(&id, None, &[], None).await?;
+                store.outbox.finish(&id, None, &[], None, None).await?;
                 continue;
             };
             if !question.is_pending() {

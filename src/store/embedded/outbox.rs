@@ -3,7 +3,8 @@
 
 use super::EmbeddedStore;
 use super::tables::{
-    DUE, DUE_AT, EFFECTS, ID_END, IN_HAND, SEEN, SHOWN, remove_open, set_due, work_in,
+    DUE, DUE_AT, EFFECTS, ID_END, IN_HAND, SEEN, SHOWN, remove_open, resolved_in, set_due,
+    set_due_by, work_in,
 };
 use crate::store::{Dedupe, Deliveries, Error, Outbox, Result, Shown, Sighting, Work};
 use askbridge_core::{Millis, Question, QuestionId};
@@ -13,13 +14,16 @@ use std::time::Duration;
 
 #[async_trait]
 impl Deliveries for EmbeddedStore {
-    async fn record_shown(&self, id: &QuestionId, shown: &Shown) -> Result<()> {
+    async fn record_shown(&self, id: &QuestionId, shown: &Shown, settle_at: Millis) -> Result<()> {
         let (id, shown) = (id.clone(), shown.clone());
         self.write(move |txn| {
             txn.open_table(SHOWN)?.insert(
                 (id.as_str(), shown.target.as_str()),
                 shown.reference.as_str(),
             )?;
+            if resolved_in(txn, id.as_str())? {
+                set_due_by(txn, id.as_str(), settle_at.0)?;
+            }
             Ok(())
         })
         .await
@@ -124,6 +128,7 @@ impl Outbox for EmbeddedStore {
         question: Option<&Question>,
         done: &[String],
         retry_at: Option<Millis>,
+        shown_seen: Option<usize>,
     ) -> Result<()> {
         let id = id.clone();
         let done = done.to_vec();
@@ -135,6 +140,16 @@ impl Outbox for EmbeddedStore {
             }
             if let Some(at) = retry_at {
                 return set_due(txn, id.as_str(), at.0);
+            }
+            if let Some(seen) = shown_seen {
+                let shown = txn.open_table(SHOWN)?;
+                if shown
+                    .range((id.as_str(), "")..(id.as_str(), "\u{10FFFF}"))?
+                    .count()
+                    > seen
+                {
+                    return Ok(());
+                }
             }
             remove_open(txn, id.as_str(), &targets)
         })

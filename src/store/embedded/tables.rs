@@ -205,6 +205,25 @@ pub(super) fn set_due(txn: &WriteTransaction, id: &str, at: u64) -> Result<()> {
     Ok(())
 }
 
+/// Makes `id` due at `at` in the open index, unless it is due sooner already.
+pub(super) fn set_due_by(txn: &WriteTransaction, id: &str, at: u64) -> Result<()> {
+    let due = txn.open_table(DUE_AT)?.get(id)?.map(|due| due.value());
+    if due.is_none_or(|due| due > at) {
+        set_due(txn, id, at)?;
+    }
+    Ok(())
+}
+
+/// Whether the question stored under `id` is no longer pending (false when there is none).
+pub(super) fn resolved_in(txn: &WriteTransaction, id: &str) -> Result<bool> {
+    let questions = txn.open_table(QUESTIONS)?;
+    let json = questions.get(id)?;
+    Ok(json
+        .map(|json| decode(json.value()))
+        .transpose()?
+        .is_some_and(|q| !q.is_pending()))
+}
+
 /// The run stored under `id`, read inside a write.
 pub(super) fn run_in(txn: &WriteTransaction, id: &str) -> Result<Option<Run>> {
     let runs = txn.open_table(RUNS)?;

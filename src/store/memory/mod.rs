@@ -80,6 +80,18 @@ impl State {
         }
     }
 
+    /// Makes `id` due at `at`, unless it is due sooner already.
+    fn set_due_by(&mut self, id: &QuestionId, at: Millis) {
+        if self.due_at.get(id).is_none_or(|due| *due > at) {
+            self.set_due(id, at);
+        }
+    }
+
+    /// Whether question `id` is stored and no longer pending.
+    fn is_resolved(&self, id: &QuestionId) -> bool {
+        self.questions.get(id).is_some_and(|q| !q.is_pending())
+    }
+
     fn remove_due(&mut self, id: &QuestionId) {
         if let Some(old) = self.due_at.remove(id) {
             self.due.remove(&(old, id.clone()));

@@ -9,11 +9,14 @@ use std::time::Duration;
 
 #[async_trait]
 impl Deliveries for MemoryStore {
-    async fn record_shown(&self, id: &QuestionId, shown: &Shown) -> Result<()> {
+    async fn record_shown(&self, id: &QuestionId, shown: &Shown, settle_at: Millis) -> Result<()> {
         let mut state = self.state();
         let list = state.shown.entry(id.clone()).or_default();
         list.retain(|s| s.target != shown.target);
         list.push(shown.clone());
+        if state.is_resolved(id) {
+            state.set_due_by(id, settle_at);
+        }
         Ok(())
     }
 
@@ -76,6 +79,7 @@ impl Outbox for MemoryStore {
         _question: Option<&Question>,
         done: &[String],
         retry_at: Option<Millis>,
+        shown_seen: Option<usize>,
     ) -> Result<()> {
         let mut state = self.state();
         state
@@ -83,8 +87,11 @@ impl Outbox for MemoryStore {
             .entry(id.clone())
             .or_default()
             .extend(done.iter().cloned());
+        let shown = state.shown.get(id).map_or(0, Vec::len);
         match retry_at {
             Some(at) => state.set_due(id, at),
+            // Shown somewhere the caller did not see: left due, as `record_shown` made it.
+            None if shown_seen.is_some_and(|seen| shown > seen) => {}
             None => state.remove_due(id),
         }
         Ok(())

@@ -23,13 +23,16 @@ fn parse_ids(ids: &[String], index: &str) -> Result<Vec<QuestionId>> {
 
 #[async_trait]
 impl Deliveries for RedisStore {
-    async fn record_shown(&self, id: &QuestionId, shown: &Shown) -> Result<()> {
+    async fn record_shown(&self, id: &QuestionId, shown: &Shown, settle_at: Millis) -> Result<()> {
         let mut invocation = RECORD_SHOWN.prepare_invoke();
         invocation
             .key(self.keys.shown(id.as_str()))
             .key(self.keys.question(id.as_str()))
+            .key(self.keys.open(question_bucket(id.as_str())))
             .arg(shown.target.as_str())
-            .arg(&shown.reference);
+            .arg(&shown.reference)
+            .arg(id.as_str())
+            .arg(settle_at.0);
         self.invoke::<i64>("record_shown", &invocation)
             .await
             .map(drop)
@@ -139,6 +142,7 @@ impl Outbox for RedisStore {
         question: Option<&Question>,
         done: &[String],
         retry_at: Option<Millis>,
+        shown_seen: Option<usize>,
     ) -> Result<()> {
         let id = id.as_str();
         let bucket = question_bucket(id);
@@ -147,13 +151,15 @@ impl Outbox for RedisStore {
             .key(self.keys.effects(id))
             .key(self.keys.question(id))
             .key(self.keys.open(bucket))
-            .key(self.keys.pending(bucket));
+            .key(self.keys.pending(bucket))
+            .key(self.keys.shown(id));
         for target in &question.map(Question::all_targets).unwrap_or_default() {
             invocation.key(self.keys.target(bucket, target.as_str()));
         }
         invocation
             .arg(id)
-            .arg(retry_at.map(|at| at.0.to_string()).unwrap_or_default());
+            .arg(retry_at.map(|at| at.0.to_string()).unwrap_or_default())
+            .arg(shown_seen.map(|n| n.to_string()).unwrap_or_default());
         for effect in done {
             invocation.arg(effect);
         }

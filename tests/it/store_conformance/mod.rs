@@ -190,6 +190,7 @@ async fn redis_keys_of_a_question_share_one_hash_tag() {
                 target: "chat:1".into(),
                 reference: "m".into(),
             },
+            Millis::now(),
         )
         .await
         .unwrap();

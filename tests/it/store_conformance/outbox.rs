@@ -1,7 +1,7 @@
 //! The outbox, deliveries and dedupe roles: due entries leased, rescheduled and settled; where
 //! questions were shown and which effects are done; duplicate deliveries.
 
-use super::{Fixture, SETTLE, claim, question};
+use super::{Fixture, SETTLE, answer, claim, question};
 use askbridge::store::ClaimOptions;
 use askbridge::store::{ListFilter, Shown, Sighting};
 use askbridge_core::question::DEFAULT_TIMEOUT;
@@ -51,7 +51,7 @@ async fn due_entries_are_leased_rescheduled_and_settled(f: Fixture) {
         .await
         .unwrap();
     f.store
-        .finish(&soon.id, Some(&soon), &[], None)
+        .finish(&soon.id, Some(&soon), &[], None, None)
         .await
         .unwrap();
     assert_eq!(f.store.open_ids().await.unwrap(), vec![later.id.clone()]);
@@ -76,6 +76,7 @@ async fn deliveries_and_effects_are_recorded(f: Fixture) {
                     target: target.into(),
                     reference: reference.into(),
                 },
+                Millis::now(),
             )
             .await
             .unwrap();
@@ -245,7 +246,10 @@ async fn a_nudged_question_is_due_at_its_first_nudge_and_indexed_under_its_steps
         .claim(&q, &expire, ClaimOptions::new(SETTLE))
         .await
         .unwrap();
-    f.store.finish(&q.id, Some(&q), &[], None).await.unwrap();
+    f.store
+        .finish(&q.id, Some(&q), &[], None, None)
+        .await
+        .unwrap();
     let in_step_chat = ListFilter {
         target: Some("chat:9".into()),
         ..ListFilter::default()
@@ -261,7 +265,105 @@ async fn a_nudged_question_is_due_at_its_first_nudge_and_indexed_under_its_steps
     assert!(f.store.open_ids().await.unwrap().is_empty());
 }
 
+fn shown_in(target: &str, reference: &str) -> Shown {
+    Shown {
+        target: target.into(),
+        reference: reference.into(),
+    }
+}
+
+/// Whether `id` is due at `at` (leased for a moment, so that the next look sees it again).
+async fn due_at(f: &Fixture, id: &QuestionId, at: Millis) -> bool {
+    let due = f.store.lease_due(at, Duration::from_millis(1), 100).await;
+    due.unwrap().contains(id)
+}
+
+async fn answered(f: &Fixture, targets: &[&str]) -> askbridge_core::Question {
+    let q = question("s1", targets, DEFAULT_TIMEOUT);
+    f.store.insert(&q).await.unwrap();
+    let by_alice = claim(answer("yes"), "alice");
+    let options = ClaimOptions::new(SETTLE);
+    f.store.claim(&q, &by_alice, options).await.unwrap();
+    q
+}
+
+// A message shown after the question's settle ended: the record makes the question due again,
+// so that a sweeper withdraws it even if the process that showed it cannot. A pending question's
+// due time is its own (a deadline, a nudge) and stays so.
+async fn a_delivery_after_the_resolution_makes_the_question_due(f: Fixture) {
+    let q = answered(&f, &["chat:1"]).await;
+    f.store
+        .finish(&q.id, Some(&q), &[], None, Some(0))
+        .await
+        .unwrap();
+    assert!(
+        !f.store.open_ids().await.unwrap().contains(&q.id),
+        "settled"
+    );
+    let settle_at = Millis::now().after(SETTLE);
+    let late = shown_in("chat:1", "m1");
+    f.store.record_shown(&q.id, &late, settle_at).await.unwrap();
+    assert!(
+        !due_at(&f, &q.id, Millis::now()).await,
+        "not before the grace"
+    );
+    assert!(due_at(&f, &q.id, settle_at).await, "due after it");
+    // Due sooner already (a retry scheduled): a second late message does not postpone it.
+    let sooner = Millis::now().after(Duration::from_secs(1));
+    f.store.reschedule(&q.id, sooner).await.unwrap();
+    let later = settle_at.after(SETTLE);
+    f.store
+        .record_shown(&q.id, &shown_in("chat:2", "m2"), later)
+        .await
+        .unwrap();
+    assert!(
+        due_at(&f, &q.id, sooner).await,
+        "kept due at the sooner time"
+    );
+
+    let pending = question("s1", &["chat:1"], DEFAULT_TIMEOUT);
+    f.store.insert(&pending).await.unwrap();
+    let shown = shown_in("chat:1", "m3");
+    f.store
+        .record_shown(&pending.id, &shown, Millis::now())
+        .await
+        .unwrap();
+    assert!(
+        !due_at(&f, &pending.id, Millis::now().after(SETTLE)).await,
+        "due at its deadline"
+    );
+}
+
+// A settle that read its work before a message was recorded finishes without removing the
+// question from the open index; one that saw every message removes it.
+async fn a_settle_that_missed_a_delivery_leaves_the_question_due(f: Fixture) {
+    let q = answered(&f, &["chat:1"]).await;
+    let seen = f.store.work(&q.id).await.unwrap().shown.len();
+    let settle_at = Millis::now().after(SETTLE);
+    let late = shown_in("chat:1", "m1");
+    f.store.record_shown(&q.id, &late, settle_at).await.unwrap();
+    f.store
+        .finish(&q.id, Some(&q), &[], None, Some(seen))
+        .await
+        .unwrap();
+    assert!(
+        due_at(&f, &q.id, settle_at).await,
+        "still due: chat:1 is not withdrawn"
+    );
+    let withdrawn = ["withdraw:chat:1".to_owned()];
+    f.store
+        .finish(&q.id, Some(&q), &withdrawn, None, Some(1))
+        .await
+        .unwrap();
+    assert!(
+        !f.store.open_ids().await.unwrap().contains(&q.id),
+        "settled"
+    );
+}
+
 conformance!(
+    a_delivery_after_the_resolution_makes_the_question_due,
+    a_settle_that_missed_a_delivery_leaves_the_question_due,
     a_nudged_question_is_due_at_its_first_nudge_and_indexed_under_its_steps,
     due_entries_are_leased_rescheduled_and_settled,
     deliveries_and_effects_are_recorded,

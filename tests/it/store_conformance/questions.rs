@@ -150,7 +150,10 @@ async fn lists_filter_by_status_session_and_target(f: Fixture) {
         .await
         .unwrap();
     // As the bridge does once a resolution's effects are done.
-    f.store.finish(&b.id, Some(&b), &[], None).await.unwrap();
+    f.store
+        .finish(&b.id, Some(&b), &[], None, None)
+        .await
+        .unwrap();
     let ids = |questions: Vec<Question>| {
         let mut ids: Vec<String> = questions.into_iter().map(|q| q.id.to_string()).collect();
         ids.sort();
@@ -210,7 +213,7 @@ async fn purge_forgets_old_resolved_questions_only(f: Fixture) {
         .await
         .unwrap();
     f.store
-        .finish(&old.id, Some(&old), &[], None)
+        .finish(&old.id, Some(&old), &[], None, None)
         .await
         .unwrap();
     // The fixture's retention is 1 s.
@@ -312,6 +315,7 @@ async fn an_idle_resolution_is_finished_by_its_claim(f: Fixture) {
                 target: "chat:1".into(),
                 reference: "m1".into(),
             },
+            Millis::now(),
         )
         .await
         .unwrap();

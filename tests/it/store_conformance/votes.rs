@@ -189,7 +189,10 @@ async fn purge_takes_forms_drafts_with_their_question(f: Fixture) {
         )
         .await
         .unwrap();
-    f.store.finish(&q.id, Some(&q), &[], None).await.unwrap();
+    f.store
+        .finish(&q.id, Some(&q), &[], None, None)
+        .await
+        .unwrap();
     // The fixture's retention is 1 s.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     f.store.purge(Millis::now()).await.unwrap();
