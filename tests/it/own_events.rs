@@ -257,6 +257,69 @@ async fn events_written_as_one_entry_reach_another_store_each_once_in_order() {
 }
 
 /// The lease the run above is taken with.
+// A stream keeps about 1,000 events a bucket however they are packed: an entry of two events
+// (a run stored parked on its first question) trims its stream to about 500 entries. Each
+// bucket's stream is filled with 1,100 entries of one event first (before the store connects,
+// so that its reader starts after them); then runs are stored, enough for every bucket to get one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_of_two_events_trims_its_stream_to_half_as_many_entries() {
+    use askbridge::store::Runs;
+    use askbridge_core::run::{Origin, Run};
+    use askbridge_core::{Millis, NewQuestion};
+    let server = RedisServer::start();
+    let mut connection = server.connection().await;
+    let streams: Vec<String> = (0..16)
+        .map(|b| format!("askbridge:{{b{b:02}}}:events"))
+        .collect();
+    let mut fill = redis::pipe();
+    for stream in &streams {
+        for _ in 0..1_100 {
+            fill.cmd("XADD")
+                .arg(stream)
+                .arg("*")
+                .arg("data")
+                .arg("{}")
+                .ignore();
+        }
+    }
+    let () = fill.query_async(&mut connection).await.unwrap();
+    let store = store(&server).await;
+    let now = Millis::now();
+    for n in 0..300 {
+        let origin = Origin {
+            chat: None,
+            user: "chat:7".into(),
+            user_name: None,
+        };
+        let run = Run::new(
+            "deploy",
+            "staging",
+            origin,
+            &format!("p{n}"),
+            now,
+            now.after(LEASE),
+        );
+        let mut q = NewQuestion::ask("Go?")
+            .session(run.session_id())
+            .into_question(run.question_id(0), Millis::now(), DEFAULT_TIMEOUT)
+            .unwrap();
+        q.run_id = Some(run.id.clone());
+        let mut parked = run.clone();
+        parked.park_on(q.id.clone(), run.updated_at);
+        store.insert_parked(&run, &parked, "p1", &q).await.unwrap();
+    }
+    for stream in &streams {
+        let length: usize = redis::cmd("XLEN")
+            .arg(stream)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        // 500 entries and at most a node's 100 more (`MAXLEN ~` trims whole nodes), where an
+        // entry cap of 1,000 whatever they hold kept 1,000 and more.
+        assert!(length <= 600, "{stream} holds {length} entries");
+    }
+}
+
 const LEASE: Duration = Duration::from_secs(30);
 
 /// The next `n` events of `events`, each within 10 s.
