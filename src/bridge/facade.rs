@@ -3,12 +3,14 @@
 //! other parts or of what the process shares.
 
 use super::registry::CreateError;
-use super::{Attempt, Bridge, Reserved, RunNews, Storing};
+use super::{Attempt, Bridge, Reserved, RunNews, Said, Storing};
 use crate::Error;
 use crate::store::ListFilter;
 use askbridge_core::audit::{AuditEntry, AuditFilter};
 use askbridge_core::run::{Origin, Run};
-use askbridge_core::{Actor, Identity, Millis, NewQuestion, Question, QuestionId, Rule, RuleId};
+use askbridge_core::{
+    Actor, Identity, Millis, NewQuestion, Question, QuestionId, Rule, RuleId, Target,
+};
 use std::time::Duration;
 
 impl Bridge {
@@ -158,13 +160,15 @@ impl Bridge {
         self.registry().wait_for_outcome(self, id).await
     }
 
-    /// The question run `id` waits on, which must be `expected` when given.
-    pub(crate) async fn run_question(
+    /// Answers the question run `id` waits on (`expected`, when given); returns that question.
+    pub(crate) async fn answer_run(
         &self,
         id: &str,
         expected: Option<&QuestionId>,
+        said: Said,
+        by: (Actor, Target),
     ) -> Result<QuestionId, Error> {
-        self.runs().run_question(self, id, expected).await
+        self.runs().answer(self, id, expected, said, by).await
     }
 
     /// Leases `session` for `askbridge exec` (see `leased.rs`); returns when the lease lapses

@@ -1,13 +1,13 @@
 //! Runs as the HTTP API and chat see them: reading one, starting one, learning its next step
 //! without polling, and which question an answer to a run answers.
 
-use super::Bridge;
 use super::roles::RunRoles;
 use super::runner::Storing;
 use super::waiters::RunNews;
+use super::{Attempt, Bridge, Said};
 use crate::Error;
 use askbridge_core::run::{Origin, Run, RunState};
-use askbridge_core::{QuestionId, RunId};
+use askbridge_core::{Actor, QuestionId, RunId, Target};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,32 +32,43 @@ impl Runs {
         self.store.runs.get_run(&run_id).await?.ok_or_else(unknown)
     }
 
-    /// The question run `id` waits on, which must be `expected` when given: what an answer to
-    /// the run (not to a question id) answers. What this process last heard of the run spares a
-    /// read; if that is stale, the claim that follows finds the question resolved and says so.
-    pub(super) async fn run_question(
+    /// Answers the question run `id` waits on, which must be `expected` when given, with
+    /// `said` by `actor` in `chat`; returns that question. What this process last heard of the
+    /// run spares a read. If that was stale (the question was resolved elsewhere, the run gone on
+    /// or ended), the refusal is what the stored run says (it is done, or waits on another
+    /// question), not only "already answered": a client asking right after another process
+    /// finished the run hears that it is done, whichever process it asks.
+    pub(super) async fn answer(
         &self,
         bridge: &Bridge,
         id: &str,
         expected: Option<&QuestionId>,
+        said: Said,
+        (actor, chat): (Actor, Target),
     ) -> Result<QuestionId, Error> {
         let run_id = RunId::parse(id).ok_or_else(|| Error::UnknownRun(id.to_owned()))?;
-        let fits = |run: &Run| {
-            run.state == RunState::Waiting
-                && run.waiting_on.is_some()
-                && expected.is_none_or(|e| run.waiting_on.as_ref() == Some(e))
+        let heard = bridge.recent().run(&run_id).map(|news| news.run);
+        let (run, from_memory) = match heard {
+            Some(run) if waits_on(&run, expected).is_some() => (run, true),
+            _ => (Arc::new(self.get_run(id).await?), false),
         };
-        let run = match bridge.recent().run(&run_id).map(|news| news.run) {
-            Some(run) if fits(&run) => run,
-            _ => Arc::new(self.get_run(id).await?),
+        let question = waits_on(&run, expected).ok_or_else(|| not_waiting(id, &run))?;
+        let attempt = Attempt {
+            id: question.clone(),
+            said,
+            actor,
+            chat,
         };
-        match run.waiting_on.clone() {
-            Some(question) if fits(&run) => Ok(question),
-            waiting_on => Err(Error::RunNotWaiting {
-                run: id.to_owned(),
-                state: run.state.as_str(),
-                waiting_on: waiting_on.filter(|_| run.state == RunState::Waiting),
-            }),
+        match Box::pin(bridge.attempt(attempt)).await {
+            Ok(_) => Ok(question),
+            Err(Error::AlreadyResolved(resolved)) if from_memory => {
+                let stored = self.get_run(id).await?;
+                match waits_on(&stored, Some(&question)) {
+                    Some(_) => Err(Error::AlreadyResolved(resolved)),
+                    None => Err(not_waiting(id, &stored)),
+                }
+            }
+            Err(error) => Err(error),
         }
     }
 
@@ -143,5 +154,29 @@ impl Runs {
             });
         }
         runner.start(bridge, name, input, origin, storing).await
+    }
+}
+
+/// The question `run` waits on, if it waits on one (and on `expected`, when given).
+fn waits_on(run: &Run, expected: Option<&QuestionId>) -> Option<QuestionId> {
+    let question = run
+        .waiting_on
+        .as_ref()
+        .filter(|_| run.state == RunState::Waiting)?;
+    expected
+        .is_none_or(|e| e == question)
+        .then(|| question.clone())
+}
+
+/// Why `run` has no question to answer (or not the one expected): its state, and what it waits
+/// on if it waits.
+fn not_waiting(id: &str, run: &Run) -> Error {
+    Error::RunNotWaiting {
+        run: id.to_owned(),
+        state: run.state.as_str(),
+        waiting_on: run
+            .waiting_on
+            .clone()
+            .filter(|_| run.state == RunState::Waiting),
     }
 }

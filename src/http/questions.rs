@@ -176,7 +176,7 @@ pub(super) struct RejectBody {
 /// `by` is kept as the display name, so "Answered: …, by ops:alice via api" reads well, but it
 /// never lets a caller pass for an answerer: a question limited to `telegram:42` refuses the API
 /// unless `api` is among its answerers too.
-fn api_actor(by: Option<String>) -> Result<Actor, ApiError> {
+pub(super) fn api_actor(by: Option<String>) -> Result<Actor, ApiError> {
     let name = by.map(|b| b.trim().to_owned()).filter(|b| !b.is_empty());
     if let Some(name) = &name {
         askbridge_core::actor::check_name(name)?;

@@ -283,7 +283,6 @@ pub(super) async fn answer_run(
         })?),
         None => None,
     };
-    let question = state.bridge.run_question(&id, expected.as_ref()).await?;
     let said = Said::Program(super::questions::program_reply(
         body.answer,
         body.decision,
@@ -292,6 +291,8 @@ pub(super) async fn answer_run(
         body.digest,
         body.args,
     )?);
-    super::questions::attempt(&state, question.as_str(), said, body.by).await?;
+    let by = (super::questions::api_actor(body.by)?, Target::api());
+    let answer = state.bridge.answer_run(&id, expected.as_ref(), said, by);
+    let question = Box::pin(answer).await?;
     next_step(&state, &id, Some(&question), timeout).await
 }

@@ -39,7 +39,8 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 
-/// Each bucket's stream keeps about this many entries.
+/// Each bucket's stream keeps about this many events: an entry of n events trims it to this many
+/// over n entries (`lua/lib/announce.lua`).
 pub(super) const EVENTS_MAXLEN: usize = 1_000;
 /// How long one XREAD waits for new events.
 const EVENTS_BLOCK: Duration = Duration::from_secs(2);
