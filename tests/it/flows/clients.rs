@@ -204,3 +204,80 @@ async fn a_client_answers_a_run_step_by_step_in_one_round_trip_each() {
     .await;
     assert_eq!(status, 404, "{unknown}");
 }
+
+/// A run's last answer sent to a process that has not yet heard the run end: it answers from
+/// the stored run ("it is done"), not from what it last heard ("already answered"). The other
+/// process's reader pauses 2 s after each read that brought events (`events_gather`), and an
+/// ask it reads just before the last answer starts such a pause: the run's end reaches it only
+/// after it has answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_to_a_run_ended_elsewhere_is_told_it_is_done() {
+    let fixture = crate::support::redis_store().await;
+    let (driver, _) = bridge_running(
+        fixture.store.clone(),
+        askbridge::demo::with_example_flows(Flows::new()).unwrap(),
+    )
+    .await;
+    let slow_to_hear =
+        askbridge::store::redis::RedisStore::connect(askbridge::store::redis::RedisOptions {
+            url: fixture.server.url(),
+            cluster: false,
+            replica_wait: askbridge::store::redis::DEFAULT_REPLICA_WAIT,
+            events_gather: Duration::from_secs(2),
+            prefix: "askbridge".into(),
+            store: StoreOptions::default(),
+        })
+        .await
+        .unwrap();
+    let (other, _) = bridge_over(Arc::new(slow_to_hear)).await;
+    let bases = [
+        serve_api(driver.clone()).await,
+        serve_api(other.clone()).await,
+    ];
+    let post = |url: String, body: Value| async move {
+        let response = http().post(url).json(&body).send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json::<Value>().await.unwrap())
+    };
+    let (_, mut step) = post(
+        format!("{}/api/runs", bases[0]),
+        json!({"flow": "release", "input": "2.0", "wait_s": 10}),
+    )
+    .await;
+    let run_id = step["id"].as_str().unwrap().to_owned();
+    for answer in [json!("beta"), json!("Faster.")] {
+        let body =
+            json!({"answer": answer, "question_id": step["question"]["id"], "timeout_s": 10});
+        let (status, next) = post(format!("{}/api/runs/{run_id}/answer", bases[0]), body).await;
+        assert_eq!(status, 200, "{next}");
+        step = next;
+    }
+    // The other process hears the run wait on its last question (its pause after the read
+    // that brought it ends), then an ask of no concern starts a new pause.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let (status, _) = post(
+        format!("{}/api/questions", bases[0]),
+        json!({"session_id": "elsewhere", "prompt": "Unrelated?"}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (status, done) = post(
+        format!("{}/api/runs/{run_id}/answer", bases[0]),
+        json!({"answer": true, "timeout_s": 10}),
+    )
+    .await;
+    assert_eq!(
+        (status, done["state"].as_str()),
+        (200, Some("done")),
+        "{done}"
+    );
+    let (status, late) = post(
+        format!("{}/api/runs/{run_id}/answer", bases[1]),
+        json!({"answer": true}),
+    )
+    .await;
+    assert_eq!(status, 409, "{late}");
+    let told = late["error"].as_str().unwrap();
+    assert!(told.contains("it is done"), "{late}");
+}
