@@ -2,22 +2,44 @@
 //! round trip each.
 
 use super::*;
+use askbridge::store::redis::{
+    DEFAULT_EVENTS_GATHER, DEFAULT_REPLICA_WAIT, RedisOptions, RedisStore,
+};
+
+/// Two processes sharing one Redis, each serving the API (their base URLs): the first runs the
+/// example flows, the second none, its event reader pausing `gather` after each read that brought
+/// events. The Redis lives as long as the fixture returned.
+async fn two_processes(gather: Duration) -> (crate::support::RedisFixture, [String; 2]) {
+    let fixture = crate::support::redis_store().await;
+    let flows = askbridge::demo::with_example_flows(Flows::new()).unwrap();
+    let (driver, _) = bridge_running(fixture.store.clone(), flows).await;
+    let other_store = RedisStore::connect(RedisOptions {
+        url: fixture.server.url(),
+        cluster: false,
+        replica_wait: DEFAULT_REPLICA_WAIT,
+        events_gather: gather,
+        prefix: "askbridge".into(),
+        store: StoreOptions::default(),
+    })
+    .await
+    .unwrap();
+    let (other, _) = bridge_over(Arc::new(other_store)).await;
+    let bases = [serve_api(driver).await, serve_api(other).await];
+    (fixture, bases)
+}
+
+/// `POST url` with `body`: the status, and the JSON answered.
+async fn post(url: String, body: Value) -> (u16, Value) {
+    let response = http().post(url).json(&body).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json::<Value>().await.unwrap())
+}
 
 /// `GET /api/runs/{id}/wait` hands a client each next question of a run, and its end, without
 /// polling: on the process that drives the run, and on another one sharing the Redis.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_follows_a_run_question_by_question_with_run_wait() {
-    let fixture = crate::support::redis_store().await;
-    let (driver, _) = bridge_running(
-        fixture.store.clone(),
-        askbridge::demo::with_example_flows(Flows::new()).unwrap(),
-    )
-    .await;
-    let other_store =
-        crate::support::redis_store_on(&fixture.server, StoreOptions::default()).await;
-    let (watcher, _) = bridge_over(Arc::new(other_store)).await;
-    let driver_base = serve_api(driver.clone()).await;
-    let watcher_base = serve_api(watcher.clone()).await;
+    let (_redis, [driver_base, watcher_base]) = two_processes(DEFAULT_EVENTS_GATHER).await;
     let run: Value = http()
         .post(format!("{driver_base}/api/runs"))
         .json(&json!({"flow": "release", "input": "2.0"}))
@@ -106,24 +128,7 @@ async fn a_client_follows_a_run_question_by_question_with_run_wait() {
 /// stale question ids change nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_answers_a_run_step_by_step_in_one_round_trip_each() {
-    let fixture = crate::support::redis_store().await;
-    let (driver, _) = bridge_running(
-        fixture.store.clone(),
-        askbridge::demo::with_example_flows(Flows::new()).unwrap(),
-    )
-    .await;
-    let other_store =
-        crate::support::redis_store_on(&fixture.server, StoreOptions::default()).await;
-    let (other, _) = bridge_over(Arc::new(other_store)).await;
-    let bases = [
-        serve_api(driver.clone()).await,
-        serve_api(other.clone()).await,
-    ];
-    let post = |url: String, body: Value| async move {
-        let response = http().post(url).json(&body).send().await.unwrap();
-        let status = response.status().as_u16();
-        (status, response.json::<Value>().await.unwrap())
-    };
+    let (_redis, bases) = two_processes(DEFAULT_EVENTS_GATHER).await;
     let (status, first) = post(
         format!("{}/api/runs", bases[0]),
         json!({"flow": "release", "input": "2.0", "wait_s": 10}),
@@ -212,33 +217,7 @@ async fn a_client_answers_a_run_step_by_step_in_one_round_trip_each() {
 /// after it has answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_to_a_run_ended_elsewhere_is_told_it_is_done() {
-    let fixture = crate::support::redis_store().await;
-    let (driver, _) = bridge_running(
-        fixture.store.clone(),
-        askbridge::demo::with_example_flows(Flows::new()).unwrap(),
-    )
-    .await;
-    let slow_to_hear =
-        askbridge::store::redis::RedisStore::connect(askbridge::store::redis::RedisOptions {
-            url: fixture.server.url(),
-            cluster: false,
-            replica_wait: askbridge::store::redis::DEFAULT_REPLICA_WAIT,
-            events_gather: Duration::from_secs(2),
-            prefix: "askbridge".into(),
-            store: StoreOptions::default(),
-        })
-        .await
-        .unwrap();
-    let (other, _) = bridge_over(Arc::new(slow_to_hear)).await;
-    let bases = [
-        serve_api(driver.clone()).await,
-        serve_api(other.clone()).await,
-    ];
-    let post = |url: String, body: Value| async move {
-        let response = http().post(url).json(&body).send().await.unwrap();
-        let status = response.status().as_u16();
-        (status, response.json::<Value>().await.unwrap())
-    };
+    let (_redis, bases) = two_processes(Duration::from_secs(2)).await;
     let (_, mut step) = post(
         format!("{}/api/runs", bases[0]),
         json!({"flow": "release", "input": "2.0", "wait_s": 10}),
