@@ -18,7 +18,7 @@
 //! client, and an IMAP client of ours would be timed in the figure.
 
 use crate::fakes::rounds::{ask, ask_all, line, p50_p99, parked_wait, seen};
-use crate::mail_servers::MailServers;
+use crate::mail_servers::{MailServers, USERS};
 use crate::mails::{ALICE, BOB, BRIDGE, Held, reply_mail, serve_env};
 use crate::redis_server::RedisServer;
 use async_imap::extensions::idle::IdleResponse;
@@ -48,7 +48,7 @@ pub async fn email(rounds: usize, pending: usize) {
     for _ in 0..pending {
         ask_all(&base, &[], &[]).await;
     }
-    let mut bob = idler(&servers, BOB, "bob-pw").await;
+    let mut bob = idler(&servers, BOB).await;
     // A round of each first, not counted: askbridge's reader takes its lease and logs in.
     email_round(&servers, &base, 0).await;
     mail_to_file(&servers, 0).await;
@@ -137,8 +137,9 @@ async fn mail_to_file(servers: &Arc<MailServers>, round: usize) -> Duration {
     delivered.await.unwrap().0 - sent
 }
 
-/// An IMAP client logged in as `user`, its INBOX selected.
-async fn idler(servers: &MailServers, user: &str, password: &str) -> Session {
+/// An IMAP client logged in as `user` (one of the servers' `USERS`), its INBOX selected.
+async fn idler(servers: &MailServers, user: &str) -> Session {
+    let (_, password) = USERS.iter().find(|(name, _)| *name == user).unwrap();
     let stream = TcpStream::connect(("127.0.0.1", servers.imap))
         .await
         .unwrap();

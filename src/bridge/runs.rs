@@ -174,9 +174,6 @@ fn not_waiting(id: &str, run: &Run) -> Error {
     Error::RunNotWaiting {
         run: id.to_owned(),
         state: run.state.as_str(),
-        waiting_on: run
-            .waiting_on
-            .clone()
-            .filter(|_| run.state == RunState::Waiting),
+        waiting_on: waits_on(run, None),
     }
 }

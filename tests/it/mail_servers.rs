@@ -194,14 +194,7 @@ maximal_backoff_time = 2s
             .status()
             .unwrap();
         assert!(chown.success(), "chown postfix failed (not root?)");
-        let postfix = Command::new("/usr/sbin/postfix")
-            .arg("-c")
-            .arg(root.join("postfix"))
-            .arg("start-fg")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let postfix = postfix(root, "start-fg").spawn().unwrap();
         let servers = MailServers {
             smtp,
             imap,
@@ -233,14 +226,7 @@ maximal_backoff_time = 2s
         let log = self.path("dovecot/dovecot.log");
         wait_for_port(self.imap, "Dovecot", &log);
         wait_for_port(self.lmtp, "Dovecot's LMTP", &log);
-        let flushed = Command::new("/usr/sbin/postfix")
-            .arg("-c")
-            .arg(self.path("postfix"))
-            .arg("flush")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
+        let flushed = postfix(self.dir.path(), "flush").status().unwrap();
         assert!(flushed.success(), "postfix flush: {flushed}");
     }
 
@@ -360,13 +346,7 @@ impl Drop for MailServers {
                 eprintln!("--- the last {LOG_TAIL} lines of {name}'s log ---\n{tail}");
             }
         }
-        let _ = Command::new("/usr/sbin/postfix")
-            .arg("-c")
-            .arg(self.path("postfix"))
-            .arg("stop")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        let _ = postfix(self.dir.path(), "stop").status();
         // SIGTERM, so that each master stops its own children.
         for child in [self.postfix.take(), self.dovecot.take()]
             .into_iter()
@@ -380,7 +360,18 @@ impl Drop for MailServers {
 /// How many lines of each server's log a failing test prints.
 const LOG_TAIL: usize = 80;
 
-/// The mails in these Maildirs, oldest first, with their flags.
+/// `postfix -c <root>/postfix <action>`, its output discarded (it logs to its own file).
+fn postfix(root: &Path, action: &str) -> Command {
+    let mut command = Command::new("/usr/sbin/postfix");
+    command
+        .arg("-c")
+        .arg(root.join("postfix"))
+        .arg(action)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    command
+}
+
 /// The mails' files in Maildirs `dirs` (delivered, `new`, and seen by a client, `cur`).
 fn files_in(dirs: &[PathBuf]) -> Vec<PathBuf> {
     dirs.iter()
