@@ -199,8 +199,16 @@ fn start() -> RedisCluster {
         .expect("redis-cli --cluster create");
     assert!(created.success(), "redis-cli --cluster create failed");
     let deadline = Instant::now() + Duration::from_secs(30);
+    // Every node serving every slot, and knowing all six nodes: `cluster_state:ok` can come
+    // before gossip has told a node of some replica (CI once saw a node list five), and the
+    // tests read the cluster's shape from whichever node they reach.
+    let known = format!("cluster_known_nodes:{}", ports.len());
     for port in &ports {
-        while !command(*port, "CLUSTER INFO").contains("cluster_state:ok") {
+        loop {
+            let info = command(*port, "CLUSTER INFO");
+            if info.contains("cluster_state:ok") && info.contains(&known) {
+                break;
+            }
             assert!(Instant::now() < deadline, "the cluster did not become ok");
             std::thread::sleep(Duration::from_millis(100));
         }
