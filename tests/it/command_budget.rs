@@ -115,6 +115,41 @@ async fn an_ask_is_one_command_and_an_answer_with_its_effects_at_most_four() {
     );
 }
 
+// Shown in a chat, an ask costs one command more: the record of where it was shown, which
+// also tells whether the question is still pending (a pending one needs no settle, so no read).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_shown_in_a_chat_is_two_commands() {
+    let fixture = redis_store().await;
+    let (bridge, chat) = bridge_over(fixture.store.clone()).await;
+    let warm = bridge
+        .create(NewQuestion::new("warm", "Warm?").targets(["chat:1"]))
+        .await
+        .unwrap();
+    answer(&bridge, &warm.id).await;
+    settle_a_moment().await;
+    let monitor = Monitor::start(fixture.server.port);
+    let n = 20;
+    let mut ids = Vec::new();
+    for _ in 0..n {
+        let q = bridge
+            .create(NewQuestion::new("shown", "Which?").targets(["chat:1"]))
+            .await
+            .unwrap();
+        ids.push(q.id);
+    }
+    settle_a_moment().await;
+    let commands = sent(&monitor.take());
+    for id in &ids {
+        assert_eq!(chat.shows(id.as_str()), 1, "{id} shown once");
+    }
+    assert!(
+        commands.len() <= 2 * n,
+        "{} commands for {n} shown asks: {commands:?}",
+        commands.len()
+    );
+    eprintln!("per shown ask {:.2}", commands.len() as f64 / n as f64);
+}
+
 async fn answer(bridge: &Bridge, id: &QuestionId) {
     bridge
         .attempt(Attempt::reply(

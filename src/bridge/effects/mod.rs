@@ -113,16 +113,17 @@ impl Effects {
     /// Records a delivery. If the question was resolved meanwhile, the settle that ran may have
     /// missed this message: settle again, which withdraws what is left. The store has made such
     /// a question due in the same step as the record, so that if this settle cannot (the store
-    /// failing, this process dying), a sweeper does it after the grace.
+    /// failing, this process dying), a sweeper does it after the grace. The record says whether
+    /// the question is resolved; only if so, or if the record failed, is the question read.
     async fn after_shown(&self, bridge: &Bridge, id: &QuestionId, shown: Shown) {
         let settle_at = Millis::now().after(SETTLE_GRACE);
-        if let Err(error) = self
-            .store
-            .deliveries
-            .record_shown(id, &shown, settle_at)
-            .await
-        {
-            tracing::error!(question_id = %id, error = %Chain(&error), "could not record where the question was shown");
+        let recorded = self.store.deliveries.record_shown(id, &shown, settle_at);
+        match recorded.await {
+            Ok(false) => return,
+            Ok(true) => {}
+            Err(error) => {
+                tracing::error!(question_id = %id, error = %Chain(&error), "could not record where the question was shown");
+            }
         }
         match self.store.questions.get(id).await {
             Ok(Some(current)) if !current.is_pending() => self.spawn_settle(bridge, current),

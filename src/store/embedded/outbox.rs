@@ -14,17 +14,23 @@ use std::time::Duration;
 
 #[async_trait]
 impl Deliveries for EmbeddedStore {
-    async fn record_shown(&self, id: &QuestionId, shown: &Shown, settle_at: Millis) -> Result<()> {
+    async fn record_shown(
+        &self,
+        id: &QuestionId,
+        shown: &Shown,
+        settle_at: Millis,
+    ) -> Result<bool> {
         let (id, shown) = (id.clone(), shown.clone());
         self.write(move |txn| {
             txn.open_table(SHOWN)?.insert(
                 (id.as_str(), shown.target.as_str()),
                 shown.reference.as_str(),
             )?;
-            if resolved_in(txn, id.as_str())? {
+            let resolved = resolved_in(txn, id.as_str())?;
+            if resolved {
                 set_due_by(txn, id.as_str(), settle_at.0)?;
             }
-            Ok(())
+            Ok(resolved)
         })
         .await
     }

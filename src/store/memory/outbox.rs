@@ -9,15 +9,21 @@ use std::time::Duration;
 
 #[async_trait]
 impl Deliveries for MemoryStore {
-    async fn record_shown(&self, id: &QuestionId, shown: &Shown, settle_at: Millis) -> Result<()> {
+    async fn record_shown(
+        &self,
+        id: &QuestionId,
+        shown: &Shown,
+        settle_at: Millis,
+    ) -> Result<bool> {
         let mut state = self.state();
         let list = state.shown.entry(id.clone()).or_default();
         list.retain(|s| s.target != shown.target);
         list.push(shown.clone());
-        if state.is_resolved(id) {
+        let resolved = state.is_resolved(id);
+        if resolved {
             state.set_due_by(id, settle_at);
         }
-        Ok(())
+        Ok(resolved)
     }
 
     async fn shown(&self, id: &QuestionId) -> Result<Vec<Shown>> {

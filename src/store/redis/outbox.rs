@@ -23,7 +23,12 @@ fn parse_ids(ids: &[String], index: &str) -> Result<Vec<QuestionId>> {
 
 #[async_trait]
 impl Deliveries for RedisStore {
-    async fn record_shown(&self, id: &QuestionId, shown: &Shown, settle_at: Millis) -> Result<()> {
+    async fn record_shown(
+        &self,
+        id: &QuestionId,
+        shown: &Shown,
+        settle_at: Millis,
+    ) -> Result<bool> {
         let mut invocation = RECORD_SHOWN.prepare_invoke();
         invocation
             .key(self.keys.shown(id.as_str()))
@@ -35,7 +40,7 @@ impl Deliveries for RedisStore {
             .arg(settle_at.0);
         self.invoke::<i64>("record_shown", &invocation)
             .await
-            .map(drop)
+            .map(|resolved| resolved == 1)
     }
 
     async fn shown(&self, id: &QuestionId) -> Result<Vec<Shown>> {

@@ -302,7 +302,11 @@ async fn a_delivery_after_the_resolution_makes_the_question_due(f: Fixture) {
     );
     let settle_at = Millis::now().after(SETTLE);
     let late = shown_in("chat:1", "m1");
-    f.store.record_shown(&q.id, &late, settle_at).await.unwrap();
+    let resolved = f.store.record_shown(&q.id, &late, settle_at).await.unwrap();
+    assert!(
+        resolved,
+        "the record tells a late delivery that the question is resolved"
+    );
     assert!(
         !due_at(&f, &q.id, Millis::now()).await,
         "not before the grace"
@@ -324,10 +328,11 @@ async fn a_delivery_after_the_resolution_makes_the_question_due(f: Fixture) {
     let pending = question("s1", &["chat:1"], DEFAULT_TIMEOUT);
     f.store.insert(&pending).await.unwrap();
     let shown = shown_in("chat:1", "m3");
-    f.store
-        .record_shown(&pending.id, &shown, Millis::now())
-        .await
-        .unwrap();
+    let resolved = f.store.record_shown(&pending.id, &shown, Millis::now());
+    assert!(
+        !resolved.await.unwrap(),
+        "a pending question is not resolved"
+    );
     assert!(
         !due_at(&f, &pending.id, Millis::now().after(SETTLE)).await,
         "due at its deadline"
