@@ -117,12 +117,11 @@ pub trait Drafts: Send + Sync {
 pub trait Deliveries: Send + Sync {
     /// Records that a channel showed the question in `shown.target`. When the question is no
     /// longer pending (a delivery late to its resolution, which the settle that ran may have
-    /// missed), it also enters the open index, due at `settle_at` or kept due sooner, in the same
+    /// missed), it also enters the open index, due at `due_at` or kept due sooner, in the same
     /// step: any process's sweeper then withdraws the message, whatever becomes of this one.
     /// Returns whether it was so (resolved, not gone): only then has the caller a settle to run,
     /// and a message shown to a pending question (the common case) costs no second read.
-    async fn record_shown(&self, id: &QuestionId, shown: &Shown, settle_at: Millis)
-    -> Result<bool>;
+    async fn record_shown(&self, id: &QuestionId, shown: &Shown, due_at: Millis) -> Result<bool>;
 
     /// Everywhere the question was shown.
     async fn shown(&self, id: &QuestionId) -> Result<Vec<Shown>>;

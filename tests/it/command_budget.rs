@@ -74,25 +74,11 @@ async fn settle_a_moment() {
 async fn an_ask_is_one_command_and_an_answer_with_its_effects_at_most_four() {
     let fixture = redis_store().await;
     let (bridge, _) = bridge_over(fixture.store.clone()).await;
-    // Warm up: scripts loaded, connections open.
-    let warm = bridge
-        .create(NewQuestion::new("warm", "Warm?"))
-        .await
-        .unwrap();
-    answer(&bridge, &warm.id).await;
-    settle_a_moment().await;
-    let monitor = Monitor::start(fixture.server.port);
     let n = 20;
-    let mut ids = Vec::new();
-    for _ in 0..n {
-        let q = bridge
-            .create(NewQuestion::new("budget", "Which?").options(["a", "b"]))
-            .await
-            .unwrap();
-        ids.push(q.id);
-    }
-    settle_a_moment().await;
-    let asks = sent(&monitor.take());
+    let (ids, asks, monitor) = asks_counted(&bridge, fixture.server.port, n, || {
+        NewQuestion::new("budget", "Which?").options(["a", "b"])
+    })
+    .await;
     assert!(
         asks.len() <= n,
         "{} commands for {n} asks: {asks:?}",
@@ -121,24 +107,11 @@ async fn an_ask_is_one_command_and_an_answer_with_its_effects_at_most_four() {
 async fn an_ask_shown_in_a_chat_is_two_commands() {
     let fixture = redis_store().await;
     let (bridge, chat) = bridge_over(fixture.store.clone()).await;
-    let warm = bridge
-        .create(NewQuestion::new("warm", "Warm?").targets(["chat:1"]))
-        .await
-        .unwrap();
-    answer(&bridge, &warm.id).await;
-    settle_a_moment().await;
-    let monitor = Monitor::start(fixture.server.port);
     let n = 20;
-    let mut ids = Vec::new();
-    for _ in 0..n {
-        let q = bridge
-            .create(NewQuestion::new("shown", "Which?").targets(["chat:1"]))
-            .await
-            .unwrap();
-        ids.push(q.id);
-    }
-    settle_a_moment().await;
-    let commands = sent(&monitor.take());
+    let (ids, commands, _) = asks_counted(&bridge, fixture.server.port, n, || {
+        NewQuestion::new("shown", "Which?").targets(["chat:1"])
+    })
+    .await;
     for id in &ids {
         assert_eq!(chat.shows(id.as_str()), 1, "{id} shown once");
     }
@@ -148,6 +121,28 @@ async fn an_ask_shown_in_a_chat_is_two_commands() {
         commands.len()
     );
     eprintln!("per shown ask {:.2}", commands.len() as f64 / n as f64);
+}
+
+/// Warms `bridge` up with one question made by `ask`, answered (scripts loaded, connections
+/// open), then asks `n` more: their ids, the commands they sent, and the monitor for what
+/// follows.
+async fn asks_counted(
+    bridge: &Bridge,
+    port: u16,
+    n: usize,
+    ask: impl Fn() -> NewQuestion,
+) -> (Vec<QuestionId>, Vec<Vec<String>>, Monitor) {
+    let warm = bridge.create(ask()).await.unwrap();
+    answer(bridge, &warm.id).await;
+    settle_a_moment().await;
+    let monitor = Monitor::start(port);
+    let mut ids = Vec::new();
+    for _ in 0..n {
+        ids.push(bridge.create(ask()).await.unwrap().id);
+    }
+    settle_a_moment().await;
+    let commands = sent(&monitor.take());
+    (ids, commands, monitor)
 }
 
 async fn answer(bridge: &Bridge, id: &QuestionId) {

@@ -14,12 +14,7 @@ use std::time::Duration;
 
 #[async_trait]
 impl Deliveries for EmbeddedStore {
-    async fn record_shown(
-        &self,
-        id: &QuestionId,
-        shown: &Shown,
-        settle_at: Millis,
-    ) -> Result<bool> {
+    async fn record_shown(&self, id: &QuestionId, shown: &Shown, due_at: Millis) -> Result<bool> {
         let (id, shown) = (id.clone(), shown.clone());
         self.write(move |txn| {
             txn.open_table(SHOWN)?.insert(
@@ -28,7 +23,7 @@ impl Deliveries for EmbeddedStore {
             )?;
             let resolved = resolved_in(txn, id.as_str())?;
             if resolved {
-                set_due_by(txn, id.as_str(), settle_at.0)?;
+                set_due_by(txn, id.as_str(), due_at.0)?;
             }
             Ok(resolved)
         })

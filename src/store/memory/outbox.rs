@@ -9,19 +9,14 @@ use std::time::Duration;
 
 #[async_trait]
 impl Deliveries for MemoryStore {
-    async fn record_shown(
-        &self,
-        id: &QuestionId,
-        shown: &Shown,
-        settle_at: Millis,
-    ) -> Result<bool> {
+    async fn record_shown(&self, id: &QuestionId, shown: &Shown, due_at: Millis) -> Result<bool> {
         let mut state = self.state();
         let list = state.shown.entry(id.clone()).or_default();
         list.retain(|s| s.target != shown.target);
         list.push(shown.clone());
         let resolved = state.is_resolved(id);
         if resolved {
-            state.set_due_by(id, settle_at);
+            state.set_due_by(id, due_at);
         }
         Ok(resolved)
     }

@@ -23,12 +23,7 @@ fn parse_ids(ids: &[String], index: &str) -> Result<Vec<QuestionId>> {
 
 #[async_trait]
 impl Deliveries for RedisStore {
-    async fn record_shown(
-        &self,
-        id: &QuestionId,
-        shown: &Shown,
-        settle_at: Millis,
-    ) -> Result<bool> {
+    async fn record_shown(&self, id: &QuestionId, shown: &Shown, due_at: Millis) -> Result<bool> {
         let mut invocation = RECORD_SHOWN.prepare_invoke();
         invocation
             .key(self.keys.shown(id.as_str()))
@@ -37,7 +32,7 @@ impl Deliveries for RedisStore {
             .arg(shown.target.as_str())
             .arg(&shown.reference)
             .arg(id.as_str())
-            .arg(settle_at.0);
+            .arg(due_at.0);
         self.invoke::<i64>("record_shown", &invocation)
             .await
             .map(|resolved| resolved == 1)
