@@ -39,6 +39,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tables::{
     AUDIT, DRAFTS, DUE_AT, EFFECTS, QUESTIONS, RUNS, SEEN, SESSION_DONE, SHOWN, decode, decode_run,
+    keys_of,
 };
 use tokio::sync::broadcast;
 
@@ -243,8 +244,8 @@ impl Admin for EmbeddedStore {
                     let status = question.status.as_str();
                     session_done.remove((session, status, resolution.at.0, id))?;
                 }
-                shown.retain_in((id, "")..(id, "\u{10FFFF}"), |_, _| false)?;
-                effects.retain_in((id, "")..(id, "\u{10FFFF}"), |_, _| false)?;
+                shown.retain_in(keys_of(id), |_, _| false)?;
+                effects.retain_in(keys_of(id), |_, _| false)?;
             }
             // Forms' drafts go with their question: a draft is only read while its form is
             // pending, and without this they stayed for good (Redis gives each a TTL). A draft

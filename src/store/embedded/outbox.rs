@@ -3,7 +3,7 @@
 
 use super::EmbeddedStore;
 use super::tables::{
-    DUE, DUE_AT, EFFECTS, ID_END, IN_HAND, SEEN, SHOWN, remove_open, resolved_in, set_due,
+    DUE, DUE_AT, EFFECTS, ID_END, IN_HAND, SEEN, SHOWN, keys_of, remove_open, resolved_in, set_due,
     set_due_by, work_in,
 };
 use crate::store::{Dedupe, Deliveries, Error, Outbox, Result, Shown, Sighting, Work};
@@ -143,12 +143,8 @@ impl Outbox for EmbeddedStore {
                 return set_due(txn, id.as_str(), at.0);
             }
             if let Some(seen) = shown_seen {
-                let shown = txn.open_table(SHOWN)?;
-                if shown
-                    .range((id.as_str(), "")..(id.as_str(), "\u{10FFFF}"))?
-                    .count()
-                    > seen
-                {
+                let shown = txn.open_table(SHOWN)?.range(keys_of(id.as_str()))?.count();
+                if shown > seen {
                     return Ok(());
                 }
             }

@@ -5,6 +5,7 @@ use crate::store::{Cursor, Error, Inserted, Result, Shown, Work};
 use askbridge_core::run::Run;
 use askbridge_core::{Question, Rule, Status, Target};
 use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
+use std::ops::Range;
 
 pub(super) const QUESTIONS: TableDefinition<&str, &str> = TableDefinition::new("questions");
 /// Forms being filled in chat: (question id, identity) -> the draft's JSON.
@@ -60,6 +61,12 @@ pub(super) const AUDIT: TableDefinition<(u64, u64), &str> = TableDefinition::new
 
 /// Ids sort below this string, so `(key, "")..(key, ID_END)` spans every id under `key`.
 pub(super) const ID_END: &str = "~";
+
+/// Every `(id, name)` key of question `id` in a table keyed so (`SHOWN` by target, `EFFECTS` by
+/// effect): names may hold any character, so the range ends at the highest one, not `ID_END`.
+pub(super) fn keys_of(id: &str) -> Range<(&str, &str)> {
+    (id, "")..(id, "\u{10FFFF}")
+}
 
 /// Creates every table, so that readers never meet a missing one.
 pub(super) fn create_all(txn: &WriteTransaction) -> Result<()> {
@@ -305,14 +312,14 @@ pub(super) fn work_in(
     id: &str,
 ) -> Result<Work> {
     let mut work = Work::default();
-    for entry in shown.range((id, "")..(id, "\u{10FFFF}"))? {
+    for entry in shown.range(keys_of(id))? {
         let (key, reference) = entry?;
         work.shown.push(Shown {
             target: Target::new(key.value().1),
             reference: reference.value().to_owned(),
         });
     }
-    for entry in effects.range((id, "")..(id, "\u{10FFFF}"))? {
+    for entry in effects.range(keys_of(id))? {
         work.done.push(entry?.0.value().1.to_owned());
     }
     Ok(work)
