@@ -104,6 +104,14 @@ fn percentile(samples: &mut [Duration], p: f64) -> f64 {
 /// 2-core machine shared with Redis and the client, one thread switches least and serves most.
 static THREADS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
+/// The environment entry that gives an askbridge started here the benchmark's worker threads.
+fn worker_threads() -> (&'static str, String) {
+    (
+        "ASKBRIDGE_WORKER_THREADS",
+        THREADS.get().cloned().unwrap_or_default(),
+    )
+}
+
 fn serve(redis: &redis_server::RedisServer) -> support::Process {
     support::Process::spawn(
         &["serve"],
@@ -111,10 +119,7 @@ fn serve(redis: &redis_server::RedisServer) -> support::Process {
             ("REDIS_URL", redis.url()),
             ("ASKBRIDGE_EXAMPLE_FLOWS", "true".to_owned()),
             ("ASKBRIDGE_LOG", "warn".to_owned()),
-            (
-                "ASKBRIDGE_WORKER_THREADS",
-                THREADS.get().cloned().unwrap_or_default(),
-            ),
+            worker_threads(),
         ],
     )
 }
@@ -122,10 +127,7 @@ fn serve(redis: &redis_server::RedisServer) -> support::Process {
 /// `askbridge serve` with `env` and the benchmark's worker threads, started on a blocking thread
 /// (it blocks until /healthz answers), so that fakes served by this runtime answer meanwhile.
 async fn serve_blocking(mut env: Vec<(&'static str, String)>) -> support::Process {
-    env.push((
-        "ASKBRIDGE_WORKER_THREADS",
-        THREADS.get().cloned().unwrap_or_default(),
-    ));
+    env.push(worker_threads());
     tokio::task::spawn_blocking(move || support::Process::spawn(&["serve"], &env))
         .await
         .unwrap()

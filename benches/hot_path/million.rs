@@ -47,10 +47,7 @@ fn env(redis: &RedisServer) -> Vec<(&'static str, String)> {
     vec![
         ("REDIS_URL", redis.url()),
         ("ASKBRIDGE_LOG", "warn".to_owned()),
-        (
-            "ASKBRIDGE_WORKER_THREADS",
-            crate::THREADS.get().cloned().unwrap_or_default(),
-        ),
+        crate::worker_threads(),
     ]
 }
 
