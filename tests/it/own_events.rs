@@ -10,8 +10,9 @@ use askbridge::store::redis::RedisStore;
 use askbridge::store::{
     ClaimOptions, Event, EventKind, Events, Questions, Rules, StoreOptions, Votes,
 };
-use askbridge_core::QuestionId;
 use askbridge_core::question::DEFAULT_TIMEOUT;
+use askbridge_core::run::{Origin, Run};
+use askbridge_core::{Millis, NewQuestion, Question, QuestionId};
 use std::collections::HashMap;
 use std::time::Duration;
 use tokio::sync::broadcast;
@@ -191,27 +192,13 @@ async fn events_a_script_puts_together_read_back_as_the_writer_delivered_them() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_written_as_one_entry_reach_another_store_each_once_in_order() {
     use askbridge::store::{AheadRun, Runs, TakeRun};
-    use askbridge_core::run::{Origin, Run};
-    use askbridge_core::{Millis, NewQuestion};
     let server = RedisServer::start();
     let (a, b) = (store(&server).await, store(&server).await);
     let (mut heard_by_a, mut heard_by_b) = (a.subscribe(), b.subscribe());
-    let origin = Origin {
-        chat: Some("chat:1".into()),
-        user: "chat:7".into(),
-        user_name: None,
-    };
-    let now = Millis::now();
-    let started = Run::new("deploy", "staging", origin, "p1", now, now.after(LEASE));
-    let ask = |n: usize, text: &str| {
-        let mut q = NewQuestion::ask(text)
-            .session(started.session_id())
-            .into_question(started.question_id(n), Millis::now(), DEFAULT_TIMEOUT)
-            .unwrap();
-        q.run_id = Some(started.id.clone());
-        q
-    };
-    let (first, next) = (ask(0, "Go?"), ask(1, "And then?"));
+    let started = started_run(Some("chat:1"));
+    let now = started.created_at;
+    let first = run_question(&started, 0, "Go?");
+    let next = run_question(&started, 1, "And then?");
     let mut parked = started.clone();
     parked.park_on(first.id.clone(), started.updated_at);
     a.insert_parked(&started, &parked, "p1", &first)
@@ -256,7 +243,6 @@ async fn events_written_as_one_entry_reach_another_store_each_once_in_order() {
     assert!(heard_by_b.try_recv().is_err(), "an event heard twice");
 }
 
-/// The lease the run above is taken with.
 // A stream keeps about 1,000 events a bucket however they are packed: an entry of two events
 // (a run stored parked on its first question) trims its stream to about 500 entries. Each
 // bucket's stream is filled with 1,100 entries of one event first (before the store connects,
@@ -264,8 +250,6 @@ async fn events_written_as_one_entry_reach_another_store_each_once_in_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_entry_of_two_events_trims_its_stream_to_half_as_many_entries() {
     use askbridge::store::Runs;
-    use askbridge_core::run::{Origin, Run};
-    use askbridge_core::{Millis, NewQuestion};
     let server = RedisServer::start();
     let mut connection = server.connection().await;
     let streams: Vec<String> = (0..16)
@@ -284,26 +268,9 @@ async fn an_entry_of_two_events_trims_its_stream_to_half_as_many_entries() {
     }
     let () = fill.query_async(&mut connection).await.unwrap();
     let store = store(&server).await;
-    let now = Millis::now();
-    for n in 0..300 {
-        let origin = Origin {
-            chat: None,
-            user: "chat:7".into(),
-            user_name: None,
-        };
-        let run = Run::new(
-            "deploy",
-            "staging",
-            origin,
-            &format!("p{n}"),
-            now,
-            now.after(LEASE),
-        );
-        let mut q = NewQuestion::ask("Go?")
-            .session(run.session_id())
-            .into_question(run.question_id(0), Millis::now(), DEFAULT_TIMEOUT)
-            .unwrap();
-        q.run_id = Some(run.id.clone());
+    for _ in 0..300 {
+        let run = started_run(None);
+        let q = run_question(&run, 0, "Go?");
         let mut parked = run.clone();
         parked.park_on(q.id.clone(), run.updated_at);
         store.insert_parked(&run, &parked, "p1", &q).await.unwrap();
@@ -320,7 +287,29 @@ async fn an_entry_of_two_events_trims_its_stream_to_half_as_many_entries() {
     }
 }
 
+/// The lease the runs above are taken with.
 const LEASE: Duration = Duration::from_secs(30);
+
+/// A run of `deploy` started now by chat:7 (in `chat`, if given), leased to `p1`.
+fn started_run(chat: Option<&str>) -> Run {
+    let origin = Origin {
+        chat: chat.map(Into::into),
+        user: "chat:7".into(),
+        user_name: None,
+    };
+    let now = Millis::now();
+    Run::new("deploy", "staging", origin, "p1", now, now.after(LEASE))
+}
+
+/// Question `n` of `run`, asking `text`.
+fn run_question(run: &Run, n: usize, text: &str) -> Question {
+    let mut q = NewQuestion::ask(text)
+        .session(run.session_id())
+        .into_question(run.question_id(n), Millis::now(), DEFAULT_TIMEOUT)
+        .unwrap();
+    q.run_id = Some(run.id.clone());
+    q
+}
 
 /// The next `n` events of `events`, each within 10 s.
 async fn first_heard(events: &mut broadcast::Receiver<Event>, n: usize) -> Vec<Event> {
